@@ -1,0 +1,182 @@
+import type { FrameContext, PairEval, Twin } from './types';
+
+/*
+ * The frame every check runs in, once in Lua (inside Redis) and once in JavaScript (the memory store).
+ * It reads every identifier's block and state, evaluates every applicable (identifier x rule) pair, and
+ * consumes only when every pair admits the cost: all or nothing, in one script call.
+ *
+ * KEYS: per identifier i (1-based): KEYS[2i-1] its state key, KEYS[2i] its block key.
+ * ARGV[1] op: 'c' check (consumes when allowed) | 'p' peek (consumes nothing)
+ * ARGV[2] cost (integer >= 0)
+ * ARGV[3] penalty: '1' makes a denied check consume too, '0' not
+ * ARGV[4] now (ms); '' in production, where the script reads Redis TIME (one clock for every app server)
+ * ARGV[5] TTL padding in ms (0 in production; test mode pads, as its clock is not Redis's)
+ * ARGV[6] number of rules R; then per rule 3 integers: window (ms), limit, parameter
+ * ARGV[7 + 3R ...] per identifier: a mask of R chars, '1' where the rule applies to that identifier
+ * Reply (flat integers and strings, the same in RESP2 and RESP3):
+ *   { now, allowed (0|1), consumed (0|1), then per identifier: blockMs, blockReason,
+ *     then per applicable rule, in rule order: available, resetMs, retryMs }
+ */
+export const LUA_PROLOGUE = `
+local OP = ARGV[1]
+local COST = tonumber(ARGV[2])
+local PENALTY = ARGV[3] == '1'
+local NOW
+if ARGV[4] == '' then
+  local t = redis.call('TIME')
+  NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+else
+  NOW = tonumber(ARGV[4])
+end
+local PAD = tonumber(ARGV[5])
+local NR = tonumber(ARGV[6])
+local W, L, P = {}, {}, {}
+for j = 1, NR do
+  W[j] = tonumber(ARGV[4 + 3 * j])
+  L[j] = tonumber(ARGV[5 + 3 * j])
+  P[j] = tonumber(ARGV[6 + 3 * j])
+end
+`;
+
+export const LUA_MAIN = `
+local NIDS = #KEYS / 2
+local MASKS = 6 + 3 * NR
+local out = { NOW, 0, 0 }
+local sts, rules, evals = {}, {}, {}
+local ok, blocked = true, false
+for i = 1, NIDS do
+  local bms, reason = 0, ''
+  local b = redis.call('GET', KEYS[2 * i])
+  if b then
+    local sep = string.find(b, '|', 1, true) or (#b + 1)
+    local untilMs = tonumber(string.sub(b, 1, sep - 1))
+    if untilMs and untilMs > NOW then
+      bms = untilMs - NOW
+      reason = string.sub(b, sep + 1)
+      blocked = true
+    end
+  end
+  local st = fg_load(KEYS[2 * i - 1])
+  local mask, js, e = ARGV[MASKS + i], {}, {}
+  for j = 1, NR do
+    if string.byte(mask, j) == 49 then
+      js[#js + 1] = j
+      local avail, reset, retry = fg_eval(st, j, COST)
+      if retry > 0 then ok = false end
+      e[#e + 1] = { avail, reset, retry }
+    end
+  end
+  sts[i], rules[i], evals[i] = st, js, e
+  out[#out + 1] = bms
+  out[#out + 1] = reason
+end
+if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
+  out[3] = 1
+  for i = 1, NIDS do
+    local st, js = sts[i], rules[i]
+    for _, j in ipairs(js) do fg_commit(st, j, COST) end
+    fg_save(KEYS[2 * i - 1], st, js)
+    for k, j in ipairs(js) do
+      local avail, reset, retry = fg_eval(st, j, ok and 0 or COST)
+      evals[i][k] = { avail, reset, retry }
+    end
+  end
+end
+if ok and not blocked then out[2] = 1 end
+for i = 1, NIDS do
+  for _, e in ipairs(evals[i]) do
+    out[#out + 1] = e[1]
+    out[#out + 1] = e[2]
+    out[#out + 1] = e[3]
+  end
+end
+return out
+`;
+
+/** The full script of one algorithm: prologue, the algorithm's functions, the main body. */
+export function buildScript(algorithmLua: string): string {
+  return `${LUA_PROLOGUE}\n${algorithmLua}\n${LUA_MAIN}`;
+}
+
+export type Reply = Array<number | string>;
+
+/** What the JavaScript frame needs from a store: read a key, write it with a TTL. */
+export interface FrameStorage {
+  get(key: string, now: number): unknown;
+  set(key: string, value: unknown, ttlMs: number, now: number): void;
+}
+
+/** The JavaScript twin of LUA_PROLOGUE + LUA_MAIN, over the same KEYS and ARGV. */
+export function runFrame(
+  twin: Twin<unknown, unknown>,
+  storage: FrameStorage,
+  keys: readonly string[],
+  argv: readonly (string | number)[],
+  clockNow: number,
+): Reply {
+  const op = String(argv[0]);
+  const cost = Number(argv[1]);
+  const penalty = String(argv[2]) === '1';
+  const now = argv[3] === '' ? clockNow : Number(argv[3]);
+  const nr = Number(argv[5]);
+  const W: number[] = [];
+  const L: number[] = [];
+  const P: number[] = [];
+  for (let j = 0; j < nr; j++) {
+    W.push(Number(argv[6 + 3 * j]));
+    L.push(Number(argv[7 + 3 * j]));
+    P.push(Number(argv[8 + 3 * j]));
+  }
+  const ctx: FrameContext = { now, pad: Number(argv[4]), W, L, P };
+  const nIds = keys.length / 2;
+  const out: Reply = [now, 0, 0];
+  const sts: unknown[] = [];
+  const rules: number[][] = [];
+  const evals: PairEval[][] = [];
+  let ok = true;
+  let blocked = false;
+  for (let i = 0; i < nIds; i++) {
+    let bms = 0;
+    let reason = '';
+    const b = storage.get(keys[2 * i + 1]!, now);
+    if (typeof b === 'string') {
+      const bar = b.indexOf('|');
+      const sep = bar === -1 ? b.length : bar;
+      const untilMs = Number(b.slice(0, sep));
+      if (untilMs > now) {
+        bms = untilMs - now;
+        reason = b.slice(sep + 1);
+        blocked = true;
+      }
+    }
+    const st = twin.load(storage.get(keys[2 * i]!, now), ctx);
+    const mask = String(argv[6 + 3 * nr + i]);
+    const js: number[] = [];
+    const e: PairEval[] = [];
+    for (let j = 0; j < nr; j++) {
+      if (mask.charCodeAt(j) !== 49) continue;
+      js.push(j);
+      const ev = twin.evaluate(st, j, cost, ctx);
+      if (ev[2] > 0) ok = false;
+      e.push(ev);
+    }
+    sts.push(st);
+    rules.push(js);
+    evals.push(e);
+    out.push(bms, reason);
+  }
+  if (op === 'c' && cost > 0 && !blocked && (ok || penalty)) {
+    out[2] = 1;
+    for (let i = 0; i < nIds; i++) {
+      const st = sts[i];
+      const js = rules[i]!;
+      for (const j of js) twin.commit(st, j, cost, ctx);
+      const saved = twin.save(st, js, ctx);
+      if (saved) storage.set(keys[2 * i]!, saved.value, saved.ttlMs, now);
+      evals[i] = js.map((j) => twin.evaluate(st, j, ok ? 0 : cost, ctx));
+    }
+  }
+  if (ok && !blocked) out[1] = 1;
+  for (const e of evals) for (const ev of e) out.push(ev[0], ev[1], ev[2]);
+  return out;
+}

@@ -1,0 +1,56 @@
+export type AlgorithmName = 'fixed-window' | 'sliding-window' | 'sliding-log' | 'token-bucket';
+
+/**
+ * What an algorithm's functions see of a call, in both twins: the Lua script's prologue sets the same
+ * values as upvalues (NOW, PAD, W, L, P). Rule indices `j` are 0-based here and 1-based in Lua.
+ */
+export interface FrameContext {
+  /** Milliseconds since the epoch: Redis TIME in production, the caller's clock in test mode. */
+  readonly now: number;
+  /** Extra TTL (ms) in test mode, where the logical clock may run ahead of Redis's real expiry. */
+  readonly pad: number;
+  /** Per rule: window in ms. */
+  readonly W: readonly number[];
+  /** Per rule: limit. */
+  readonly L: readonly number[];
+  /** Per rule: the algorithm's parameter (token-bucket: burst; sliding-window: precision; else 0). */
+  readonly P: readonly number[];
+}
+
+/** [available units now, ms until fully replenished, ms until `cost` fits (0 when it fits now)] */
+export type PairEval = [available: number, resetMs: number, retryMs: number];
+
+/** What the memory store keeps under a key, and for how long. */
+export interface SavedValue<V> {
+  value: V;
+  ttlMs: number;
+}
+
+/**
+ * The in-memory twin of an algorithm's Lua functions: the same four steps, the same arithmetic, so the
+ * memory store and Redis make the same decision for the same (time, identifiers, cost).
+ *
+ * Contract shared with Lua: evaluate(st, j, 0) always returns retryMs 0; commit is applied to every
+ * applicable rule and must count a window shared by two rules once; save returns undefined when
+ * nothing changed.
+ */
+export interface Twin<S, V = unknown> {
+  load(stored: V | undefined, ctx: FrameContext): S;
+  evaluate(st: S, j: number, cost: number, ctx: FrameContext): PairEval;
+  commit(st: S, j: number, cost: number, ctx: FrameContext): void;
+  save(st: S, rules: readonly number[], ctx: FrameContext): SavedValue<V> | undefined;
+}
+
+export interface Algorithm<S = any, V = any> {
+  readonly name: AlgorithmName;
+  /** Tag in state keys: algorithm + layout version (bump it when the stored layout changes). */
+  readonly tag: string;
+  /**
+   * Lua defining `local function`s fg_load(key), fg_eval(st, j, cost) -> avail, reset, retry,
+   * fg_commit(st, j, cost) and fg_save(key, st, js). It runs between the frame's prologue and main body.
+   */
+  readonly lua: string;
+  readonly twin: Twin<S, V>;
+  /** The per-rule parameter passed as P[j]. */
+  param(rule: { limit: number; burst: number; precision: number; windowMs: number }): number;
+}

@@ -1,0 +1,13 @@
+export { createLimiter, FloodgateLimiter, withDeadline } from './limiter';
+export type { Limiter, CheckOptions, BlockOptions } from './limiter';
+export type { Decision, DecisionSource, DenyReason, PairState } from './decision';
+export { resolveOptions, assertKnownOptions, LIMITER_OPTION_KEYS } from './options';
+export type { LimiterOptions, ResolvedOptions, FailurePolicy, LimiterMode, LimiterEvent, Logger } from './options';
+export { parseDuration, resolveRules, formatWindow } from './rules';
+export type { Rule, RuleInput } from './rules';
+export { encodeIdentifier, stateKey, blockKey, identifierKind } from './keys';
+export { FloodgateError, ConfigError, ArgumentError, StoreError } from './errors';
+export type { FloodgateErrorCode, StoreErrorKind } from './errors';
+export type { RedisClient } from './stores/redis';
+export type { AlgorithmName } from './algorithms/types';
+export { MemoryStore } from './stores/memory';

@@ -1,0 +1,32 @@
+import { createHash } from 'node:crypto';
+
+/** Identifiers kept verbatim in keys; everything else is hashed. `#` is not in this set. */
+const RAW_IDENTIFIER = /^[A-Za-z0-9._:@/-]{1,64}$/;
+
+/**
+ * Identifier -> the part of a key inside the hash tag (DESIGN.md invariant 5).
+ *
+ * Raw when it is short and plain, else `#` + base64url(sha256) cut to 22 chars (132 bits). The raw set has
+ * no `#`, `{` or `}`, so the mapping is injective and no input can leave its hash tag. Hashing the UTF-16
+ * code units (not UTF-8) keeps strings with lone surrogates apart: UTF-8 would turn them all into U+FFFD.
+ */
+export function encodeIdentifier(identifier: string): string {
+  if (RAW_IDENTIFIER.test(identifier)) return identifier;
+  return `#${createHash('sha256').update(identifier, 'utf16le').digest('base64url').slice(0, 22)}`;
+}
+
+/** `<prefix>:<name>:<algorithm tag + layout version>:{<enc>}` */
+export function stateKey(prefix: string, name: string, tag: string, enc: string): string {
+  return `${prefix}:${name}:${tag}:{${enc}}`;
+}
+
+/** `<prefix>:!b:{<enc>}`: shared by every limiter with this prefix; no name can contain `!`. */
+export function blockKey(prefix: string, enc: string): string {
+  return `${prefix}:!b:{${enc}}`;
+}
+
+/** The kind of an identifier: the part before the first ':' ('' when there is none). */
+export function identifierKind(identifier: string): string {
+  const colon = identifier.indexOf(':');
+  return colon === -1 ? '' : identifier.slice(0, colon);
+}
