@@ -10,12 +10,14 @@ interface Entry {
 /**
  * The in-memory store: the algorithms' JavaScript twins over a Map with per-key expiry. Time is the
  * caller's (`now`), so an injected clock drives expiry too. Memory stays bounded by the live keys:
- * expired entries are dropped when read and by a sweep whose cost is amortised over writes.
+ * expired entries are dropped when read and by a sweep whose cost is amortised over writes, so
+ * the map holds at most about twice the live keys (plus 1,024).
  */
 export class MemoryStore implements Store, FrameStorage {
   readonly source = 'memory' as const;
   private readonly entries = new Map<string, Entry>();
   private writesSinceSweep = 0;
+  private liveAfterSweep = 0;
 
   get size(): number {
     return this.entries.size;
@@ -33,13 +35,16 @@ export class MemoryStore implements Store, FrameStorage {
 
   set(key: string, value: unknown, ttlMs: number, now: number): void {
     this.entries.set(key, { value, expiresAt: now + ttlMs });
-    if (++this.writesSinceSweep >= Math.max(1024, this.entries.size)) this.sweep(now);
+    // Sweep after as many writes as there were live entries at the last sweep (not the current size,
+    // which counts the expired ones too and would keep moving the threshold out of reach).
+    if (++this.writesSinceSweep >= Math.max(1024, this.liveAfterSweep)) this.sweep(now);
   }
 
   /** Drops every expired entry; runs after as many writes as there are entries, so O(1) amortised. */
   sweep(now: number): void {
     this.writesSinceSweep = 0;
     for (const [key, entry] of this.entries) if (entry.expiresAt <= now) this.entries.delete(key);
+    this.liveAfterSweep = this.entries.size;
   }
 
   run(algorithm: Algorithm, keys: string[], argv: (string | number)[], now: number): Reply {

@@ -52,6 +52,7 @@ export class RedisStore implements Store {
   private readonly client: RedisClient;
   private readonly commands = new Map<string, ScriptCommand>();
   private everReady: boolean;
+  private connecting: Promise<void> | undefined;
 
   constructor(client: RedisClient) {
     this.client = client;
@@ -69,7 +70,13 @@ export class RedisStore implements Store {
       this.everReady = true;
       return true;
     }
-    if (!this.everReady && FIRST_CONNECT_STATES.has(status)) return this.firstConnect();
+    if (!this.everReady && FIRST_CONNECT_STATES.has(status)) {
+      // One wait shared by every check that arrives while connecting: listeners stay O(1).
+      this.connecting ??= this.firstConnect().finally(() => {
+        this.connecting = undefined;
+      });
+      return this.connecting;
+    }
     throw new StoreError('unavailable', `Redis connection is ${status}`);
   }
 

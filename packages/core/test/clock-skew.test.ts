@@ -1,0 +1,34 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { createLimiter } from '@floodgate/core';
+import { closeClients, connect, testRedisUrl, uniquePrefix } from '@floodgate/testing';
+
+const run = promisify(execFile);
+const worker = join(__dirname, 'fixtures', 'skewed-worker.ts');
+
+afterAll(closeClients);
+
+/** Runs checks in a child process whose Date.now() is off by `skewMs`. */
+async function checksIn(skewMs: number, prefix: string, count: number): Promise<number> {
+  const { stdout } = await run(process.execPath, ['-r', 'ts-node/register/transpile-only', worker], {
+    cwd: join(__dirname, '..', '..', '..'),
+    env: {
+      ...process.env,
+      TS_NODE_COMPILER_OPTIONS: JSON.stringify({ module: 'commonjs', moduleResolution: 'node' }),
+      SKEW_MS: String(skewMs), PREFIX: prefix, COUNT: String(count), REDIS_URL: testRedisUrl(),
+    },
+  });
+  return JSON.parse(stdout.trim().split('\n').pop()!).allowed;
+}
+
+test('two processes whose clocks differ by an hour admit exactly the limit together', async () => {
+  const prefix = uniquePrefix('skew');
+  // Each process alone would have its own window if it used its own clock; Redis TIME gives them one.
+  const [early, late] = await Promise.all([checksIn(0, prefix, 40), checksIn(3_600_000, prefix, 40)]);
+  expect(early + late).toBe(25);
+  // Cross-check from this process: the shared counter is spent.
+  const limiter = createLimiter({ redis: connect(), prefix, name: 'skew', algorithm: 'fixed-window', limits: { limit: 25, window: '1h' } });
+  expect((await limiter.peek('ip:192.0.2.1')).remaining).toBe(0);
+  await limiter.close();
+}, 60_000);

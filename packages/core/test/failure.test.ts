@@ -1,0 +1,152 @@
+import Redis from 'ioredis';
+import { createLimiter, type LimiterEvent, type LimiterOptions } from '@floodgate/core';
+import { closeClients, connect, startRedis, uniquePrefix, type StartedRedis } from '@floodgate/testing';
+
+const unhandled: unknown[] = [];
+const onUnhandled = (err: unknown): void => {
+  unhandled.push(err);
+};
+beforeAll(() => process.on('unhandledRejection', onUnhandled));
+afterAll(async () => {
+  process.off('unhandledRejection', onUnhandled);
+  await closeClients();
+});
+
+const limits = { limit: 2, window: '1h' } as const;
+
+const quiet = { warn: () => undefined };
+function limiterOn(redis: Redis, options: Partial<LimiterOptions> = {}) {
+  return createLimiter({ redis, prefix: uniquePrefix('fail'), algorithm: 'fixed-window', limits, timeoutMs: 100, logger: quiet, ...options });
+}
+
+async function timed<T>(fn: () => Promise<T>): Promise<[T, number]> {
+  const start = performance.now();
+  const value = await fn();
+  return [value, performance.now() - start];
+}
+
+describe('Redis paused (CLIENT PAUSE): every check settles by the deadline and follows the policy', () => {
+  let server: StartedRedis;
+  let admin: Redis;
+  beforeAll(async () => {
+    server = await startRedis();
+    admin = connect(server.url);
+  });
+  afterAll(() => server.stop());
+
+  test.each(['open', 'closed', 'local'] as const)('failure: %s', async (failure) => {
+    const events: LimiterEvent[] = [];
+    const limiter = limiterOn(connect(server.url), { failure, onEvent: (e) => events.push(e) });
+    expect((await limiter.check('ip:1.1.1.1')).source).toBe('redis');
+    await admin.client('PAUSE', 400, 'ALL');
+    const results = await Promise.all([1, 2, 3].map(() => timed(() => limiter.check('ip:1.1.1.1'))));
+    for (const [decision, ms] of results) {
+      expect(ms).toBeLessThan(100 + 50);
+      expect(decision.source).toBe('fallback');
+      expect(decision.error?.kind).toBe('timeout');
+      if (failure === 'open') expect(decision).toMatchObject({ allowed: true, states: [] });
+      if (failure === 'closed') {
+        expect(decision).toMatchObject({ allowed: false, reason: 'store-unavailable' });
+        expect(decision.retryAfterMs).toBeGreaterThan(0);
+      }
+    }
+    if (failure === 'local') {
+      // The in-memory limiter with the same rules: limit 2, so the third local check is denied.
+      expect(results.map(([d]) => d.allowed)).toEqual([true, true, false]);
+      expect(results[2]![0].reason).toBe('limit');
+    }
+    expect(events.filter((e) => e.type === 'store-error')).toHaveLength(3);
+    await new Promise((r) => setTimeout(r, 500));
+    // After the pause, Redis decides again, and the late replies changed nothing visible to callers.
+    expect((await limiter.check('ip:9.9.9.9')).source).toBe('redis');
+    await limiter.close();
+  });
+});
+
+describe('Redis gone', () => {
+  test('a client that lost its connection fails fast, without queueing scripts for later', async () => {
+    const server = await startRedis();
+    const redis = connect(server.url, { retryStrategy: () => 1000 });
+    const limiter = limiterOn(redis, { failure: 'closed' });
+    expect((await limiter.check('ip:2.2.2.2')).source).toBe('redis');
+    await server.stop();
+    await new Promise((r) => setTimeout(r, 100));
+    const [decision, ms] = await timed(() => limiter.check('ip:2.2.2.2'));
+    expect(decision).toMatchObject({ allowed: false, source: 'fallback', reason: 'store-unavailable' });
+    expect(decision.error?.kind).toBe('unavailable');
+    expect(ms).toBeLessThan(100);
+    // Nothing was parked in ioredis's offline queue to run, counted, after a reconnect.
+    expect((redis as unknown as { offlineQueue: { length: number } }).offlineQueue.length).toBe(0);
+    await limiter.close();
+  });
+
+  test('with a default ioredis client (offline queue on, retries on), a check still never waits past the deadline', async () => {
+    const server = await startRedis();
+    const redis = new Redis(server.url, { lazyConnect: false });
+    redis.on('error', () => undefined);
+    const limiter = limiterOn(redis, { failure: 'open' });
+    expect((await limiter.check('ip:3.3.3.3')).source).toBe('redis');
+    await server.stop();
+    const results = await Promise.all([1, 2, 3, 4].map(() => timed(() => limiter.check('ip:3.3.3.3'))));
+    for (const [decision, ms] of results) {
+      expect(decision).toMatchObject({ allowed: true, source: 'fallback' });
+      expect(ms).toBeLessThan(100 + 50);
+    }
+    await limiter.close();
+    redis.disconnect();
+  });
+
+  test('a client still connecting for the first time is waited for, not failed open', async () => {
+    const server = await startRedis();
+    const redis = new Redis(server.url);
+    redis.on('error', () => undefined);
+    expect(redis.status).not.toBe('ready');
+    const limiter = limiterOn(redis, { failure: 'closed', timeoutMs: 50 });
+    const decisions = await Promise.all([1, 2, 3].map(() => limiter.check('ip:4.4.4.4')));
+    expect(decisions.map((d) => d.source)).toEqual(['redis', 'redis', 'redis']);
+    expect(decisions.map((d) => d.allowed)).toEqual([true, true, false]);
+    await limiter.close();
+    redis.disconnect();
+    await server.stop();
+  });
+
+  test('a client that never connects follows the policy once its first attempt fails', async () => {
+    const server = await startRedis();
+    const url = server.url;
+    await server.stop();
+    const redis = new Redis(url, { retryStrategy: () => 5000 });
+    redis.on('error', () => undefined);
+    const limiter = limiterOn(redis, { failure: 'closed' });
+    const decision = await limiter.check('ip:5.5.5.5');
+    expect(decision).toMatchObject({ allowed: false, source: 'fallback', reason: 'store-unavailable' });
+    await limiter.close();
+    redis.disconnect();
+  });
+
+  test('no unhandled rejections escaped any of the above', () => {
+    expect(unhandled).toEqual([]);
+  });
+});
+
+test('an error reply maps to the policy and reaches onEvent, never a rejection', async () => {
+  const server = await startRedis(['--maxmemory', '1mb', '--maxmemory-policy', 'noeviction']);
+  const redis = connect(server.url);
+  // Fill memory until writes are refused with OOM.
+  const filler = 'x'.repeat(100_000);
+  for (let i = 0; i < 30; i++) await redis.set(`fill:${i}`, filler).catch(() => undefined);
+  const events: LimiterEvent[] = [];
+  const warnings: string[] = [];
+  const logger = { warn: (m: string) => warnings.push(m) };
+  const limiter = limiterOn(redis, { failure: 'closed', onEvent: (e) => events.push(e), logger });
+  const decision = await limiter.check('ip:6.6.6.6');
+  await limiter.check('ip:6.6.6.6');
+  expect(decision).toMatchObject({ allowed: false, source: 'fallback', reason: 'store-unavailable' });
+  expect(decision.error?.kind).toBe('reply');
+  expect(String((decision.error?.cause as Error).message)).toMatch(/OOM/);
+  expect(events).toHaveLength(2);
+  // One warning per outage, not one per check; the driver's text stays in `cause`.
+  expect(warnings).toHaveLength(1);
+  expect(warnings[0]).toMatch(/failure policy 'closed'/);
+  await limiter.close();
+  await server.stop();
+});
