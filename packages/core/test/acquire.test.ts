@@ -54,7 +54,7 @@ test('abort stops the wait and resolves with the last denied decision; a queued 
   const [a, b]: Decision[] = await Promise.all([first, second]);
   expect(a).toMatchObject({ allowed: false, reason: 'limit' });
   expect(b).toMatchObject({ allowed: false, reason: 'limit' });
-  expect(b.retryAfterMs).toBeGreaterThan(0);
+  expect(b?.retryAfterMs).toBeGreaterThan(0);
 });
 
 test('bad options are argument errors', async () => {
