@@ -1,5 +1,6 @@
 import { ConfigError } from '../errors';
 import type { Algorithm, FrameContext, PairEval, SavedValue } from './types';
+import { LUA_HASH_SAVE, savedHash } from './hash-state';
 
 /*
  * Sliding window as a ring of time buckets (the Redback design): a rule's window W is cut into P buckets
@@ -15,7 +16,7 @@ import type { Algorithm, FrameContext, PairEval, SavedValue } from './types';
  * ignored when read and zeroed when the ring advances, so no decision rests on the key's TTL.
  * All values are integers written with %d: the Lua and JavaScript twins compute the same numbers.
  */
-const lua = `
+const lua = `${LUA_HASH_SAVE}
 local function fg_load(key)
   local raw = redis.call('HGETALL', key)
   local f = {}
@@ -118,10 +119,7 @@ local function fg_save(key, st, js)
     local left = (ring.last + p + 1) * (w / p) - NOW
     if left > ttl then ttl = left end
   end
-  if #args > 0 then
-    redis.call('HSET', key, unpack(args))
-    redis.call('PEXPIRE', key, ttl + PAD)
-  end
+  fg_hset(key, args, ttl)
 end
 `;
 
@@ -206,14 +204,11 @@ function commit(st: State, j: number, cost: number, ctx: FrameContext): void {
 }
 
 function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<Rings> | undefined {
-  let ttl = 0;
-  for (const j of js) {
+  return savedHash(st.f, js, (j) => {
     const w = ctx.W[j]!;
     const p = ctx.P[j]!;
-    const ring = st.f.get(`${w}:${p}`)!;
-    ttl = Math.max(ttl, (ring.last + p + 1) * (w / p) - ctx.now);
-  }
-  return js.length > 0 ? { value: st.f, ttlMs: ttl + ctx.pad } : undefined;
+    return (st.f.get(`${w}:${p}`)!.last + p + 1) * (w / p) - ctx.now;
+  }, ctx);
 }
 
 export const slidingWindow: Algorithm<State, Rings> = {

@@ -1,5 +1,6 @@
 import { ConfigError } from '../errors';
 import type { Algorithm, FrameContext, PairEval, SavedValue } from './types';
+import { LUA_HASH_SAVE, savedHash } from './hash-state';
 
 /*
  * Token bucket as GCRA, the Generic Cell Rate Algorithm (ITU-T I.371; the form popularised by
@@ -17,7 +18,7 @@ import type { Algorithm, FrameContext, PairEval, SavedValue } from './types';
  * and JavaScript numbers agree bit for bit. Field '<W>:<L>:<C>' = '<a>:<r>': rules with the same window
  * but another limit or burst keep their own TAT.
  */
-const lua = `
+const lua = `${LUA_HASH_SAVE}
 local function fg_load(key)
   local raw = redis.call('HGETALL', key)
   local f = {}
@@ -81,10 +82,7 @@ local function fg_save(key, st, js)
     local left = t.a - NOW + 1
     if left > ttl then ttl = left end
   end
-  if #args > 0 then
-    redis.call('HSET', key, unpack(args))
-    redis.call('PEXPIRE', key, ttl + PAD)
-  end
+  fg_hset(key, args, ttl)
 end
 `;
 
@@ -131,9 +129,7 @@ function commit(st: State, j: number, cost: number, ctx: FrameContext): void {
 }
 
 function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<Tats> | undefined {
-  let ttl = 0;
-  for (const j of js) ttl = Math.max(ttl, st.f.get(fieldName(j, ctx))!.a - ctx.now + 1);
-  return js.length > 0 ? { value: st.f, ttlMs: ttl + ctx.pad } : undefined;
+  return savedHash(st.f, js, (j) => st.f.get(fieldName(j, ctx))!.a - ctx.now + 1, ctx);
 }
 
 export const tokenBucket: Algorithm<State, Tats> = {
