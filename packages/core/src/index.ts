@@ -1,5 +1,6 @@
 export { createLimiter, FloodgateLimiter, withDeadline } from './limiter';
 export type { Limiter, CheckOptions, BlockOptions } from './limiter';
+export type { AcquireOptions } from './acquire';
 export type { Decision, DecisionSource, DenyReason, PairState } from './decision';
 export { resolveOptions, assertKnownOptions, LIMITER_OPTION_KEYS } from './options';
 export type { LimiterOptions, ResolvedOptions, FailurePolicy, LimiterMode, LimiterEvent, Logger } from './options';

@@ -8,6 +8,7 @@ import { MemoryStore } from './stores/memory';
 import { RedisStore } from './stores/redis';
 import type { Store } from './stores/types';
 import { register, unregister } from './registry';
+import { acquire, type AcquireOptions, type WaitQueues } from './acquire';
 
 export interface CheckOptions {
   /** Units this call consumes (a non-negative integer; default 1). Cost 0 consumes nothing. */
@@ -36,6 +37,8 @@ export interface Limiter {
   /** Denies every check of this identifier, in every limiter with this prefix, for `duration`. */
   block(identifier: string, options: BlockOptions): Promise<void>;
   unblock(identifier: string): Promise<void>;
+  /** Waits (sleeping, first come first served) until a check passes; gives up after maxWaitMs or on abort. */
+  acquire(identifiers: string | readonly string[], options?: AcquireOptions): Promise<Decision>;
   close(): Promise<void>;
 }
 
@@ -74,6 +77,7 @@ export class FloodgateLimiter implements Limiter {
   private localStore: MemoryStore | undefined;
   private readonly ruleArgs: (string | number)[];
   private readonly plans = new Map<string, KindPlan>();
+  private readonly queues: WaitQueues = new Map();
   private readonly nowArg: () => string;
   private readonly pad: number;
   private failing = false;
@@ -128,6 +132,10 @@ export class FloodgateLimiter implements Limiter {
   async unblock(identifier: string): Promise<void> {
     const [id] = this.identifiers(identifier);
     await this.admin(() => this.store.delete([blockKey(this.prefix, encodeIdentifier(id!))]));
+  }
+
+  acquire(identifiers: string | readonly string[], options?: AcquireOptions): Promise<Decision> {
+    return acquire(this, this.queues, identifiers, options);
   }
 
   async close(): Promise<void> {

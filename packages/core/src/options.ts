@@ -149,7 +149,7 @@ export function resolveOptions(input: LimiterOptions, extraKeys: readonly string
   if (redis !== undefined && (typeof redis !== 'object' || redis === null || typeof redis.defineCommand !== 'function')) {
     throw new ConfigError('redis', `must be an ioredis Redis or Cluster client; got ${describeValue(redis)}`);
   }
-  const algorithmName = oneOf(input.algorithm, 'algorithm', Object.keys(ALGORITHMS) as AlgorithmName[], 'fixed-window');
+  const algorithmName = oneOf(input.algorithm, 'algorithm', Object.keys(ALGORITHMS) as AlgorithmName[], 'sliding-window');
   const timeoutMs = input.timeoutMs ?? 250;
   if (typeof timeoutMs !== 'number' || !Number.isInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > 60_000) {
     throw new ConfigError('timeoutMs', `must be a positive integer of milliseconds up to 60000; got ${describeValue(timeoutMs)}`);
@@ -161,12 +161,15 @@ export function resolveOptions(input: LimiterOptions, extraKeys: readonly string
   if (typeof logger !== 'object' || logger === null || typeof logger.warn !== 'function') {
     throw new ConfigError('logger', `must be an object with a warn(message) method; got ${describeValue(logger)}`);
   }
+  const algorithm = ALGORITHMS[algorithmName];
+  const rules = resolveRules(input.limits);
+  rules.forEach((rule, i) => algorithm.validate?.(rule, `limits[${i}]`));
   return {
     redis,
     name: pattern(input.name, 'name', /^[A-Za-z0-9_.-]{1,48}$/, '[A-Za-z0-9_.-]{1,48}', 'default'),
     prefix: pattern(input.prefix, 'prefix', /^[A-Za-z0-9_.-]{1,32}$/, '[A-Za-z0-9_.-]{1,32}', 'floodgate'),
-    algorithm: ALGORITHMS[algorithmName],
-    rules: resolveRules(input.limits),
+    algorithm,
+    rules,
     failure: oneOf(input.failure, 'failure', ['open', 'closed', 'local'] as const, 'open'),
     timeoutMs,
     mode: oneOf(input.mode, 'mode', ['enforce', 'shadow'] as const, 'enforce'),

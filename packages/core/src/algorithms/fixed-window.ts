@@ -1,4 +1,5 @@
 import type { Algorithm, FrameContext, PairEval, SavedValue } from './types';
+import { LUA_HASH_SAVE, savedHash } from './hash-state';
 
 /*
  * Fixed window: one counter per aligned window floor(now / W), as in the INCR + EXPIRE pattern, but all
@@ -10,7 +11,7 @@ import type { Algorithm, FrameContext, PairEval, SavedValue } from './types';
  * A count whose index is not the current one is zero: the decision never depends on the key's TTL.
  * Guarantee: never more than `limit` per aligned window; up to 2x limit across a boundary.
  */
-const lua = `
+const lua = `${LUA_HASH_SAVE}
 local function fg_load(key)
   local raw = redis.call('HGETALL', key)
   local f = {}
@@ -56,10 +57,7 @@ local function fg_save(key, st, js)
     local left = (math.floor(NOW / w) + 1) * w - NOW
     if left > ttl then ttl = left end
   end
-  if #args > 0 then
-    redis.call('HSET', key, unpack(args))
-    redis.call('PEXPIRE', key, ttl + PAD)
-  end
+  fg_hset(key, args, ttl)
 end
 `;
 
@@ -91,12 +89,7 @@ function commit(st: State, j: number, cost: number, ctx: FrameContext): void {
 }
 
 function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<Fields> | undefined {
-  let ttl = 0;
-  for (const j of js) {
-    const w = ctx.W[j]!;
-    ttl = Math.max(ttl, (Math.floor(ctx.now / w) + 1) * w - ctx.now);
-  }
-  return js.length > 0 ? { value: st.f, ttlMs: ttl + ctx.pad } : undefined;
+  return savedHash(st.f, js, (j) => (Math.floor(ctx.now / ctx.W[j]!) + 1) * ctx.W[j]! - ctx.now, ctx);
 }
 
 export const fixedWindow: Algorithm<State, Fields> = {

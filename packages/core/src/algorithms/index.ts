@@ -1,9 +1,15 @@
 import type { Algorithm, AlgorithmName } from './types';
 import { fixedWindow } from './fixed-window';
+import { slidingWindow } from './sliding-window';
+import { slidingLog } from './sliding-log';
+import { tokenBucket } from './token-bucket';
 
+/** Every algorithm by name; the first is the default (see options.ts). */
 export const ALGORITHMS: Record<AlgorithmName, Algorithm> = {
+  'sliding-window': slidingWindow,
   'fixed-window': fixedWindow,
-  // Filled in by the sliding-window, sliding-log and token-bucket issue.
-} as Record<AlgorithmName, Algorithm>;
+  'sliding-log': slidingLog,
+  'token-bucket': tokenBucket,
+};
 
 export type { Algorithm, AlgorithmName } from './types';

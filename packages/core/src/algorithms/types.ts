@@ -53,4 +53,6 @@ export interface Algorithm<S = any, V = any> {
   readonly twin: Twin<S, V>;
   /** The per-rule parameter passed as P[j]. */
   param(rule: { limit: number; burst: number; precision: number; windowMs: number }): number;
+  /** Checks a rule against the algorithm's own limits at construction; throws ConfigError naming `at`.field. */
+  validate?(rule: { limit: number; burst: number; precision: number; windowMs: number }, at: string): void;
 }

@@ -1,0 +1,130 @@
+import type Redis from 'ioredis';
+import { ConfigError, createLimiter, type AlgorithmName, type LimiterOptions } from '@floodgate/core';
+import { closeClients, commandStats, connect, startRedis, uniquePrefix, type StartedRedis } from '@floodgate/testing';
+
+/* Every algorithm on a real Redis: exactness under concurrency, the boundary burst, one round trip, TTLs. */
+const ALGORITHMS: AlgorithmName[] = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket'];
+const redis = connect();
+afterAll(closeClients);
+
+function limiter(algorithm: AlgorithmName, extra: Partial<LimiterOptions> & Pick<LimiterOptions, 'limits'>, client: Redis = redis) {
+  return createLimiter({ redis: client, prefix: uniquePrefix(algorithm.slice(0, 6)), algorithm, failure: 'closed', timeoutMs: 10_000, ...extra });
+}
+
+async function keysOf(client: Redis, prefix: string): Promise<string[]> {
+  const found: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await client.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    found.push(...batch);
+  } while (cursor !== '0');
+  return found;
+}
+
+describe.each(ALGORITHMS)('%s on Redis', (algorithm) => {
+  test('1,000 concurrent checks against a limit of 100 admit exactly 100', async () => {
+    const lim = limiter(algorithm, { limits: { limit: 100, window: '1h' } });
+    const decisions = await Promise.all(Array.from({ length: 1000 }, () => lim.check('ip:203.0.113.9')));
+    expect(decisions.every((d) => d.source === 'redis')).toBe(true);
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(100);
+    await lim.close();
+  });
+
+  test('the window-boundary burst: 20 just before an aligned boundary, 20 just after', async () => {
+    const boundary = 1_800_000_000_000; // a multiple of 2,000 ms
+    let now = boundary - 100;
+    const lim = limiter(algorithm, { limits: { limit: 20, window: '2s' }, clock: () => now });
+    const burst = async (): Promise<number> =>
+      (await Promise.all(Array.from({ length: 20 }, () => lim.check('ip:198.51.100.7')))).filter((d) => d.allowed).length;
+    const before = await burst();
+    now = boundary + 100;
+    const after = await burst();
+    expect(before).toBe(20);
+    // fixed window: a fresh counter after the boundary (2x); token bucket: 200 ms refills 2 units (T = 100 ms).
+    const expected: Record<AlgorithmName, number> = { 'fixed-window': 20, 'sliding-window': 0, 'sliding-log': 0, 'token-bucket': 2 };
+    expect(after).toBe(expected[algorithm]);
+    await lim.close();
+  });
+
+  test('peek consumes nothing and every key written has a TTL', async () => {
+    const lim = limiter(algorithm, { limits: [{ limit: 5, window: '10s' }, { limit: 50, window: '1m' }, { limit: 3, window: '10s', for: 'user' }] });
+    for (let i = 0; i < 5; i++) expect((await lim.peek(['ip:192.0.2.1', 'user:carol'])).remaining).toBe(3);
+    const first = await lim.check(['ip:192.0.2.1', 'user:carol']);
+    expect(first.remaining).toBe(2);
+    await lim.block('ip:192.0.2.2', { duration: '1m' });
+    const keys = await keysOf(redis, lim.prefix);
+    expect(keys.length).toBe(3); // two state keys and one block key
+    for (const key of keys) {
+      const ttl = await redis.pttl(key);
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(66_000); // the longest window, plus one bucket for sliding-window
+    }
+    await lim.close();
+  });
+});
+
+describe('one round trip per check', () => {
+  let server: StartedRedis;
+  let client: Redis;
+  beforeAll(async () => {
+    server = await startRedis();
+    client = connect(server.url);
+  });
+  afterAll(async () => {
+    client.disconnect();
+    await server.stop();
+  });
+
+  test.each(ALGORITHMS)('%s: 3 identifiers x 3 rules is one EVALSHA/EVAL', async (algorithm) => {
+    const lim = limiter(algorithm, { limits: [{ limit: 5, window: '10s' }, { limit: 50, window: '1m' }, { limit: 3, window: '10s', for: 'user' }] }, client);
+    await lim.check('ip:192.0.2.50'); // loads the script (EVAL) once
+    const scripts = async (): Promise<number> => {
+      const stats = await commandStats(client);
+      return (stats.evalsha ?? 0) + (stats.eval ?? 0);
+    };
+    const before = await scripts();
+    for (let i = 0; i < 10; i++) await lim.check(['ip:192.0.2.50', 'ip:192.0.2.51', 'user:dave']);
+    expect((await scripts()) - before).toBe(10);
+    await lim.close();
+  });
+});
+
+describe('sliding log: exact retry-after', () => {
+  test('the retry is the moment the binding entry leaves the window, for cost 1 and cost 2', async () => {
+    const t0 = 1_800_000_000_123;
+    let now = t0;
+    const lim = limiter('sliding-log', { limits: { limit: 3, window: 1000 }, clock: () => now });
+    for (const at of [0, 100, 250]) {
+      now = t0 + at;
+      expect((await lim.check('ip:192.0.2.9')).allowed).toBe(true);
+    }
+    now = t0 + 400;
+    const denied = await lim.check('ip:192.0.2.9');
+    expect(denied).toMatchObject({ allowed: false, reason: 'limit', retryAfterMs: 600, remaining: 0, resetMs: 850 });
+    expect((await lim.peek('ip:192.0.2.9', { cost: 2 })).retryAfterMs).toBe(700);
+    expect((await lim.peek('ip:192.0.2.9', { cost: 4 })).reason).toBe('limit');
+    now = t0 + 999;
+    expect((await lim.check('ip:192.0.2.9')).allowed).toBe(false);
+    now = t0 + 1000;
+    expect((await lim.check('ip:192.0.2.9')).allowed).toBe(true);
+    await lim.close();
+  });
+});
+
+describe('algorithm options', () => {
+  test('sliding-window is the default algorithm', () => {
+    expect(createLimiter({ prefix: uniquePrefix('def'), limits: { limit: 1, window: '1s' } }).algorithm).toBe('sliding-window');
+  });
+
+  test('a window that precision does not divide is a ConfigError naming limits[i].precision', () => {
+    const make = () => createLimiter({ prefix: uniquePrefix('prec'), limits: [{ limit: 1, window: '1s' }, { limit: 5, window: 1000, precision: 7 }] });
+    expect(make).toThrow(ConfigError);
+    expect(make).toThrow(/limits\[1\]\.precision/);
+  });
+
+  test('token-bucket rejects a burst too large for exact arithmetic; sliding-log a limit too large to log', () => {
+    expect(() => createLimiter({ algorithm: 'token-bucket', limits: { limit: 1e9, window: '366d', burst: 1e9 } })).toThrow(/limits\[0\]\.burst/);
+    expect(() => createLimiter({ algorithm: 'sliding-log', limits: { limit: 100_000, window: '1h' } })).toThrow(/limits\[0\]\.limit/);
+  });
+});
