@@ -62,7 +62,11 @@ function fnOption<T>(value: unknown, option: string): T | undefined {
 }
 
 function resolveLimiter<Req>(options: HttpOptions<Req>): Limiter {
-  if (options.limiter === undefined) return createLimiter(options as LimiterOptions);
+  if (options.limiter === undefined) {
+    const core: Record<string, unknown> = {};
+    for (const key of LIMITER_OPTION_KEYS) if (options[key] !== undefined) core[key] = options[key];
+    return createLimiter(core as unknown as LimiterOptions);
+  }
   const shared = options.limiter;
   if (typeof shared !== 'object' || shared === null || typeof shared.check !== 'function') {
     throw new ConfigError('limiter', `must be a limiter from createLimiter(); got ${describeValue(shared)}`);

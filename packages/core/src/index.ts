@@ -6,7 +6,7 @@ export type { LimiterOptions, ResolvedOptions, FailurePolicy, LimiterMode, Limit
 export { parseDuration, resolveRules, formatWindow } from './rules';
 export type { Rule, RuleInput } from './rules';
 export { encodeIdentifier, stateKey, blockKey, identifierKind } from './keys';
-export { FloodgateError, ConfigError, ArgumentError, StoreError } from './errors';
+export { FloodgateError, ConfigError, ArgumentError, StoreError, describeValue } from './errors';
 export type { FloodgateErrorCode, StoreErrorKind } from './errors';
 export type { RedisClient } from './stores/redis';
 export type { AlgorithmName } from './algorithms/types';
