@@ -167,7 +167,7 @@ export function conformance(factory: AdapterFactory): void {
     test('Redis down: failure closed answers 503 with Retry-After and no driver text, open lets through, both within the deadline', async () => {
       const server = await startRedis();
       const down = connect(server.url);
-      const closed = await start({ global: base({ redis: down, failure: 'closed', timeoutMs: 100 }) });
+      const closed = await start({ global: base({ redis: down, failure: 'closed', timeoutMs: 100, logger: { warn: () => undefined } }) });
       const open = await start({ global: base({ redis: down, failure: 'open', timeoutMs: 100, logger: { warn: () => undefined } }) });
       expect((await request(closed.url).get('/')).status).toBe(200);
       await server.stop();
