@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { testRedisUrl, uniquePrefix } from '@floodgate/testing';
-import { start, type Running } from '../src/server';
+import { start, type Running } from '../src/start';
 
 let running: Running;
 beforeAll(async () => {
