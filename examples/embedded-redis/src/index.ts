@@ -17,7 +17,7 @@ export function redisServerBinary(): string {
   }
   if (!found || !existsSync(found)) {
     throw new Error(
-      'Floodgate'\''s tests and embedded example Redis need a real redis-server on PATH (nothing is downloaded). Install it: ' +
+      "Floodgate's tests and embedded example Redis need a real redis-server on PATH (nothing is downloaded). Install it: " +
         '`sudo apt-get install -y redis-server` (Debian/Ubuntu) or `brew install redis` (macOS), or set REDIS_URL.',
     );
   }
