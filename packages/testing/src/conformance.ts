@@ -67,7 +67,8 @@ export function conformance(factory: AdapterFactory): void {
       expect(header(denied, 'Retry-After')).toMatch(/^\d+$/);
       const retry = Number(header(denied, 'Retry-After'));
       expect(retry).toBeGreaterThanOrEqual(1);
-      expect(retry).toBeLessThanOrEqual(60);
+      // The default sliding window frees its oldest bucket whole: up to one bucket (window / 10) past it.
+      expect(retry).toBeLessThanOrEqual(66);
       expect(denied.body).toEqual({ statusCode: 429, error: 'Too Many Requests', message: expect.stringContaining('Rate limit exceeded') });
       expect(app.hits()).toBe(3);
     });
@@ -77,7 +78,7 @@ export function conformance(factory: AdapterFactory): void {
       const res = await request(app.url).get('/');
       expect(res.status).toBe(200);
       expect(header(res, 'RateLimit-Policy')).toBe('"1s";q=10;w=1, "1m";q=120;w=60');
-      expect(header(res, 'RateLimit')).toMatch(/^"1s";r=9;t=[01]$/);
+      expect(header(res, 'RateLimit')).toMatch(/^"1s";r=9;t=[012]$/);
       expect(header(res, 'Retry-After')).toBeUndefined();
     });
 
@@ -95,7 +96,7 @@ export function conformance(factory: AdapterFactory): void {
       if (mode === 'legacy') {
         const reset = Number(res.headers['x-ratelimit-reset']);
         expect(reset).toBeGreaterThanOrEqual(Math.floor(Date.now() / 1000));
-        expect(reset).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000) + 61);
+        expect(reset).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000) + 67);
       }
     });
 
