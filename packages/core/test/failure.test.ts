@@ -82,7 +82,7 @@ describe('Redis gone', () => {
 
   test('with a default ioredis client (offline queue on, retries on), a check still never waits past the deadline', async () => {
     const server = await startRedis();
-    const redis = new Redis(server.url, { lazyConnect: false });
+    const redis = new Redis(server.url, { lazyConnect: false, disconnectTimeout: 100 });
     redis.on('error', () => undefined);
     const limiter = limiterOn(redis, { failure: 'open' });
     expect((await limiter.check('ip:3.3.3.3')).source).toBe('redis');
@@ -98,7 +98,7 @@ describe('Redis gone', () => {
 
   test('a client still connecting for the first time is waited for, not failed open', async () => {
     const server = await startRedis();
-    const redis = new Redis(server.url);
+    const redis = new Redis(server.url, { disconnectTimeout: 100 });
     redis.on('error', () => undefined);
     expect(redis.status).not.toBe('ready');
     const limiter = limiterOn(redis, { failure: 'closed', timeoutMs: 50 });
@@ -114,7 +114,7 @@ describe('Redis gone', () => {
     const server = await startRedis();
     const url = server.url;
     await server.stop();
-    const redis = new Redis(url, { retryStrategy: () => 5000 });
+    const redis = new Redis(url, { retryStrategy: () => 5000, disconnectTimeout: 100 });
     redis.on('error', () => undefined);
     const limiter = limiterOn(redis, { failure: 'closed' });
     const decision = await limiter.check('ip:5.5.5.5');

@@ -5,18 +5,21 @@ import type Redis from 'ioredis';
 // Counting commands needs a server of its own: other test files share the global one.
 let server: StartedRedis;
 let monitorClient: Redis;
+let monitor: Redis;
 const wire: string[] = [];
 const insideScripts: string[] = [];
 
 beforeAll(async () => {
   server = await startRedis();
   monitorClient = connect(server.url);
-  const monitor = await monitorClient.monitor();
+  monitor = await monitorClient.monitor();
   monitor.on('monitor', (_time: string, args: string[], source: string) => {
     (source === 'lua' ? insideScripts : wire).push(String(args[0]).toLowerCase());
   });
 });
 afterAll(async () => {
+  // monitor() opens a connection of its own, which closeClients() does not know about.
+  monitor.disconnect();
   await closeClients();
   await server.stop();
 });

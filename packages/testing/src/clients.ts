@@ -19,6 +19,8 @@ export function connect(url = testRedisUrl(), options: RedisOptions = {}): Redis
     retryStrategy: () => 50,
     autoResendUnfulfilledCommands: false,
     maxRetriesPerRequest: 1,
+    // Closing a client whose server a test stopped would otherwise hold jest open for 2 s.
+    disconnectTimeout: 100,
     ...options,
   });
   client.on('error', () => undefined);
@@ -29,7 +31,7 @@ export function connect(url = testRedisUrl(), options: RedisOptions = {}): Redis
 export async function closeClients(): Promise<void> {
   const all = [...clients];
   clients.clear();
-  await Promise.all(all.map((c) => c.quit().catch(() => c.disconnect())));
+  await Promise.all(all.map((c) => (c.status === 'ready' ? c.quit().catch(() => c.disconnect()) : c.disconnect())));
 }
 
 /** A unique key prefix per test file or test, so files run in parallel without FLUSHALL. */
