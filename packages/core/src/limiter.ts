@@ -227,7 +227,7 @@ export class FloodgateLimiter implements Limiter {
   private async runRedis(store: RedisStore, call: Prepared): Promise<Reply> {
     const usable = store.usable();
     if (usable !== true) await usable;
-    return withDeadline(store.run(this.opts.algorithm, call.keys, call.argv), this.opts.timeoutMs);
+    return store.breaker.call(() => withDeadline(store.run(this.opts.algorithm, call.keys, call.argv), this.opts.timeoutMs));
   }
 
   private runMemory(store: MemoryStore, call: Prepared, source: 'memory' | 'fallback'): Decision {

@@ -34,6 +34,11 @@ export interface LimiterOptions {
   mode?: LimiterMode;
   /** Denied checks consume too (a client that keeps hammering stays limited). Default false. */
   penalty?: boolean;
+  /**
+   * In-process cache of denials (see block-cache.ts): a client hammering while limited costs no Redis
+   * command until its retry time. Default { max: 10000 } entries per limiter; false turns it off.
+   */
+  blockCache?: { max: number } | false;
   onEvent?: (event: LimiterEvent) => void;
   /** Warnings go here; default process.emitWarning. Floodgate never writes to the console. */
   logger?: Logger;
@@ -54,6 +59,8 @@ export interface ResolvedOptions {
   readonly timeoutMs: number;
   readonly mode: LimiterMode;
   readonly penalty: boolean;
+  /** Entries in the block cache; 0 when it is off. */
+  readonly blockCacheMax: number;
   readonly onEvent: ((event: LimiterEvent) => void) | undefined;
   readonly logger: Logger;
   readonly clock: (() => number) | undefined;
@@ -61,7 +68,7 @@ export interface ResolvedOptions {
 
 export const LIMITER_OPTION_KEYS = [
   'redis', 'name', 'prefix', 'algorithm', 'limits', 'failure', 'timeoutMs', 'mode', 'penalty', 'onEvent',
-  'logger', 'clock',
+  'logger', 'clock', 'blockCache',
 ] as const;
 
 /** What the options of express-rate-limit, rate-limiter-flexible and @fastify/rate-limit are called here. */
@@ -135,6 +142,20 @@ function fn<T>(value: unknown, option: string): T | undefined {
   throw new ConfigError(option, `must be a function; got ${describeValue(value)}`);
 }
 
+const DEFAULT_BLOCK_CACHE_MAX = 10_000;
+
+function resolveBlockCache(value: unknown): number {
+  if (value === undefined) return DEFAULT_BLOCK_CACHE_MAX;
+  if (value === false) return 0;
+  if (typeof value === 'object' && value !== null) {
+    assertKnownOptions(value, ['max']);
+    const max = (value as { max?: unknown }).max;
+    if (typeof max === 'number' && Number.isInteger(max) && max >= 1 && max <= 10_000_000) return max;
+    throw new ConfigError('blockCache.max', `must be an integer from 1 to 10000000; got ${describeValue(max)}`);
+  }
+  throw new ConfigError('blockCache', `must be { max } or false; got ${describeValue(value)}`);
+}
+
 const defaultLogger: Logger = {
   warn: (message) => process.emitWarning(message, { code: 'FLOODGATE' }),
 };
@@ -171,6 +192,7 @@ export function resolveOptions(input: LimiterOptions, extraKeys: readonly string
     timeoutMs,
     mode: oneOf(input.mode, 'mode', ['enforce', 'shadow'] as const, 'enforce'),
     penalty: input.penalty ?? false,
+    blockCacheMax: resolveBlockCache(input.blockCache),
     onEvent: fn(input.onEvent, 'onEvent'),
     logger,
     clock: fn(input.clock, 'clock'),

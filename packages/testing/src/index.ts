@@ -1,2 +1,4 @@
 export { redisServerBinary, startRedis, type StartedRedis } from './redis-server';
 export { connect, closeClients, uniquePrefix, testRedisUrl, commandStats } from './clients';
+export { freePort, waitForPing, spawnRedis, RedisProcess } from './processes';
+export { runLoad, trackUnhandledRejections, liveTimers, type Sample } from './load';

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Algorithm } from '../algorithms/types';
 import { buildScript, type Reply } from '../algorithms/frame';
 import { StoreError } from '../errors';
+import { breakerFor, type CircuitBreaker } from '../circuit-breaker';
 import type { Store } from './types';
 
 /**
@@ -50,11 +51,14 @@ function commandName(kind: string, lua: string): string {
 export class RedisStore implements Store {
   readonly source = 'redis' as const;
   private readonly client: RedisClient;
+  /** Shared by every store on this client; see circuit-breaker.ts. */
+  readonly breaker: CircuitBreaker;
   private readonly commands = new Map<string, ScriptCommand>();
   private everReady: boolean;
 
   constructor(client: RedisClient) {
     this.client = client;
+    this.breaker = breakerFor(client);
     this.everReady = READY_STATES.has(client.status);
   }
 
