@@ -8,6 +8,7 @@ import { MemoryStore } from './stores/memory';
 import { RedisStore } from './stores/redis';
 import type { Store } from './stores/types';
 import { register, unregister } from './registry';
+import { BlockCache, evictEverywhere } from './block-cache';
 
 export interface CheckOptions {
   /** Units this call consumes (a non-negative integer; default 1). Cost 0 consumes nothing. */
@@ -72,6 +73,8 @@ export class FloodgateLimiter implements Limiter {
   private readonly store: Store;
   private readonly redis: RedisStore | undefined;
   private localStore: MemoryStore | undefined;
+  /** Denials remembered in-process (Redis only; never in shadow mode or with penalty: both must reach Redis). */
+  private readonly cache: BlockCache | undefined;
   private readonly ruleArgs: (string | number)[];
   private readonly plans = new Map<string, KindPlan>();
   private readonly nowArg: () => string;
@@ -93,6 +96,8 @@ export class FloodgateLimiter implements Limiter {
     const clock = opts.clock;
     this.nowArg = clock ? () => String(clock()) : () => '';
     this.pad = clock ? CLOCK_PAD_MS : 0;
+    const bypass = opts.mode === 'shadow' || opts.penalty || opts.blockCacheMax === 0;
+    this.cache = this.redis && !bypass ? new BlockCache(opts.prefix, opts.name, opts.blockCacheMax, clock ?? (() => performance.now())) : undefined;
     this.ruleArgs = [opts.rules.length];
     for (const r of opts.rules) this.ruleArgs.push(r.windowMs, r.limit, opts.algorithm.param(r));
   }
@@ -108,6 +113,7 @@ export class FloodgateLimiter implements Limiter {
   async reset(identifiers: string | readonly string[]): Promise<void> {
     const ids = this.identifiers(identifiers);
     const keys = ids.map((id) => stateKey(this.prefix, this.name, this.opts.algorithm.tag, encodeIdentifier(id)));
+    evictEverywhere(this.prefix, this.name, ids);
     await this.admin(() => this.store.delete(keys));
   }
 
@@ -127,12 +133,14 @@ export class FloodgateLimiter implements Limiter {
 
   async unblock(identifier: string): Promise<void> {
     const [id] = this.identifiers(identifier);
+    evictEverywhere(this.prefix, undefined, [id!]);
     await this.admin(() => this.store.delete([blockKey(this.prefix, encodeIdentifier(id!))]));
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.cache?.dispose();
     unregister(this.opts);
   }
 
@@ -210,10 +218,13 @@ export class FloodgateLimiter implements Limiter {
   private async evaluate(op: 'c' | 'p', input: string | readonly string[], options?: CheckOptions): Promise<Decision> {
     const call = this.prepare(op, input, options);
     let decision: Decision;
+    const cached = this.cache?.lookup(call.ids, call.cost);
+    if (cached) return cached;
     if (this.redis) {
       try {
         const reply = await this.runRedis(this.redis, call);
         decision = decodeReply(reply, call.ids, call.ruleLists, this.rules, call.cost, 'redis');
+        this.cache?.remember(decision, call.cost);
         this.failing = false;
       } catch (err) {
         decision = this.fallback(call, toStoreError(err, this.opts.timeoutMs));
