@@ -2,3 +2,4 @@ export { redisServerBinary, startRedis, type StartedRedis } from './redis-server
 export { connect, closeClients, uniquePrefix, testRedisUrl, commandStats } from './clients';
 export { freePort, waitForPing, spawnRedis, RedisProcess } from './processes';
 export { runLoad, trackUnhandledRejections, liveTimers, type Sample } from './load';
+export { startSentinels, forceFailover, ask, SENTINEL_MASTER, type SentinelSetup } from './sentinel';

@@ -68,7 +68,8 @@ export class RedisProcess {
 
   /** Starts (or restarts) the server on its port and waits until it answers PING. */
   async start(): Promise<void> {
-    const sentinel = this.args[0] === '--sentinel';
+    // Sentinel: args are [config file, '--sentinel']; the config file must come first.
+    const sentinel = this.args.includes('--sentinel');
     const base = ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir];
     const persist = sentinel ? [] : ['--save', '', '--appendonly', 'no'];
     const args = sentinel ? [...this.args, ...base] : [...base, ...persist, ...this.args];
@@ -108,7 +109,7 @@ export class RedisProcess {
   }
 }
 
-/** Starts a redis-server (or `--sentinel` config file as the first arg) on a free port in a fresh dir. */
+/** Starts a redis-server with these extra args on a free port, in a fresh dir. */
 export async function spawnRedis(args: string[] = [], port?: number): Promise<RedisProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'floodgate-redis-'));
   const proc = new RedisProcess(port ?? (await freePort()), args, dir);
