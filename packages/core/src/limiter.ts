@@ -6,6 +6,7 @@ import { parseDuration, type Rule } from './rules';
 import type { Reply } from './algorithms/frame';
 import { MemoryStore } from './stores/memory';
 import { RedisStore } from './stores/redis';
+import { ClusterStore } from './stores/cluster';
 import type { Store } from './stores/types';
 import { register, unregister } from './registry';
 import { BlockCache, evictEverywhere } from './block-cache';
@@ -91,7 +92,7 @@ export class FloodgateLimiter implements Limiter {
     this.failure = opts.failure;
     this.mode = opts.mode;
     register(opts);
-    this.redis = opts.redis ? new RedisStore(opts.redis) : undefined;
+    this.redis = opts.redis ? new (opts.redis.isCluster ? ClusterStore : RedisStore)(opts.redis) : undefined;
     this.store = this.redis ?? (opts.clock ? new MemoryStore() : sharedMemoryStore(opts.prefix));
     const clock = opts.clock;
     this.nowArg = clock ? () => String(clock()) : () => '';

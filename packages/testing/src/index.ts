@@ -3,3 +3,4 @@ export { connect, closeClients, uniquePrefix, testRedisUrl, commandStats } from 
 export { freePort, waitForPing, spawnRedis, RedisProcess } from './processes';
 export { runLoad, trackUnhandledRejections, liveTimers, type Sample } from './load';
 export { startSentinels, forceFailover, ask, SENTINEL_MASTER, type SentinelSetup } from './sentinel';
+export { startCluster, type ClusterSetup } from './cluster';

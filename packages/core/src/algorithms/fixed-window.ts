@@ -63,6 +63,33 @@ local function fg_save(key, st, js)
 end
 `;
 
+/* Receipt: 'w:idx' per distinct window consumed. Undo gives the cost back only while idx is current. */
+const receipt = `
+local function fg_receipt(st, js, cost)
+  local parts, seen = {}, {}
+  for _, j in ipairs(js) do
+    local w = W[j]
+    if not seen[w] then
+      seen[w] = true
+      parts[#parts + 1] = string.format('%d:%d', w, st.f['i' .. w])
+    end
+  end
+  return table.concat(parts, ',')
+end
+`;
+
+const undo = `
+local function fg_undo(key, receipt, cost)
+  for w, idx in string.gmatch(receipt, '(%d+):(%d+)') do
+    if redis.call('HGET', key, 'i' .. w) == idx then
+      local n = (tonumber(redis.call('HGET', key, 'n' .. w)) or 0) - cost
+      if n < 0 then n = 0 end
+      redis.call('HSET', key, 'n' .. w, n)
+    end
+  end
+end
+`;
+
 type Fields = Map<string, number>;
 interface State {
   f: Fields;
@@ -103,6 +130,7 @@ export const fixedWindow: Algorithm<State, Fields> = {
   name: 'fixed-window',
   tag: 'fw1',
   lua,
+  undo: { receipt, undo },
   twin: {
     load: (stored) => ({ f: new Map(stored), done: new Set() }),
     evaluate,

@@ -19,7 +19,7 @@ export interface RedisClient {
   isCluster?: boolean;
 }
 
-type ScriptCommand = (numKeys: number, ...args: (string | number)[]) => Promise<unknown>;
+export type ScriptCommand = (numKeys: number, ...args: (string | number)[]) => Promise<unknown>;
 
 /*
  * Sets a manual block. Its end time is stored in the value, so a decision never rests on the TTL.
@@ -97,7 +97,7 @@ export class RedisStore implements Store {
     });
   }
 
-  private command(kind: string, lua: string): ScriptCommand {
+  protected command(kind: string, lua: string): ScriptCommand {
     let cmd = this.commands.get(kind);
     if (cmd === undefined) {
       const name = commandName(kind, lua);
@@ -110,8 +110,12 @@ export class RedisStore implements Store {
     return cmd;
   }
 
+  /** Single Redis: no undo receipts (the JS twin's reply stays identical); ClusterStore adds them. */
+  protected readonly receipts: boolean = false;
+
   run(algorithm: Algorithm, keys: string[], argv: (string | number)[]): Promise<Reply> {
-    const cmd = this.command(algorithm.tag, buildScriptCached(algorithm));
+    const withReceipts = this.receipts && algorithm.undo !== undefined;
+    const cmd = this.command(withReceipts ? `${algorithm.tag}_r` : algorithm.tag, buildScriptCached(algorithm, withReceipts));
     return cmd(keys.length, ...keys, ...argv) as Promise<Reply>;
   }
 
@@ -125,12 +129,13 @@ export class RedisStore implements Store {
   }
 }
 
-const scripts = new WeakMap<Algorithm, string>();
-function buildScriptCached(algorithm: Algorithm): string {
-  let lua = scripts.get(algorithm);
+const scripts = [new WeakMap<Algorithm, string>(), new WeakMap<Algorithm, string>()];
+function buildScriptCached(algorithm: Algorithm, withReceipts: boolean): string {
+  const cache = scripts[withReceipts ? 1 : 0]!;
+  let lua = cache.get(algorithm);
   if (lua === undefined) {
-    lua = buildScript(algorithm.lua);
-    scripts.set(algorithm, lua);
+    lua = buildScript(algorithm.lua, withReceipts ? algorithm.undo?.receipt : undefined);
+    cache.set(algorithm, lua);
   }
   return lua;
 }
