@@ -1,7 +1,7 @@
 import { Cluster } from 'ioredis';
 import { createLimiter, type Decision } from '@floodgate/core';
 import { keySlot } from '../../src/stores/cluster';
-import { runLoad, startCluster, trackUnhandledRejections, uniquePrefix, type ClusterSetup } from '@floodgate/testing';
+import { ask, runLoad, startCluster, trackUnhandledRejections, uniquePrefix, type ClusterSetup } from '@floodgate/testing';
 
 let setup: ClusterSetup;
 let cluster: Cluster;
@@ -86,11 +86,13 @@ test('CLUSTER FAILOVER of a replica mid-load: no errors reach callers', async ()
   const replicaPort = await replicaOfSlot(slot);
   let done = false;
   const failover = (async () => {
-    await new Promise((r) => setTimeout(r, 300));
-    const replica = cluster.nodes('all').find((n) => n.options.port === replicaPort)!;
-    await replica.cluster('FAILOVER');
-    await new Promise((r) => setTimeout(r, 2_000));
-    done = true;
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      await ask(replicaPort, (c) => c.cluster('FAILOVER'));
+      await new Promise((r) => setTimeout(r, 2_000));
+    } finally {
+      done = true;
+    }
   })();
   const samples = await runLoad<Decision>(l, { concurrency: 5, stop: () => done });
   await failover;
@@ -112,6 +114,5 @@ async function replicaOfSlot(slot: number): Promise<number> {
 }
 
 async function replicaRole(port: number): Promise<string> {
-  const node = cluster.nodes('all').find((n) => n.options.port === port)!;
-  return ((await node.call('ROLE')) as string[])[0]!;
+  return ((await ask(port, (c) => c.call('ROLE'))) as string[])[0]!;
 }
