@@ -1,6 +1,6 @@
 import { ArgumentError, ConfigError, StoreError, describeValue } from './errors';
 import { decodeReply, type Decision } from './decision';
-import { encodeIdentifier, stateKey, blockKey, identifierKind } from './keys';
+import { encodeIdentifier, identifierKind, keyScheme, type KeyScheme } from './keys';
 import { resolveOptions, type LimiterOptions, type ResolvedOptions, type LimiterEvent } from './options';
 import { parseDuration, type Rule } from './rules';
 import type { Reply } from './algorithms/frame';
@@ -76,6 +76,7 @@ export class FloodgateLimiter implements Limiter {
   private localStore: MemoryStore | undefined;
   /** Denials remembered in-process (Redis only; never in shadow mode or with penalty: both must reach Redis). */
   private readonly cache: BlockCache | undefined;
+  private readonly keys: KeyScheme;
   private readonly ruleArgs: (string | number)[];
   private readonly plans = new Map<string, KindPlan>();
   private readonly nowArg: () => string;
@@ -99,6 +100,7 @@ export class FloodgateLimiter implements Limiter {
     this.pad = clock ? CLOCK_PAD_MS : 0;
     const bypass = opts.mode === 'shadow' || opts.penalty || opts.blockCacheMax === 0;
     this.cache = this.redis && !bypass ? new BlockCache(opts.prefix, opts.name, opts.blockCacheMax, clock ?? (() => performance.now())) : undefined;
+    this.keys = keyScheme(opts.prefix, opts.name, opts.algorithm.tag, opts.colocate);
     this.ruleArgs = [opts.rules.length];
     for (const r of opts.rules) this.ruleArgs.push(r.windowMs, r.limit, opts.algorithm.param(r));
   }
@@ -113,7 +115,7 @@ export class FloodgateLimiter implements Limiter {
 
   async reset(identifiers: string | readonly string[]): Promise<void> {
     const ids = this.identifiers(identifiers);
-    const keys = ids.map((id) => stateKey(this.prefix, this.name, this.opts.algorithm.tag, encodeIdentifier(id)));
+    const keys = ids.map((id) => this.keys.state(encodeIdentifier(id)));
     evictEverywhere(this.prefix, this.name, ids);
     await this.admin(() => this.store.delete(keys));
   }
@@ -128,14 +130,14 @@ export class FloodgateLimiter implements Limiter {
     if (typeof reason !== 'string' || reason.length > 256) {
       throw new ConfigError('reason', `must be a string of at most 256 characters; got ${describeValue(reason)}`);
     }
-    const key = blockKey(this.prefix, encodeIdentifier(id!));
+    const key = this.keys.block(encodeIdentifier(id!));
     await this.admin(() => this.store.block(key, durationMs, reason, this.nowArg(), this.pad, this.now()));
   }
 
   async unblock(identifier: string): Promise<void> {
     const [id] = this.identifiers(identifier);
     evictEverywhere(this.prefix, undefined, [id!]);
-    await this.admin(() => this.store.delete([blockKey(this.prefix, encodeIdentifier(id!))]));
+    await this.admin(() => this.store.delete([this.keys.block(encodeIdentifier(id!))]));
   }
 
   async close(): Promise<void> {
@@ -203,10 +205,9 @@ export class FloodgateLimiter implements Limiter {
     const keys: string[] = [];
     const masks: string[] = [];
     const ruleLists: number[][] = [];
-    const tag = this.opts.algorithm.tag;
     for (const id of ids) {
       const enc = encodeIdentifier(id);
-      keys.push(stateKey(this.prefix, this.name, tag, enc), blockKey(this.prefix, enc));
+      keys.push(this.keys.state(enc), this.keys.block(enc));
       const plan = this.plan(id);
       masks.push(plan.mask);
       ruleLists.push(plan.rules);

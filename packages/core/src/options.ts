@@ -39,6 +39,12 @@ export interface LimiterOptions {
    * command until its retry time. Default { max: 10000 } entries per limiter; false turns it off.
    */
   blockCache?: { max: number } | false;
+  /**
+   * Redis Cluster: `colocate: true` keeps every key of every limiter with this prefix in one hash slot
+   * (strict atomicity in one script call, one hot slot). Default false: keys per identifier, one call per
+   * slot, undo receipts for all or nothing.
+   */
+  cluster?: { colocate?: boolean };
   onEvent?: (event: LimiterEvent) => void;
   /** Warnings go here; default process.emitWarning. Floodgate never writes to the console. */
   logger?: Logger;
@@ -61,6 +67,7 @@ export interface ResolvedOptions {
   readonly penalty: boolean;
   /** Entries in the block cache; 0 when it is off. */
   readonly blockCacheMax: number;
+  readonly colocate: boolean;
   readonly onEvent: ((event: LimiterEvent) => void) | undefined;
   readonly logger: Logger;
   readonly clock: (() => number) | undefined;
@@ -68,7 +75,7 @@ export interface ResolvedOptions {
 
 export const LIMITER_OPTION_KEYS = [
   'redis', 'name', 'prefix', 'algorithm', 'limits', 'failure', 'timeoutMs', 'mode', 'penalty', 'onEvent',
-  'logger', 'clock', 'blockCache',
+  'logger', 'clock', 'blockCache', 'cluster',
 ] as const;
 
 /** What the options of express-rate-limit, rate-limiter-flexible and @fastify/rate-limit are called here. */
@@ -156,6 +163,17 @@ function resolveBlockCache(value: unknown): number {
   throw new ConfigError('blockCache', `must be { max } or false; got ${describeValue(value)}`);
 }
 
+function resolveCluster(value: unknown): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'object' || value === null) {
+    throw new ConfigError('cluster', `must be an object such as { colocate: true }; got ${describeValue(value)}`);
+  }
+  assertKnownOptions(value, ['colocate']);
+  const colocate = (value as { colocate?: unknown }).colocate ?? false;
+  if (typeof colocate !== 'boolean') throw new ConfigError('cluster.colocate', `must be true or false; got ${describeValue(colocate)}`);
+  return colocate;
+}
+
 const defaultLogger: Logger = {
   warn: (message) => process.emitWarning(message, { code: 'FLOODGATE' }),
 };
@@ -193,6 +211,7 @@ export function resolveOptions(input: LimiterOptions, extraKeys: readonly string
     mode: oneOf(input.mode, 'mode', ['enforce', 'shadow'] as const, 'enforce'),
     penalty: input.penalty ?? false,
     blockCacheMax: resolveBlockCache(input.blockCache),
+    colocate: resolveCluster(input.cluster),
     onEvent: fn(input.onEvent, 'onEvent'),
     logger,
     clock: fn(input.clock, 'clock'),

@@ -105,7 +105,7 @@ test('CLUSTER FAILOVER of a replica mid-load: no errors reach callers', async ()
 /** The port of a replica serving `slot` (replicas join a moment after cluster_state:ok, so wait). */
 async function replicaOfSlot(slot: number): Promise<number> {
   for (let tries = 0; tries < 100; tries++) {
-    const slots = (await cluster.cluster('SLOTS')) as [number, number, ...[string, number][]][];
+    const slots = await cluster.cluster('SLOTS');
     const range = slots.find(([from, to]) => slot >= from && slot <= to);
     if (range?.[3]) return range[3][1];
     await new Promise((r) => setTimeout(r, 100));
@@ -116,3 +116,18 @@ async function replicaOfSlot(slot: number): Promise<number> {
 async function replicaRole(port: number): Promise<string> {
   return ((await ask(port, (c) => c.call('ROLE'))) as string[])[0]!;
 }
+
+test('cluster: { colocate: true } keeps every key of the prefix in one slot: one call, strictly atomic', async () => {
+  const prefix = uniquePrefix('co');
+  const l = createLimiter({ redis: cluster, prefix, limits: { limit: 2, window: '1h' }, cluster: { colocate: true } });
+  const [a, b] = spreadIds(2);
+  expect((await l.check([a!, b!])).allowed).toBe(true);
+  await l.block('ip:x', { duration: '1m' });
+  const slot = keySlot(`{${prefix}}`);
+  const keys = (await Promise.all(cluster.nodes('master').map((n) => n.keys(`${prefix}:*`)))).flat();
+  expect(keys).toHaveLength(3);
+  expect(new Set(keys.map(keySlot))).toEqual(new Set([slot]));
+  expect(await l.check(['ip:x', a!])).toMatchObject({ allowed: false, reason: 'blocked' });
+  expect((await l.check([a!, b!])).allowed).toBe(true);
+  expect(await l.check([a!, b!])).toMatchObject({ allowed: false, reason: 'limit' });
+});
