@@ -126,11 +126,24 @@ function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<F
   return js.length > 0 ? { value: st.f, ttlMs: ttl + ctx.pad } : undefined;
 }
 
+function receiptOf(st: State, js: readonly number[], ctx: FrameContext): string {
+  const windows = [...new Set(js.map((j) => ctx.W[j]!))];
+  return windows.map((w) => `${w}:${st.f.get(`i${w}`)}`).join(',');
+}
+
+function undoOn(stored: Fields | undefined, receipt: string, cost: number): void {
+  if (stored === undefined) return;
+  for (const item of receipt.split(',')) {
+    const [w, idx] = item.split(':');
+    if (stored.get(`i${w}`) === Number(idx)) stored.set(`n${w}`, Math.max((stored.get(`n${w}`) ?? 0) - cost, 0));
+  }
+}
+
 export const fixedWindow: Algorithm<State, Fields> = {
   name: 'fixed-window',
   tag: 'fw1',
   lua,
-  undo: { receipt, undo },
+  undo: { receipt, undo, twin: { receipt: receiptOf, undo: undoOn } },
   twin: {
     load: (stored) => ({ f: new Map(stored), done: new Set() }),
     evaluate,

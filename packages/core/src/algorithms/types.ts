@@ -52,7 +52,7 @@ export interface Algorithm<S = any, V = any> {
   readonly lua: string;
   readonly twin: Twin<S, V>;
   /** Undo receipts, for checks split across Cluster slots (DESIGN.md invariant 2). See AlgorithmUndo. */
-  readonly undo?: AlgorithmUndo;
+  readonly undo?: AlgorithmUndo<S, V>;
   /** The per-rule parameter passed as P[j]. */
   param(rule: { limit: number; burst: number; precision: number; windowMs: number }): number;
 }
@@ -70,7 +70,12 @@ export interface Algorithm<S = any, V = any> {
  * the current one in the stored state, and do nothing otherwise (never over-admit). The undo script makes
  * it idempotent (a marker key per undo id), so fg_undo itself need not be.
  */
-export interface AlgorithmUndo {
+export interface AlgorithmUndo<S = unknown, V = unknown> {
   readonly receipt: string;
   readonly undo: string;
+  /** The JavaScript twins: the same receipt text, and the same give-back on a stored value (in place). */
+  readonly twin: {
+    receipt(st: S, js: readonly number[], ctx: FrameContext): string;
+    undo(stored: V | undefined, receipt: string, cost: number): void;
+  };
 }

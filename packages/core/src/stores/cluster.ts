@@ -81,8 +81,6 @@ export class ClusterStore extends RedisStore {
 
   /** Gives back what consumed slots took; a failed undo only under-admits, so it is not the caller's error. */
   private async undoAll(algorithm: Algorithm, calls: SlotCall[], cost: number): Promise<void> {
-    const lua = `${algorithm.undo!.undo}\n${UNDO_MAIN}`;
-    const undo = this.command(`${algorithm.tag}_undo`, lua);
     const id = randomBytes(8).toString('hex');
     await Promise.all(
       calls
@@ -90,10 +88,18 @@ export class ClusterStore extends RedisStore {
         .map((c) => {
           const reply = c.reply!;
           const stateKeys = c.ids.map((_, k) => c.keys[2 * k]!);
-          const receipts = reply.slice(reply.length - c.ids.length).map(String);
-          return undo(stateKeys.length + 1, ...stateKeys, `${stateKeys[0]}:u:${id}`, cost, ...receipts).catch(() => undefined);
+          return this.giveBack(algorithm, stateKeys, reply.slice(reply.length - c.ids.length).map(String), cost, id).catch(() => 0);
         }),
     );
+  }
+
+  /**
+   * Runs the undo script over keys of one slot. Idempotent per `undoId`: a second run with the same id
+   * gives nothing back (reply 0). Public for tests and for callers that retry an undo.
+   */
+  giveBack(algorithm: Algorithm, stateKeys: string[], receipts: string[], cost: number, undoId: string): Promise<number> {
+    const undo = this.command(`${algorithm.tag}_undo`, `${algorithm.undo!.undo}\n${UNDO_MAIN}`);
+    return undo(stateKeys.length + 1, ...stateKeys, `${stateKeys[0]}:u:${undoId}`, cost, ...receipts) as Promise<number>;
   }
 }
 
