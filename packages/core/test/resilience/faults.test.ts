@@ -61,9 +61,13 @@ test('Redis killed mid-load and restarted: deadline, policy, recovery within 2 s
     await redis.start();
     backAt = performance.now();
   })();
+  let maxQueued = 0;
   const samples = await runLoad(limiter, {
     concurrency: 10,
-    stop: () => performance.now() > backAt + 2_500,
+    stop: () => {
+      maxQueued = Math.max(maxQueued, queued(client));
+      return performance.now() > backAt + 2_500;
+    },
   });
   await faults;
   expectDeadlineAndPolicy(samples);
@@ -73,6 +77,8 @@ test('Redis killed mid-load and restarted: deadline, policy, recovery within 2 s
   expect(firstBack!.startedAt - backAt).toBeLessThan(2_000);
   await sleep(300);
   expect(stopTracking()).toEqual([]);
+  // At most the checks in flight at any moment (10 workers), never a backlog of the outage's checks.
+  expect(maxQueued).toBeLessThanOrEqual(10);
   expect(queued(client)).toBe(0);
   expect(liveTimers()).toBeLessThanOrEqual(timersBefore);
 });
@@ -90,7 +96,14 @@ test('CLIENT PAUSE 2 s: deadline and policy; the circuit breaker keeps scripts f
     await admin.call('CLIENT', 'PAUSE', '2000', 'ALL');
     pauseEnd = performance.now() + 2_000;
   })();
-  const samples = await runLoad(limiter, { concurrency: 10, stop: () => performance.now() > pauseEnd + 1_000 });
+  let maxQueued = 0;
+  const samples = await runLoad(limiter, {
+    concurrency: 10,
+    stop: () => {
+      maxQueued = Math.max(maxQueued, queued(client));
+      return performance.now() > pauseEnd + 1_000;
+    },
+  });
   await pause;
   expectDeadlineAndPolicy(samples);
   const during = samples.filter((s) => s.startedAt > pauseEnd - 1_800 && s.startedAt < pauseEnd - 100);
@@ -104,6 +117,8 @@ test('CLIENT PAUSE 2 s: deadline and policy; the circuit breaker keeps scripts f
   const sent = (after.evalsha ?? 0) + (after.eval ?? 0) - (before.evalsha ?? 0) - (before.eval ?? 0);
   const answered = samples.filter((s) => s.decision.source === 'redis').length;
   expect(sent - answered).toBeLessThanOrEqual(10 + Math.ceil(2_000 / 250) + 2);
+  expect(maxQueued).toBeLessThanOrEqual(10 + Math.ceil(2_000 / 250) + 2);
+  await sleep(200);
   expect(queued(client)).toBe(0);
 });
 
