@@ -46,6 +46,19 @@ function queued(client: Redis): number {
   return internals.commandQueue.length + internals.offlineQueue.length;
 }
 
+/** 10 workers of checks until `endAt()` (read live: the fault sets it), noting ioredis's largest queue. */
+async function loadWatchingQueue(limiter: ReturnType<typeof limiterOn>, client: Redis, endAt: () => number) {
+  let maxQueued = 0;
+  const samples = await runLoad(limiter, {
+    concurrency: 10,
+    stop: () => {
+      maxQueued = Math.max(maxQueued, queued(client));
+      return performance.now() > endAt();
+    },
+  });
+  return { samples, maxQueued };
+}
+
 test('Redis killed mid-load and restarted: deadline, policy, recovery within 2 s, nothing leaks', async () => {
   const redis = await server();
   const client = connect(redis.url);
@@ -61,14 +74,7 @@ test('Redis killed mid-load and restarted: deadline, policy, recovery within 2 s
     await redis.start();
     backAt = performance.now();
   })();
-  let maxQueued = 0;
-  const samples = await runLoad(limiter, {
-    concurrency: 10,
-    stop: () => {
-      maxQueued = Math.max(maxQueued, queued(client));
-      return performance.now() > backAt + 2_500;
-    },
-  });
+  const { samples, maxQueued } = await loadWatchingQueue(limiter, client, () => backAt + 2_500);
   await faults;
   expectDeadlineAndPolicy(samples);
   expect(samples.filter((s) => s.decision.source === 'fallback').length).toBeGreaterThan(10);
@@ -96,14 +102,7 @@ test('CLIENT PAUSE 2 s: deadline and policy; the circuit breaker keeps scripts f
     await admin.call('CLIENT', 'PAUSE', '2000', 'ALL');
     pauseEnd = performance.now() + 2_000;
   })();
-  let maxQueued = 0;
-  const samples = await runLoad(limiter, {
-    concurrency: 10,
-    stop: () => {
-      maxQueued = Math.max(maxQueued, queued(client));
-      return performance.now() > pauseEnd + 1_000;
-    },
-  });
+  const { samples, maxQueued } = await loadWatchingQueue(limiter, client, () => pauseEnd + 1_000);
   await pause;
   expectDeadlineAndPolicy(samples);
   const during = samples.filter((s) => s.startedAt > pauseEnd - 1_800 && s.startedAt < pauseEnd - 100);
