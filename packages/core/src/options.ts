@@ -120,14 +120,17 @@ function editDistance(a: string, b: string): number {
   return row[b.length]!;
 }
 
-/** Throws on option names that are not in `known`, with what Floodgate calls a peer's option, or the closest name. */
-export function assertKnownOptions(input: object, known: readonly string[]): void {
+/**
+ * Throws on option names that are not in `known`, with what Floodgate calls a peer's option, or the
+ * closest name. `path` names the enclosing option for nested objects ('blockCache.').
+ */
+export function assertKnownOptions(input: object, known: readonly string[], path = ''): void {
   for (const key of Object.keys(input)) {
     if (known.includes(key)) continue;
-    const peer = PEER_NAMES[key];
+    const peer = path === '' ? PEER_NAMES[key] : undefined;
     if (peer) throw new ConfigError(key, `is not a Floodgate option: Floodgate calls it ${peer}`);
     const close = known.filter((k) => editDistance(key, k) <= 2).sort((x, y) => editDistance(key, x) - editDistance(key, y));
-    throw new ConfigError(key, `is not a Floodgate option${close[0] ? `; did you mean \`${close[0]}\`?` : ''} (known: ${known.join(', ')})`);
+    throw new ConfigError(`${path}${key}`, `is not a Floodgate option${close[0] ? `; did you mean \`${close[0]}\`?` : ''} (known: ${known.join(', ')})`);
   }
 }
 
@@ -155,7 +158,7 @@ function resolveBlockCache(value: unknown): number {
   if (value === undefined) return DEFAULT_BLOCK_CACHE_MAX;
   if (value === false) return 0;
   if (typeof value === 'object' && value !== null) {
-    assertKnownOptions(value, ['max']);
+    assertKnownOptions(value, ['max'], 'blockCache.');
     const max = (value as { max?: unknown }).max;
     if (typeof max === 'number' && Number.isInteger(max) && max >= 1 && max <= 10_000_000) return max;
     throw new ConfigError('blockCache.max', `must be an integer from 1 to 10000000; got ${describeValue(max)}`);
@@ -168,7 +171,7 @@ function resolveCluster(value: unknown): boolean {
   if (typeof value !== 'object' || value === null) {
     throw new ConfigError('cluster', `must be an object such as { colocate: true }; got ${describeValue(value)}`);
   }
-  assertKnownOptions(value, ['colocate']);
+  assertKnownOptions(value, ['colocate'], 'cluster.');
   const colocate = (value as { colocate?: unknown }).colocate ?? false;
   if (typeof colocate !== 'boolean') throw new ConfigError('cluster.colocate', `must be true or false; got ${describeValue(colocate)}`);
   return colocate;
@@ -200,18 +203,24 @@ export function resolveOptions(input: LimiterOptions, extraKeys: readonly string
   if (typeof logger !== 'object' || logger === null || typeof logger.warn !== 'function') {
     throw new ConfigError('logger', `must be an object with a warn(message) method; got ${describeValue(logger)}`);
   }
+  const colocate = resolveCluster(input.cluster);
+  const algorithm = ALGORITHMS[algorithmName];
+  if (redis?.isCluster && !colocate && !algorithm.undo) {
+    // A check of several identifiers splits across slots, and without undo receipts it cannot be all or nothing.
+    throw new ConfigError('cluster', `must be { colocate: true } with algorithm '${algorithmName}' on a Redis Cluster (it has no undo receipts yet)`);
+  }
   return {
     redis,
     name: pattern(input.name, 'name', /^[A-Za-z0-9_.-]{1,48}$/, '[A-Za-z0-9_.-]{1,48}', 'default'),
     prefix: pattern(input.prefix, 'prefix', /^[A-Za-z0-9_.-]{1,32}$/, '[A-Za-z0-9_.-]{1,32}', 'floodgate'),
-    algorithm: ALGORITHMS[algorithmName],
+    algorithm,
     rules: resolveRules(input.limits),
     failure: oneOf(input.failure, 'failure', ['open', 'closed', 'local'] as const, 'open'),
     timeoutMs,
     mode: oneOf(input.mode, 'mode', ['enforce', 'shadow'] as const, 'enforce'),
     penalty: input.penalty ?? false,
     blockCacheMax: resolveBlockCache(input.blockCache),
-    colocate: resolveCluster(input.cluster),
+    colocate,
     onEvent: fn(input.onEvent, 'onEvent'),
     logger,
     clock: fn(input.clock, 'clock'),

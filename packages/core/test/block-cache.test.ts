@@ -1,4 +1,4 @@
-import { ConfigError, createLimiter, type LimiterOptions } from '@floodgate/core';
+import { createLimiter, type LimiterOptions } from '@floodgate/core';
 import { closeClients, commandStats, connect, spawnRedis, uniquePrefix, type RedisProcess } from '@floodgate/testing';
 
 const quiet = { warn: () => undefined };
@@ -106,19 +106,4 @@ test('the cache is a bounded LRU', async () => {
   expect((await l.check('z')).source).toBe('cache');
   expect((await l.check('y')).source).toBe('cache');
   expect((await l.check('x')).source).toBe('redis');
-});
-
-test.each([
-  [{ max: 0 }, 'blockCache.max'],
-  [{ max: 1.5 }, 'blockCache.max'],
-  [{ size: 10 }, 'size'],
-  [true, 'blockCache'],
-])('blockCache %p is a ConfigError naming %s', (blockCache, option) => {
-  const make = () => createLimiter({ limits: { limit: 1, window: 1000 }, blockCache: blockCache as never });
-  expect(make).toThrow(ConfigError);
-  try {
-    make();
-  } catch (err) {
-    expect((err as ConfigError).option).toBe(option);
-  }
 });
