@@ -12,7 +12,7 @@ afterAll(async () => {
 });
 
 function limiter(extra: Partial<LimiterOptions> = {}) {
-  return createLimiter({ redis: connect(redis.url), prefix: uniquePrefix('bc'), limits: { limit: 5, window: '1h' }, logger: quiet, ...extra });
+  return createLimiter({ algorithm: 'fixed-window', redis: connect(redis.url), prefix: uniquePrefix('bc'), limits: { limit: 5, window: '1h' }, logger: quiet, ...extra });
 }
 
 const scripts = (s: Record<string, number>): number => (s.evalsha ?? 0) + (s.eval ?? 0);

@@ -6,6 +6,7 @@ afterAll(closeClients);
 test('shadow mode allows everything and reports each would-be denial through onEvent', async () => {
   const events: LimiterEvent[] = [];
   const l = createLimiter({
+    algorithm: 'fixed-window',
     redis: connect(), prefix: uniquePrefix('shadow'), mode: 'shadow', limits: { limit: 3, window: '1h' },
     onEvent: (e) => events.push(e),
   });
@@ -18,13 +19,14 @@ test('shadow mode allows everything and reports each would-be denial through onE
     expect(e).toMatchObject({ type: 'shadow-deny', limiter: 'default', decision: { allowed: false, reason: 'limit', limit: 3 } });
   }
   // It counted for real: an enforcing limiter over the same keys sees the limit used up.
-  const enforcing = createLimiter({ redis: connect(), prefix: l.prefix, limits: { limit: 3, window: '1h' } });
+  const enforcing = createLimiter({ algorithm: 'fixed-window', redis: connect(), prefix: l.prefix, limits: { limit: 3, window: '1h' } });
   expect(await enforcing.peek('ip:1')).toMatchObject({ allowed: false, remaining: 0 });
 });
 
 test('shadow mode reports a manual block as a would-be denial too', async () => {
   const events: LimiterEvent[] = [];
   const l = createLimiter({
+    algorithm: 'fixed-window',
     redis: connect(), prefix: uniquePrefix('shadow'), name: 'sb', mode: 'shadow', limits: { limit: 3, window: '1h' },
     onEvent: (e) => events.push(e), failure: 'closed', logger: { warn: () => undefined },
   });

@@ -1,8 +1,19 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+
 /** What a load run records of one check: when it started (performance.now()), how long it took. */
 export interface Sample<D> {
   startedAt: number;
   elapsedMs: number;
   decision: D;
+}
+
+export interface LoadResult<D> {
+  samples: Sample<D>[];
+  /**
+   * The worst event-loop delay seen during the run (ms). On a 2-core CI box, other test files' processes
+   * can starve this one; no deadline can be kept while the loop cannot run, so deadline bounds add this.
+   */
+  maxLagMs: number;
 }
 
 interface Checker<D> {
@@ -17,8 +28,10 @@ interface Checker<D> {
 export async function runLoad<D>(
   limiter: Checker<D>,
   opts: { concurrency: number; stop: (elapsedMs: number) => boolean; identifier?: (n: number) => string; pauseMs?: number },
-): Promise<Sample<D>[]> {
+): Promise<LoadResult<D>> {
   const samples: Sample<D>[] = [];
+  const lag = monitorEventLoopDelay({ resolution: 5 });
+  lag.enable();
   const t0 = performance.now();
   let n = 0;
   const worker = async (): Promise<void> => {
@@ -30,8 +43,13 @@ export async function runLoad<D>(
       await new Promise((r) => setTimeout(r, opts.pauseMs ?? 2));
     }
   };
-  await Promise.all(Array.from({ length: opts.concurrency }, worker));
-  return samples;
+  try {
+    await Promise.all(Array.from({ length: opts.concurrency }, worker));
+  } finally {
+    lag.disable();
+  }
+  // The histogram counts the sampling interval itself in each delay.
+  return { samples, maxLagMs: Math.max(lag.max / 1e6 - 5, 0) };
 }
 
 /** Collects unhandled rejections while a test runs; call the returned function to stop and read them. */
