@@ -19,7 +19,7 @@ export interface RedisClient {
   isCluster?: boolean;
 }
 
-export type ScriptCommand = (numKeys: number, ...args: (string | number)[]) => Promise<unknown>;
+type ScriptCommand = (numKeys: number, ...args: (string | number)[]) => Promise<unknown>;
 
 /*
  * Sets a manual block. Its end time is stored in the value, so a decision never rests on the TTL.
