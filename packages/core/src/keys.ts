@@ -30,3 +30,20 @@ export function identifierKind(identifier: string): string {
   const colon = identifier.indexOf(':');
   return colon === -1 ? '' : identifier.slice(0, colon);
 }
+
+/** How a limiter names its keys: per identifier in its own slot (default), or all in one (colocate). */
+export interface KeyScheme {
+  state(enc: string): string;
+  block(enc: string): string;
+}
+
+/*
+ * `cluster: { colocate: true }` puts every key of every limiter with this prefix in one hash slot, the
+ * prefix's: `<prefix>:<name>:<tag>:{<prefix>}:<enc>` and `<prefix>:!b:{<prefix>}:<enc>`. Per prefix, not
+ * per name, because a block key is shared by all limiters of a prefix and must sit in their slot. The
+ * first {...} is the hash tag and `enc` holds no braces, so the keys stay injective and inside their tag.
+ */
+export function keyScheme(prefix: string, name: string, tag: string, colocate: boolean): KeyScheme {
+  if (!colocate) return { state: (enc) => stateKey(prefix, name, tag, enc), block: (enc) => blockKey(prefix, enc) };
+  return { state: (enc) => `${prefix}:${name}:${tag}:{${prefix}}:${enc}`, block: (enc) => `${prefix}:!b:{${prefix}}:${enc}` };
+}

@@ -1,14 +1,16 @@
 import { ArgumentError, ConfigError, StoreError, describeValue } from './errors';
 import { decodeReply, type Decision } from './decision';
-import { encodeIdentifier, stateKey, blockKey, identifierKind } from './keys';
+import { encodeIdentifier, identifierKind, keyScheme, type KeyScheme } from './keys';
 import { resolveOptions, type LimiterOptions, type ResolvedOptions, type LimiterEvent } from './options';
 import { parseDuration, type Rule } from './rules';
 import type { Reply } from './algorithms/frame';
 import { MemoryStore } from './stores/memory';
 import { RedisStore } from './stores/redis';
+import { ClusterStore } from './stores/cluster';
 import type { Store } from './stores/types';
 import { register, unregister } from './registry';
 import { acquire, type AcquireOptions, type WaitQueues } from './acquire';
+import { BlockCache, evictEverywhere } from './block-cache';
 
 export interface CheckOptions {
   /** Units this call consumes (a non-negative integer; default 1). Cost 0 consumes nothing. */
@@ -75,6 +77,9 @@ export class FloodgateLimiter implements Limiter {
   private readonly store: Store;
   private readonly redis: RedisStore | undefined;
   private localStore: MemoryStore | undefined;
+  /** Denials remembered in-process (Redis only; never in shadow mode or with penalty: both must reach Redis). */
+  private readonly cache: BlockCache | undefined;
+  private readonly keys: KeyScheme;
   private readonly ruleArgs: (string | number)[];
   private readonly plans = new Map<string, KindPlan>();
   private readonly queues: WaitQueues = new Map();
@@ -92,11 +97,14 @@ export class FloodgateLimiter implements Limiter {
     this.failure = opts.failure;
     this.mode = opts.mode;
     register(opts);
-    this.redis = opts.redis ? new RedisStore(opts.redis) : undefined;
+    this.redis = opts.redis ? new (opts.redis.isCluster ? ClusterStore : RedisStore)(opts.redis) : undefined;
     this.store = this.redis ?? (opts.clock ? new MemoryStore() : sharedMemoryStore(opts.prefix));
     const clock = opts.clock;
     this.nowArg = clock ? () => String(clock()) : () => '';
     this.pad = clock ? CLOCK_PAD_MS : 0;
+    const bypass = opts.mode === 'shadow' || opts.penalty || opts.blockCacheMax === 0;
+    this.cache = this.redis && !bypass ? new BlockCache(opts.prefix, opts.name, opts.blockCacheMax, clock ?? (() => performance.now())) : undefined;
+    this.keys = keyScheme(opts.prefix, opts.name, opts.algorithm.tag, opts.colocate);
     this.ruleArgs = [opts.rules.length];
     for (const r of opts.rules) this.ruleArgs.push(r.windowMs, r.limit, opts.algorithm.param(r));
   }
@@ -111,7 +119,8 @@ export class FloodgateLimiter implements Limiter {
 
   async reset(identifiers: string | readonly string[]): Promise<void> {
     const ids = this.identifiers(identifiers);
-    const keys = ids.map((id) => stateKey(this.prefix, this.name, this.opts.algorithm.tag, encodeIdentifier(id)));
+    const keys = ids.map((id) => this.keys.state(encodeIdentifier(id)));
+    evictEverywhere(this.prefix, this.name, ids);
     await this.admin(() => this.store.delete(keys));
   }
 
@@ -125,13 +134,14 @@ export class FloodgateLimiter implements Limiter {
     if (typeof reason !== 'string' || reason.length > 256) {
       throw new ConfigError('reason', `must be a string of at most 256 characters; got ${describeValue(reason)}`);
     }
-    const key = blockKey(this.prefix, encodeIdentifier(id!));
+    const key = this.keys.block(encodeIdentifier(id!));
     await this.admin(() => this.store.block(key, durationMs, reason, this.nowArg(), this.pad, this.now()));
   }
 
   async unblock(identifier: string): Promise<void> {
     const [id] = this.identifiers(identifier);
-    await this.admin(() => this.store.delete([blockKey(this.prefix, encodeIdentifier(id!))]));
+    evictEverywhere(this.prefix, undefined, [id!]);
+    await this.admin(() => this.store.delete([this.keys.block(encodeIdentifier(id!))]));
   }
 
   acquire(identifiers: string | readonly string[], options?: AcquireOptions): Promise<Decision> {
@@ -141,6 +151,7 @@ export class FloodgateLimiter implements Limiter {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.cache?.dispose();
     unregister(this.opts);
   }
 
@@ -202,10 +213,9 @@ export class FloodgateLimiter implements Limiter {
     const keys: string[] = [];
     const masks: string[] = [];
     const ruleLists: number[][] = [];
-    const tag = this.opts.algorithm.tag;
     for (const id of ids) {
       const enc = encodeIdentifier(id);
-      keys.push(stateKey(this.prefix, this.name, tag, enc), blockKey(this.prefix, enc));
+      keys.push(this.keys.state(enc), this.keys.block(enc));
       const plan = this.plan(id);
       masks.push(plan.mask);
       ruleLists.push(plan.rules);
@@ -218,10 +228,13 @@ export class FloodgateLimiter implements Limiter {
   private async evaluate(op: 'c' | 'p', input: string | readonly string[], options?: CheckOptions): Promise<Decision> {
     const call = this.prepare(op, input, options);
     let decision: Decision;
+    const cached = this.cache?.lookup(call.ids, call.cost);
+    if (cached) return cached;
     if (this.redis) {
       try {
         const reply = await this.runRedis(this.redis, call);
         decision = decodeReply(reply, call.ids, call.ruleLists, this.rules, call.cost, 'redis');
+        this.cache?.remember(decision, call.cost);
         this.failing = false;
       } catch (err) {
         decision = this.fallback(call, toStoreError(err, this.opts.timeoutMs));
@@ -235,7 +248,7 @@ export class FloodgateLimiter implements Limiter {
   private async runRedis(store: RedisStore, call: Prepared): Promise<Reply> {
     const usable = store.usable();
     if (usable !== true) await usable;
-    return withDeadline(store.run(this.opts.algorithm, call.keys, call.argv), this.opts.timeoutMs);
+    return store.breaker.call(() => withDeadline(store.run(this.opts.algorithm, call.keys, call.argv), this.opts.timeoutMs));
   }
 
   private runMemory(store: MemoryStore, call: Prepared, source: 'memory' | 'fallback'): Decision {

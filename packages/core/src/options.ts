@@ -34,6 +34,17 @@ export interface LimiterOptions {
   mode?: LimiterMode;
   /** Denied checks consume too (a client that keeps hammering stays limited). Default false. */
   penalty?: boolean;
+  /**
+   * In-process cache of denials (see block-cache.ts): a client hammering while limited costs no Redis
+   * command until its retry time. Default { max: 10000 } entries per limiter; false turns it off.
+   */
+  blockCache?: { max: number } | false;
+  /**
+   * Redis Cluster: `colocate: true` keeps every key of every limiter with this prefix in one hash slot
+   * (strict atomicity in one script call, one hot slot). Default false: keys per identifier, one call per
+   * slot, undo receipts for all or nothing.
+   */
+  cluster?: { colocate?: boolean };
   onEvent?: (event: LimiterEvent) => void;
   /** Warnings go here; default process.emitWarning. Floodgate never writes to the console. */
   logger?: Logger;
@@ -54,6 +65,9 @@ export interface ResolvedOptions {
   readonly timeoutMs: number;
   readonly mode: LimiterMode;
   readonly penalty: boolean;
+  /** Entries in the block cache; 0 when it is off. */
+  readonly blockCacheMax: number;
+  readonly colocate: boolean;
   readonly onEvent: ((event: LimiterEvent) => void) | undefined;
   readonly logger: Logger;
   readonly clock: (() => number) | undefined;
@@ -61,7 +75,7 @@ export interface ResolvedOptions {
 
 export const LIMITER_OPTION_KEYS = [
   'redis', 'name', 'prefix', 'algorithm', 'limits', 'failure', 'timeoutMs', 'mode', 'penalty', 'onEvent',
-  'logger', 'clock',
+  'logger', 'clock', 'blockCache', 'cluster',
 ] as const;
 
 /** What the options of express-rate-limit, rate-limiter-flexible and @fastify/rate-limit are called here. */
@@ -106,14 +120,17 @@ function editDistance(a: string, b: string): number {
   return row[b.length]!;
 }
 
-/** Throws on option names that are not in `known`, with what Floodgate calls a peer's option, or the closest name. */
-export function assertKnownOptions(input: object, known: readonly string[]): void {
+/**
+ * Throws on option names that are not in `known`, with what Floodgate calls a peer's option, or the
+ * closest name. `path` names the enclosing option for nested objects ('blockCache.').
+ */
+export function assertKnownOptions(input: object, known: readonly string[], path = ''): void {
   for (const key of Object.keys(input)) {
     if (known.includes(key)) continue;
-    const peer = PEER_NAMES[key];
+    const peer = path === '' ? PEER_NAMES[key] : undefined;
     if (peer) throw new ConfigError(key, `is not a Floodgate option: Floodgate calls it ${peer}`);
     const close = known.filter((k) => editDistance(key, k) <= 2).sort((x, y) => editDistance(key, x) - editDistance(key, y));
-    throw new ConfigError(key, `is not a Floodgate option${close[0] ? `; did you mean \`${close[0]}\`?` : ''} (known: ${known.join(', ')})`);
+    throw new ConfigError(`${path}${key}`, `is not a Floodgate option${close[0] ? `; did you mean \`${close[0]}\`?` : ''} (known: ${known.join(', ')})`);
   }
 }
 
@@ -133,6 +150,31 @@ function fn<T>(value: unknown, option: string): T | undefined {
   if (value === undefined) return undefined;
   if (typeof value === 'function') return value as T;
   throw new ConfigError(option, `must be a function; got ${describeValue(value)}`);
+}
+
+const DEFAULT_BLOCK_CACHE_MAX = 10_000;
+
+function resolveBlockCache(value: unknown): number {
+  if (value === undefined) return DEFAULT_BLOCK_CACHE_MAX;
+  if (value === false) return 0;
+  if (typeof value === 'object' && value !== null) {
+    assertKnownOptions(value, ['max'], 'blockCache.');
+    const max = (value as { max?: unknown }).max;
+    if (typeof max === 'number' && Number.isInteger(max) && max >= 1 && max <= 10_000_000) return max;
+    throw new ConfigError('blockCache.max', `must be an integer from 1 to 10000000; got ${describeValue(max)}`);
+  }
+  throw new ConfigError('blockCache', `must be { max } or false; got ${describeValue(value)}`);
+}
+
+function resolveCluster(value: unknown): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'object' || value === null) {
+    throw new ConfigError('cluster', `must be an object such as { colocate: true }; got ${describeValue(value)}`);
+  }
+  assertKnownOptions(value, ['colocate'], 'cluster.');
+  const colocate = (value as { colocate?: unknown }).colocate ?? false;
+  if (typeof colocate !== 'boolean') throw new ConfigError('cluster.colocate', `must be true or false; got ${describeValue(colocate)}`);
+  return colocate;
 }
 
 const defaultLogger: Logger = {
@@ -161,9 +203,14 @@ export function resolveOptions(input: LimiterOptions, extraKeys: readonly string
   if (typeof logger !== 'object' || logger === null || typeof logger.warn !== 'function') {
     throw new ConfigError('logger', `must be an object with a warn(message) method; got ${describeValue(logger)}`);
   }
+  const colocate = resolveCluster(input.cluster);
   const algorithm = ALGORITHMS[algorithmName];
   const rules = resolveRules(input.limits);
   rules.forEach((rule, i) => algorithm.validate?.(rule, `limits[${i}]`));
+  if (redis?.isCluster && !colocate && !algorithm.undo) {
+    // A check of several identifiers splits across slots, and without undo receipts it cannot be all or nothing.
+    throw new ConfigError('cluster', `must be { colocate: true } with algorithm '${algorithmName}' on a Redis Cluster (it has no undo receipts yet)`);
+  }
   return {
     redis,
     name: pattern(input.name, 'name', /^[A-Za-z0-9_.-]{1,48}$/, '[A-Za-z0-9_.-]{1,48}', 'default'),
@@ -174,6 +221,8 @@ export function resolveOptions(input: LimiterOptions, extraKeys: readonly string
     timeoutMs,
     mode: oneOf(input.mode, 'mode', ['enforce', 'shadow'] as const, 'enforce'),
     penalty: input.penalty ?? false,
+    blockCacheMax: resolveBlockCache(input.blockCache),
+    colocate,
     onEvent: fn(input.onEvent, 'onEvent'),
     logger,
     clock: fn(input.clock, 'clock'),

@@ -112,7 +112,7 @@ describe.each<AlgorithmName>(['fixed-window', 'sliding-window', 'sliding-log', '
         let now = start;
         const clock = (): number => now;
         const common = { prefix: uniquePrefix('model'), algorithm, limits: rules, clock };
-        const onRedis = createLimiter({ ...common, redis, failure: 'closed', timeoutMs: 10_000 });
+        const onRedis = createLimiter({ ...common, redis, failure: 'closed', timeoutMs: 10_000, blockCache: false }); // the twins, not the cache
         const onMemory = createLimiter(common);
         const admitted: Admitted[] = [];
         try {

@@ -61,6 +61,33 @@ local function fg_save(key, st, js)
 end
 `;
 
+/* Receipt: 'w:idx' per distinct window consumed. Undo gives the cost back only while idx is current. */
+const receipt = `
+local function fg_receipt(st, js, cost)
+  local parts, seen = {}, {}
+  for _, j in ipairs(js) do
+    local w = W[j]
+    if not seen[w] then
+      seen[w] = true
+      parts[#parts + 1] = string.format('%d:%d', w, st.f['i' .. w])
+    end
+  end
+  return table.concat(parts, ',')
+end
+`;
+
+const undo = `
+local function fg_undo(key, receipt, cost)
+  for w, idx in string.gmatch(receipt, '(%d+):(%d+)') do
+    if redis.call('HGET', key, 'i' .. w) == idx then
+      local n = (tonumber(redis.call('HGET', key, 'n' .. w)) or 0) - cost
+      if n < 0 then n = 0 end
+      redis.call('HSET', key, 'n' .. w, n)
+    end
+  end
+end
+`;
+
 type Fields = Map<string, number>;
 interface State {
   f: Fields;
@@ -92,10 +119,24 @@ function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<F
   return savedHash(st.f, js, (j) => (Math.floor(ctx.now / ctx.W[j]!) + 1) * ctx.W[j]! - ctx.now, ctx);
 }
 
+function receiptOf(st: State, js: readonly number[], ctx: FrameContext): string {
+  const windows = [...new Set(js.map((j) => ctx.W[j]!))];
+  return windows.map((w) => `${w}:${st.f.get(`i${w}`)}`).join(',');
+}
+
+function undoOn(stored: Fields | undefined, receipt: string, cost: number): void {
+  if (stored === undefined) return;
+  for (const item of receipt.split(',')) {
+    const [w, idx] = item.split(':');
+    if (stored.get(`i${w}`) === Number(idx)) stored.set(`n${w}`, Math.max((stored.get(`n${w}`) ?? 0) - cost, 0));
+  }
+}
+
 export const fixedWindow: Algorithm<State, Fields> = {
   name: 'fixed-window',
   tag: 'fw1',
   lua,
+  undo: { receipt, undo, twin: { receipt: receiptOf, undo: undoOn } },
   twin: {
     load: (stored) => ({ f: new Map(stored), done: new Set() }),
     evaluate,

@@ -15,7 +15,8 @@ import type { FrameContext, PairEval, Twin } from './types';
  * ARGV[7 + 3R ...] per identifier: a mask of R chars, '1' where the rule applies to that identifier
  * Reply (flat integers and strings, the same in RESP2 and RESP3):
  *   { now, allowed (0|1), consumed (0|1), then per identifier: blockMs, blockReason,
- *     then per applicable rule, in rule order: available, resetMs, retryMs }
+ *     then per applicable rule, in rule order: available, resetMs, retryMs,
+ *     then, only for an algorithm with `undo` and only when consumed: per identifier its receipt (string) }
  */
 export const LUA_PROLOGUE = `
 local OP = ARGV[1]
@@ -90,12 +91,19 @@ for i = 1, NIDS do
     out[#out + 1] = e[3]
   end
 end
-return out
+`;
+
+/** Appended for algorithms with undo receipts (see AlgorithmUndo in types.ts). */
+const LUA_RECEIPTS = `
+if out[3] == 1 then
+  for i = 1, NIDS do out[#out + 1] = fg_receipt(sts[i], rules[i], COST) end
+end
 `;
 
 /** The full script of one algorithm: prologue, the algorithm's functions, the main body. */
-export function buildScript(algorithmLua: string): string {
-  return `${LUA_PROLOGUE}\n${algorithmLua}\n${LUA_MAIN}`;
+export function buildScript(algorithmLua: string, receiptLua?: string): string {
+  if (receiptLua === undefined) return `${LUA_PROLOGUE}\n${algorithmLua}\n${LUA_MAIN}\nreturn out\n`;
+  return `${LUA_PROLOGUE}\n${algorithmLua}\n${receiptLua}\n${LUA_MAIN}\n${LUA_RECEIPTS}\nreturn out\n`;
 }
 
 export type Reply = Array<number | string>;

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Algorithm } from '../algorithms/types';
 import { buildScript, type Reply } from '../algorithms/frame';
 import { StoreError } from '../errors';
+import { breakerFor, type CircuitBreaker } from '../circuit-breaker';
 import type { Store } from './types';
 
 /**
@@ -50,12 +51,15 @@ function commandName(kind: string, lua: string): string {
 export class RedisStore implements Store {
   readonly source = 'redis' as const;
   private readonly client: RedisClient;
+  /** Shared by every store on this client; see circuit-breaker.ts. */
+  readonly breaker: CircuitBreaker;
   private readonly commands = new Map<string, ScriptCommand>();
   private everReady: boolean;
   private connecting: Promise<void> | undefined;
 
   constructor(client: RedisClient) {
     this.client = client;
+    this.breaker = breakerFor(client);
     this.everReady = READY_STATES.has(client.status);
   }
 
@@ -100,7 +104,7 @@ export class RedisStore implements Store {
     });
   }
 
-  private command(kind: string, lua: string): ScriptCommand {
+  protected command(kind: string, lua: string): ScriptCommand {
     let cmd = this.commands.get(kind);
     if (cmd === undefined) {
       const name = commandName(kind, lua);
@@ -113,8 +117,12 @@ export class RedisStore implements Store {
     return cmd;
   }
 
+  /** Single Redis: no undo receipts (the JS twin's reply stays identical); ClusterStore adds them. */
+  protected readonly receipts: boolean = false;
+
   run(algorithm: Algorithm, keys: string[], argv: (string | number)[]): Promise<Reply> {
-    const cmd = this.command(algorithm.tag, buildScriptCached(algorithm));
+    const withReceipts = this.receipts && algorithm.undo !== undefined;
+    const cmd = this.command(withReceipts ? `${algorithm.tag}_r` : algorithm.tag, buildScriptCached(algorithm, withReceipts));
     return cmd(keys.length, ...keys, ...argv) as Promise<Reply>;
   }
 
@@ -128,12 +136,13 @@ export class RedisStore implements Store {
   }
 }
 
-const scripts = new WeakMap<Algorithm, string>();
-function buildScriptCached(algorithm: Algorithm): string {
-  let lua = scripts.get(algorithm);
+const scripts = [new WeakMap<Algorithm, string>(), new WeakMap<Algorithm, string>()];
+function buildScriptCached(algorithm: Algorithm, withReceipts: boolean): string {
+  const cache = scripts[withReceipts ? 1 : 0]!;
+  let lua = cache.get(algorithm);
   if (lua === undefined) {
-    lua = buildScript(algorithm.lua);
-    scripts.set(algorithm, lua);
+    lua = buildScript(algorithm.lua, withReceipts ? algorithm.undo?.receipt : undefined);
+    cache.set(algorithm, lua);
   }
   return lua;
 }

@@ -1,0 +1,124 @@
+import type { Decision, PairState } from './decision';
+
+/** A cached manual block is asked about again at least this often: another process may lift it. */
+export const BLOCK_RECHECK_MS = 1_000;
+
+interface Entry {
+  /** Clock time until which the entry answers (a denial's retry time; a block's next re-check). */
+  until: number;
+  /** Clock time the denial was seen, to age the times in the decision it answers with. */
+  seenAt: number;
+  /** The cost that was denied; only that cost is answered from the entry (a block denies every cost). */
+  minCost: number;
+  blocked: boolean;
+  decision: Decision;
+  state: PairState | undefined;
+}
+
+/*
+ * Denials remembered in-process, per limiter and identifier, so a client that keeps hammering while
+ * limited costs no Redis command until its retry time. What an entry means: "this cost does not fit for
+ * this identifier under this limiter until `until`", exact because the store computed that time. Other
+ * costs still go to Redis: a smaller one may fit, a larger one may need longer. A manual block denies every
+ * cost, cost 0 included, but is re-checked every second.
+ * Bounded LRU (Map insertion order); expiry on the limiter's clock: performance.now() in production.
+ */
+export class BlockCache {
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(
+    readonly prefix: string,
+    readonly name: string,
+    private readonly max: number,
+    private readonly now: () => number,
+  ) {
+    live.add(this);
+  }
+
+  /** A cached denial for a check of `ids` at `cost`, or undefined: ask the store. */
+  lookup(ids: readonly string[], cost: number): Decision | undefined {
+    const now = this.now();
+    let best: Entry | undefined;
+    for (const id of ids) {
+      const e = this.entries.get(id);
+      if (e === undefined) continue;
+      if (e.until <= now) {
+        this.entries.delete(id);
+        continue;
+      }
+      // Only the cost that was denied is answered from here: its retry time is exact. A smaller cost may
+      // fit, and a larger one may need longer than the cached retry, so both ask the store.
+      if (!e.blocked && cost !== e.minCost) continue;
+      this.entries.delete(id);
+      this.entries.set(id, e);
+      if (!best || (e.blocked && !best.blocked) || (e.blocked === best.blocked && e.until > best.until)) best = e;
+    }
+    return best && this.answer(best, now, cost);
+  }
+
+  /** Remembers a denial the store made (the caller excludes shadow mode and penalty). */
+  remember(decision: Decision, cost: number): void {
+    if (decision.allowed || decision.identifier === undefined) return;
+    const now = this.now();
+    if (decision.reason === 'blocked') {
+      const until = now + Math.min(decision.retryAfterMs, BLOCK_RECHECK_MS);
+      this.put(decision.identifier, { until, seenAt: now, minCost: 0, blocked: true, decision, state: undefined });
+      return;
+    }
+    if (decision.reason !== 'limit' || cost === 0) return;
+    const longest = new Map<string, PairState>();
+    for (const s of decision.states) {
+      const prev = longest.get(s.identifier);
+      if (!s.allowed && (!prev || s.retryAfterMs > prev.retryAfterMs)) longest.set(s.identifier, s);
+    }
+    for (const [id, state] of longest) {
+      const prev = this.entries.get(id);
+      if (prev?.blocked && prev.until > now) continue;
+      this.put(id, { until: now + state.retryAfterMs, seenAt: now, minCost: cost, blocked: false, decision, state });
+    }
+  }
+
+  evict(ids: readonly string[]): void {
+    for (const id of ids) this.entries.delete(id);
+  }
+
+  dispose(): void {
+    this.entries.clear();
+    live.delete(this);
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  private put(id: string, entry: Entry): void {
+    this.entries.delete(id);
+    this.entries.set(id, entry);
+    if (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value as string);
+  }
+
+  private answer(e: Entry, now: number, cost: number): Decision {
+    const aged = now - e.seenAt;
+    const left = (ms: number): number => Math.max(Math.ceil(ms - aged), 0);
+    if (e.blocked) {
+      const d = e.decision;
+      return { ...d, source: 'cache', cost, retryAfterMs: left(d.retryAfterMs), resetMs: left(d.resetMs), states: [] };
+    }
+    const s = e.state!;
+    const state: PairState = { ...s, resetMs: left(s.resetMs), retryAfterMs: left(s.retryAfterMs) };
+    return {
+      allowed: false, source: 'cache', reason: 'limit', identifier: s.identifier, limit: s.limit, windowMs: s.windowMs,
+      remaining: s.remaining, resetMs: state.resetMs, retryAfterMs: state.retryAfterMs, cost, states: [state],
+    };
+  }
+}
+
+/** Every block cache in this process: reset() and unblock() evict from all the limiters they concern. */
+const live = new Set<BlockCache>();
+
+/** Evicts `ids` from the caches of every limiter with this prefix (and this name, when given). */
+export function evictEverywhere(prefix: string, name: string | undefined, ids: readonly string[]): void {
+  for (const cache of live) {
+    if (cache.prefix === prefix && (name === undefined || cache.name === name)) cache.evict(ids);
+  }
+}

@@ -1,0 +1,37 @@
+import { createLimiter, type LimiterEvent } from '@floodgate/core';
+import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
+
+afterAll(closeClients);
+
+test('shadow mode allows everything and reports each would-be denial through onEvent', async () => {
+  const events: LimiterEvent[] = [];
+  const l = createLimiter({
+    algorithm: 'fixed-window',
+    redis: connect(), prefix: uniquePrefix('shadow'), mode: 'shadow', limits: { limit: 3, window: '1h' },
+    onEvent: (e) => events.push(e),
+  });
+  const decisions = [];
+  for (let i = 0; i < 5; i++) decisions.push(await l.check('ip:1'));
+  expect(decisions.every((d) => d.allowed && d.source === 'redis' && d.retryAfterMs === 0)).toBe(true);
+  expect(decisions.map((d) => d.shadowDenied ?? false)).toEqual([false, false, false, true, true]);
+  expect(events).toHaveLength(2);
+  for (const e of events) {
+    expect(e).toMatchObject({ type: 'shadow-deny', limiter: 'default', decision: { allowed: false, reason: 'limit', limit: 3 } });
+  }
+  // It counted for real: an enforcing limiter over the same keys sees the limit used up.
+  const enforcing = createLimiter({ algorithm: 'fixed-window', redis: connect(), prefix: l.prefix, limits: { limit: 3, window: '1h' } });
+  expect(await enforcing.peek('ip:1')).toMatchObject({ allowed: false, remaining: 0 });
+});
+
+test('shadow mode reports a manual block as a would-be denial too', async () => {
+  const events: LimiterEvent[] = [];
+  const l = createLimiter({
+    algorithm: 'fixed-window',
+    redis: connect(), prefix: uniquePrefix('shadow'), name: 'sb', mode: 'shadow', limits: { limit: 3, window: '1h' },
+    onEvent: (e) => events.push(e), failure: 'closed', logger: { warn: () => undefined },
+  });
+  await l.block('ip:2', { duration: '1m', reason: 'test' });
+  expect(await l.check('ip:2')).toMatchObject({ allowed: true, shadowDenied: true });
+  expect(events.map((e) => e.type)).toEqual(['shadow-deny']);
+  expect((events[0] as { decision: { reason: string } }).decision.reason).toBe('blocked');
+});
