@@ -108,7 +108,9 @@ async function floodgatePlugin(fastify: FastifyInstance, options: RateLimitPlugi
   assertKnownOptions(options, [...LIMITER_OPTION_KEYS, ...HTTP_OPTION_KEYS, 'hook', 'global']);
   if (options.global !== undefined && typeof options.global !== 'boolean') throw new ConfigError('global', `must be true or false; got ${describeValue(options.global)}`);
   const hook = resolveHook(options.hook, 'hook');
-  const { global: _global, hook: _hook, ...limiterOptions } = options;
+  const limiterOptions: RouteRateLimitOptions = { ...options };
+  delete (limiterOptions as RateLimitPluginOptions).global;
+  delete limiterOptions.hook;
   const globalLimiter = options.global === false ? undefined : createHttpLimiter<FastifyRequest>(limiterOptions, [], defaultUser);
   // Limiters made here (not shared ones passed as `limiter`) free their name when the app closes.
   const owned: Limiter[] = globalLimiter !== undefined && options.limiter === undefined ? [globalLimiter.limiter] : [];
