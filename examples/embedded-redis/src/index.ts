@@ -4,3 +4,4 @@ export { redisServerBinary, startRedis, type StartedRedis } from './redis';
 export { API_LIMIT, SEARCH_LIMIT, LOGIN_LIMIT, loginIdentifiers, replies, trustedHops, type RouteLimit } from './example-api';
 export { startExample, runServer, type Running, type StartOptions, type Listen } from './example-start';
 export { runDemo, demoMain } from './example-demo';
+export { serveHttp, type Served } from './serve-http';

@@ -1,6 +1,5 @@
-import type { AddressInfo } from 'node:net';
 import express, { type Request } from 'express';
-import { type AdapterFactory, type RoutePath } from '@floodgate/testing';
+import { serveHttp, type AdapterFactory, type RoutePath } from '@floodgate/testing';
 import { rateLimit } from '@floodgate/express';
 
 /** The suite's app in Express: trust proxy 'loopback' stands in for a reverse proxy on this host. */
@@ -27,13 +26,8 @@ export const expressFactory: AdapterFactory = {
       if (own) app[method](path, rateLimit(own), handler);
       else app[method](path, handler);
     }
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise<void>((resolve) => server.once('listening', resolve));
-    return {
-      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-      hits: () => hits,
-      close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
-    };
+    const served = await serveHttp(app.listen(0, '127.0.0.1'));
+    return { ...served, hits: () => hits };
   },
 };
 

@@ -1,7 +1,6 @@
-import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import Router from '@koa/router';
-import { type AdapterFactory, type RoutePath } from '@floodgate/testing';
+import { serveHttp, type AdapterFactory, type RoutePath } from '@floodgate/testing';
 import { rateLimit } from '@floodgate/koa';
 
 /**
@@ -31,13 +30,8 @@ export const koaFactory: AdapterFactory = {
       else router[method](path, handler);
     }
     app.use(router.routes());
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise<void>((resolve) => server.once('listening', resolve));
-    return {
-      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-      hits: () => hits,
-      close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
-    };
+    const served = await serveHttp(app.listen(0, '127.0.0.1'));
+    return { ...served, hits: () => hits };
   },
 };
 

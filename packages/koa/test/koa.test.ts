@@ -1,24 +1,23 @@
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import Koa from 'koa';
 import Router from '@koa/router';
 import request from 'supertest';
 import { resetWarnings, type Decision, type Logger } from '@floodgate/core';
-import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
+import { closeClients, connect, serveHttp, uniquePrefix } from '@floodgate/testing';
 import { rateLimit, type RateLimitOptions } from '@floodgate/koa';
 
 const redis = connect();
-const servers: Server[] = [];
-afterEach(() => servers.splice(0).forEach((s) => { s.closeAllConnections(); s.close(); }));
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  await Promise.all(closers.splice(0).map((close) => close()));
+});
 afterAll(closeClients);
 
 const base = (extra: Partial<RateLimitOptions> = {}): RateLimitOptions => ({ redis, prefix: uniquePrefix('koa'), limits: { limit: 2, window: '1m' }, ...extra });
 
 async function serve(app: Koa): Promise<string> {
-  const server = app.listen(0, '127.0.0.1');
-  servers.push(server);
-  await new Promise<void>((resolve) => server.once('listening', resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const served = await serveHttp(app.listen(0, '127.0.0.1'));
+  closers.push(served.close);
+  return served.url;
 }
 
 test('a @koa/router route limit adds to the global one; ctx.state.rateLimit carries the tightest decision', async () => {

@@ -1,4 +1,4 @@
-export { redisServerBinary, startRedis, type StartedRedis } from './redis-server';
+export { redisServerBinary, serveHttp, startRedis, type StartedRedis } from './redis-server';
 export { connect, closeClients, uniquePrefix, testRedisUrl, commandStats } from './clients';
 export { conformance, type AdapterFactory, type AppSpec, type TestApp, type NeutralOptions, type RoutePath } from './conformance';
 export { exampleSmoke } from './example-smoke';
