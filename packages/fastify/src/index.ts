@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
-import { ConfigError, HTTP_OPTION_KEYS, assertKnownOptions, createHttpLimiter, describeValue, errorBody, warned, LIMITER_OPTION_KEYS, type Decision, type HttpLimiter, type HttpOptions, type HttpOutcome, type Limiter } from '@floodgate/core';
+import { ConfigError, HTTP_OPTION_KEYS, LIMITER_OPTION_KEYS, assertKnownOptions, createHttpLimiter, describeValue, errorBody, warned } from '@floodgate/core';
+import type { Decision, HttpLimiter, HttpOptions, HttpOutcome, Limiter } from '@floodgate/core';
 
 export type RateLimitHook = 'onRequest' | 'preValidation' | 'preHandler';
 const HOOKS: readonly RateLimitHook[] = ['onRequest', 'preValidation', 'preHandler'];
@@ -122,7 +123,7 @@ async function floodgatePlugin(fastify: FastifyInstance, options: RateLimitPlugi
   const routeLimiters = new WeakMap<RouteRateLimitOptions, { hook: RateLimitHook; http: HttpLimiter<FastifyRequest> }>();
   const denied = new WeakMap<FastifyRequest, RateLimitError>();
 
-  function routeLimiter(own: RouteRateLimitOptions, where: string): { hook: RateLimitHook; http: HttpLimiter<FastifyRequest> } {
+  function routeLimiter(own: RouteRateLimitOptions): { hook: RateLimitHook; http: HttpLimiter<FastifyRequest> } {
     const cached = routeLimiters.get(own);
     if (cached !== undefined) return cached;
     const merged: Record<string, unknown> = {};
@@ -131,7 +132,7 @@ async function floodgatePlugin(fastify: FastifyInstance, options: RateLimitPlugi
     }
     Object.assign(merged, own);
     const { hook: routeHook, ...rest } = merged;
-    const made = { hook: resolveHook(routeHook, `${where}.hook`), http: createHttpLimiter<FastifyRequest>(rest, [], defaultUser) };
+    const made = { hook: resolveHook(routeHook, 'config.rateLimit.hook'), http: createHttpLimiter<FastifyRequest>(rest, [], defaultUser) };
     routeLimiters.set(own, made);
     if (own.limiter === undefined) owned.push(made.http.limiter);
     return made;
@@ -146,10 +147,8 @@ async function floodgatePlugin(fastify: FastifyInstance, options: RateLimitPlugi
     const byHook = new Map<RateLimitHook, Limiters>();
     const add = (at: RateLimitHook, http: HttpLimiter<FastifyRequest>): void => void byHook.set(at, [...(byHook.get(at) ?? []), http]);
     if (globalLimiter !== undefined) add(hook, globalLimiter);
-    if (own !== undefined) {
-      const made = routeLimiter(own as RouteRateLimitOptions, 'config.rateLimit');
-      add(made.hook, made.http);
-    }
+    const made = own === undefined ? undefined : routeLimiter(own as RouteRateLimitOptions);
+    if (made !== undefined) add(made.hook, made.http);
     for (const [at, limiters] of byHook) addHook(route, at, hookFor(limiters, denied));
   });
 
