@@ -6,8 +6,8 @@ import { join } from 'node:path';
 const packages: Record<string, string[]> = {
   '@floodgate/core': ['createLimiter', 'ConfigError', 'StoreError', 'createHttpLimiter', 'normaliseIp'],
   '@floodgate/express': ['rateLimit'],
-  '@floodgate/fastify': [],
-  '@floodgate/koa': [],
+  '@floodgate/fastify': ['default', 'rateLimit', 'RateLimitError'],
+  '@floodgate/koa': ['rateLimit'],
 };
 const root = join(__dirname, '..');
 

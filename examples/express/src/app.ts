@@ -1,6 +1,7 @@
 import express, { type Express } from 'express';
 import type { Redis } from 'ioredis';
 import { rateLimit } from '@floodgate/express';
+import { API_LIMIT, LOGIN_LIMIT, SEARCH_LIMIT, loginIdentifiers, replies, trustedHops } from '@floodgate/embedded-redis';
 
 export interface AppOptions {
   /** Omitted: Floodgate's in-memory store (one process only). */
@@ -9,41 +10,24 @@ export interface AppOptions {
   prefix?: string;
 }
 
-/**
- * The example API. Every route is under the global limit (20 per 10 s and 500 per hour per client);
- * /search adds its own stricter one; /login adds one per account, so guessing one user's password from
- * many IPs is limited too.
- */
+/** The example API (see example-api.ts in @floodgate/embedded-redis) in Express. */
 export function createApp({ redis, prefix = 'floodgate-example' }: AppOptions = {}): Express {
   const app = express();
-  // Behind a reverse proxy, tell Express how many hops to trust, e.g. TRUST_PROXY=1; req.ip then follows.
-  if (process.env.TRUST_PROXY) app.set('trust proxy', Number(process.env.TRUST_PROXY));
+  // Behind a reverse proxy, TRUST_PROXY=<hops>: req.ip then follows X-Forwarded-For that far.
+  if (trustedHops() !== undefined) app.set('trust proxy', trustedHops());
   app.use(express.json());
-
-  app.use(rateLimit({ redis, prefix, name: 'api', limits: [{ limit: 20, window: '10s' }, { limit: 500, window: '1h' }] }));
+  app.use(rateLimit({ redis, prefix, ...API_LIMIT }));
 
   app.get('/', (req, res) => {
-    res.json({ hello: 'world', remaining: req.rateLimit?.remaining });
+    res.json(replies.home(req.rateLimit?.remaining));
   });
-
-  const searchLimit = rateLimit({ redis, prefix, name: 'search', limits: { limit: 3, window: '10s' } });
-  app.get('/search', searchLimit, (req, res) => {
-    res.json({ query: req.query.q ?? '', results: [] });
+  // A route limit ADDS to the global one.
+  app.get('/search', rateLimit({ redis, prefix, ...SEARCH_LIMIT }), (req, res) => {
+    res.json(replies.search(req.query.q));
   });
-
-  const loginLimit = rateLimit({
-    redis, prefix, name: 'login',
-    limits: { limit: 5, window: '15m' },
-    // Per account: the username in the body; requests without one share the client's IP budget.
-    identify: (req, defaults) => {
-      const username: unknown = (req.body as { username?: unknown } | undefined)?.username;
-      return typeof username === 'string' && username.length > 0 ? `account:${username.toLowerCase()}` : defaults;
-    },
-    message: 'Too many login attempts for this account; try again later',
-  });
+  const loginLimit = rateLimit({ redis, prefix, ...LOGIN_LIMIT, identify: (req, defaults) => loginIdentifiers(req.body, defaults) });
   app.post('/login', loginLimit, (_req, res) => {
-    res.status(401).json({ error: 'invalid credentials (this is a demo)' });
+    res.status(replies.login.status).json(replies.login.body);
   });
-
   return app;
 }

@@ -1,13 +1,5 @@
-// The example's entry point (`npm start`): start() lives in start.ts so the demo can import it without starting a second server.
+// The example's entry point (`npm start`): start() lives in start.ts so the demo and tests import it without starting a server.
+import { runServer } from '@floodgate/embedded-redis';
 import { start } from './start';
 
-void start().then(
-  (running) => {
-    const stop = (): void => void running.close().then(() => process.exit(0));
-    process.once('SIGINT', stop).once('SIGTERM', stop);
-  },
-  (err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+runServer(start);

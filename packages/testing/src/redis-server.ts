@@ -1,2 +1,2 @@
 // The lookup and start logic is shared with the runnable examples, which cannot import a test package.
-export { redisServerBinary, startRedis, type StartedRedis } from '@floodgate/embedded-redis';
+export { redisServerBinary, serveHttp, startRedis, type StartedRedis } from '@floodgate/embedded-redis';

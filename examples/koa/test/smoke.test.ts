@@ -1,0 +1,4 @@
+import { exampleSmoke } from '@floodgate/testing';
+import { start } from '../src/start';
+
+exampleSmoke('koa', start);

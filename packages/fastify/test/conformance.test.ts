@@ -1,0 +1,4 @@
+import { conformance } from '@floodgate/testing';
+import { fastifyFactory } from './app-factory';
+
+conformance(fastifyFactory);

@@ -1,0 +1,4 @@
+import { conformance } from '@floodgate/testing';
+import { koaFactory } from './app-factory';
+
+conformance(koaFactory);
