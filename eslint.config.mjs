@@ -12,4 +12,6 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
     },
   },
+  // Examples are programs people run: they print their URL, curl lines and the demo's table.
+  { files: ['examples/**'], rules: { 'no-console': 'off' } },
 );

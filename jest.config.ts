@@ -4,7 +4,10 @@ const packages = ['core', 'express', 'fastify', 'koa', 'testing'];
 const examples = ['express', 'fastify', 'koa'];
 
 // Tests run from sources: no build needed, @floodgate/* maps to each package's src/.
-const moduleNameMapper = { '^@floodgate/(core|express|fastify|koa|testing)$': '<rootDir>/packages/$1/src/index.ts' };
+const moduleNameMapper = {
+  '^@floodgate/(core|express|fastify|koa|testing)$': '<rootDir>/packages/$1/src/index.ts',
+  '^@floodgate/embedded-redis$': '<rootDir>/examples/embedded-redis/src/index.ts',
+};
 const transform: Config['transform'] = {
   '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.json' }],
 };

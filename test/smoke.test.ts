@@ -4,8 +4,8 @@ import { join } from 'node:path';
 
 /** What each published package must export, from its built dist/ (npm test builds first). */
 const packages: Record<string, string[]> = {
-  '@floodgate/core': ['createLimiter', 'ConfigError', 'StoreError'],
-  '@floodgate/express': [],
+  '@floodgate/core': ['createLimiter', 'ConfigError', 'StoreError', 'createHttpLimiter', 'normaliseIp'],
+  '@floodgate/express': ['rateLimit'],
   '@floodgate/fastify': [],
   '@floodgate/koa': [],
 };

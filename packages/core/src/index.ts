@@ -7,8 +7,16 @@ export type { LimiterOptions, ResolvedOptions, FailurePolicy, LimiterMode, Limit
 export { parseDuration, resolveRules, formatWindow } from './rules';
 export type { Rule, RuleInput } from './rules';
 export { encodeIdentifier, stateKey, blockKey, identifierKind } from './keys';
-export { FloodgateError, ConfigError, ArgumentError, StoreError } from './errors';
+export { FloodgateError, ConfigError, ArgumentError, StoreError, describeValue } from './errors';
 export type { FloodgateErrorCode, StoreErrorKind } from './errors';
 export type { RedisClient } from './stores/redis';
 export type { AlgorithmName } from './algorithms/types';
 export { MemoryStore } from './stores/memory';
+export { normaliseIp, userKey, defaultIdentifiers, identifiersFrom, resolveIpv6Subnet, DEFAULT_IPV6_SUBNET } from './identity';
+export type { RequestFacts } from './identity';
+export { planHeaders, rateLimitHeaders, retryAfterSeconds, errorBody, bindsTighter, resolveHeaderMode, HEADER_MODES } from './http';
+export type { HeaderMode, HeaderPlan, HeaderList } from './http';
+export { createHttpLimiter, HTTP_OPTION_KEYS } from './http-limiter';
+export type { HttpOptions, HttpOutcome, HttpLimiter } from './http-limiter';
+export { WARNING_NAMES, warnOnce, resolveWarnings, resetWarnings, warned } from './warnings';
+export type { WarningName, WarningsOption } from './warnings';

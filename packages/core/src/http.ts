@@ -1,0 +1,106 @@
+import { STATUS_CODES } from 'node:http';
+import { ConfigError, describeValue } from './errors';
+import type { Decision } from './decision';
+import { identifierKind } from './keys';
+import { formatWindow, type Rule } from './rules';
+
+/** Which rate-limit response headers to send. */
+export type HeaderMode = 'draft-8' | 'draft-7' | 'draft-6' | 'legacy' | false;
+export const HEADER_MODES: readonly HeaderMode[] = ['draft-8', 'draft-7', 'draft-6', 'legacy', false];
+
+export type HeaderList = [name: string, value: string][];
+
+/** Everything about one limiter's headers that does not depend on the request, computed once. */
+export interface HeaderPlan {
+  readonly mode: HeaderMode;
+  /** The RateLimit-Policy value, or '' when the mode has none. */
+  readonly policy: string;
+  /** draft-8 policy item name per rule, keyed by `limit/windowMs/for`. */
+  readonly itemNames: ReadonlyMap<string, string>;
+}
+
+export function resolveHeaderMode(value: unknown): HeaderMode {
+  if (value === undefined || value === true) return 'draft-8';
+  if ((HEADER_MODES as readonly unknown[]).includes(value)) return value as HeaderMode;
+  throw new ConfigError('headers', `must be one of 'draft-8', 'draft-7', 'draft-6', 'legacy' or false; got ${describeValue(value)}`);
+}
+
+const ruleKey = (limit: number, windowMs: number, kind: string | undefined): string => `${limit}/${windowMs}/${kind ?? ''}`;
+/** Structured-field seconds: the drafts want integers; a sub-second window still lasts "1". */
+const seconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));
+
+/**
+ * Precomputes a limiter's RateLimit-Policy. draft-8 items are named after the window (`"1m"`), with the
+ * limiter's name in front when it is not 'default' (`"search-1m"`) and the rule's `for` after
+ * (`"1m-user"`), so that the items of several limiters on one response stay apart.
+ */
+export function planHeaders(limiter: { name: string; rules: readonly Rule[] }, mode: HeaderMode): HeaderPlan {
+  const itemNames = new Map<string, string>();
+  const used = new Set<string>();
+  const items: string[] = [];
+  for (const rule of limiter.rules) {
+    const key = ruleKey(rule.limit, rule.windowMs, rule.for);
+    if (itemNames.has(key)) continue;
+    const parts = [limiter.name === 'default' ? '' : limiter.name, formatWindow(rule.windowMs), rule.for ?? ''];
+    let name = parts.filter(Boolean).join('-');
+    for (let n = 2; used.has(name); n++) name = `${parts.filter(Boolean).join('-')}-${n}`;
+    used.add(name);
+    itemNames.set(key, name);
+    items.push(mode === 'draft-8' ? `"${name}";q=${rule.limit};w=${seconds(rule.windowMs)}` : `${rule.limit};w=${seconds(rule.windowMs)}`);
+  }
+  return { mode, policy: mode === false || mode === 'legacy' ? '' : items.join(', '), itemNames };
+}
+
+/** Retry-After in whole seconds: rounded up, never 0 (RFC 9110 §10.2.3; 0 invites an instant retry). */
+export function retryAfterSeconds(retryAfterMs: number): number {
+  return Number.isFinite(retryAfterMs) ? Math.max(1, Math.ceil(retryAfterMs / 1000)) : 1;
+}
+
+/**
+ * The rate-limit headers of one limiter's decision. `append` headers are lists that several limiters on
+ * one response add to; `set` headers hold one value, so they are only given when this decision binds
+ * tighter than `previous` (the tightest decision of the limiters that already ran on this request).
+ */
+export function rateLimitHeaders(plan: HeaderPlan, decision: Decision, previous: Decision | undefined, nowMs: number): { set: HeaderList; append: HeaderList } {
+  const set: HeaderList = [];
+  const append: HeaderList = [];
+  if (plan.mode === false) return { set, append };
+  if (plan.policy) append.push(['RateLimit-Policy', plan.policy]);
+  if (decision.states.length === 0 || !Number.isFinite(decision.limit)) return { set, append };
+  const remaining = Math.max(0, Math.floor(decision.remaining));
+  const reset = Math.max(0, Math.ceil(decision.resetMs / 1000));
+  if (plan.mode === 'draft-8') {
+    const kind = decision.identifier === undefined ? undefined : identifierKind(decision.identifier);
+    const name = plan.itemNames.get(ruleKey(decision.limit, decision.windowMs, kind)) ?? plan.itemNames.get(ruleKey(decision.limit, decision.windowMs, undefined));
+    if (name !== undefined) append.push(['RateLimit', `"${name}";r=${remaining};t=${reset}`]);
+    return { set, append };
+  }
+  if (previous !== undefined && !bindsTighter(decision, previous)) return { set, append };
+  if (plan.mode === 'draft-7') {
+    set.push(['RateLimit', `limit=${decision.limit}, remaining=${remaining}, reset=${reset}`]);
+  } else if (plan.mode === 'draft-6') {
+    set.push(['RateLimit-Limit', String(decision.limit)], ['RateLimit-Remaining', String(remaining)], ['RateLimit-Reset', String(reset)]);
+  } else {
+    const resetEpoch = Math.ceil((nowMs + decision.resetMs) / 1000);
+    set.push(['X-RateLimit-Limit', String(decision.limit)], ['X-RateLimit-Remaining', String(remaining)], ['X-RateLimit-Reset', String(resetEpoch)]);
+  }
+  return { set, append };
+}
+
+/** Denied beats allowed; then fewer remaining; a decision with no rule states never binds. */
+export function bindsTighter(a: Decision, b: Decision): boolean {
+  if (b.states.length === 0) return a.states.length > 0 || !a.allowed;
+  if (a.allowed !== b.allowed) return !a.allowed;
+  return a.remaining < b.remaining;
+}
+
+/** The body Fastify's default error handler would give: `{ statusCode, error, message }`. */
+export function errorBody(statusCode: number, message: string): { statusCode: number; error: string; message: string } {
+  return { statusCode, error: STATUS_CODES[statusCode] ?? 'Error', message };
+}
+
+export function defaultDenyMessage(retryAfterS: number): string {
+  return `Rate limit exceeded, retry in ${retryAfterS} second${retryAfterS === 1 ? '' : 's'}`;
+}
+
+export const UNAVAILABLE_MESSAGE = 'Rate limiting is temporarily unavailable; retry shortly';

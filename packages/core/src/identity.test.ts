@@ -1,0 +1,54 @@
+import { defaultIdentifiers, identifiersFrom, normaliseIp, resolveIpv6Subnet, userKey } from './identity';
+
+describe('normaliseIp', () => {
+  test.each([
+    ['10.1.2.3', 56, '10.1.2.3'],
+    ['::ffff:10.1.2.3', 56, '10.1.2.3'],
+    ['::ffff:a01:203', 56, '10.1.2.3'],
+    ['2001:db8:1200:ab::1', 56, '2001:db8:1200::/56'],
+    ['2001:db8:1200:ff:1:2:3:4', 56, '2001:db8:1200::/56'],
+    ['2001:db8:12ff::9', 56, '2001:db8:12ff::/56'],
+    ['2001:db8:1:2:3:4:5:6', 64, '2001:db8:1:2::/64'],
+    ['2001:db8:1:2:3:4:5:6', 32, '2001:db8::/32'],
+    ['2001:DB8::1', false, '2001:db8::1'],
+    ['fe80::1%eth0', 64, 'fe80::/64'],
+    ['not-an-ip', 56, 'not-an-ip'],
+  ] as const)('%s /%s -> %s', (ip, subnet, expected) => {
+    expect(normaliseIp(ip, subnet)).toBe(expected);
+  });
+
+  test('a missing address is undefined, never a string', () => {
+    expect(normaliseIp(undefined, 56)).toBeUndefined();
+    expect(normaliseIp('', 56)).toBeUndefined();
+    expect(normaliseIp(null, 56)).toBeUndefined();
+  });
+});
+
+test('userKey keeps strings and finite numbers, 0 included', () => {
+  expect(userKey('alice')).toBe('alice');
+  expect(userKey(0)).toBe('0');
+  expect(userKey(42)).toBe('42');
+  expect(userKey(10n)).toBe('10');
+  for (const bad of [undefined, null, '', NaN, Infinity, {}, [], true]) expect(userKey(bad)).toBeUndefined();
+});
+
+test('defaultIdentifiers never invents ip:undefined or user:undefined', () => {
+  expect(defaultIdentifiers({ ip: '::ffff:1.2.3.4', user: 0 }, 56)).toEqual(['ip:1.2.3.4', 'user:0']);
+  expect(defaultIdentifiers({ ip: undefined, user: 'bob' }, 56)).toEqual(['user:bob']);
+  expect(defaultIdentifiers({ ip: '1.2.3.4', user: undefined }, 56)).toEqual(['ip:1.2.3.4']);
+  expect(defaultIdentifiers({ ip: undefined }, 56)).toEqual([]);
+});
+
+test('identifiersFrom: a string replaces, an array is the list; junk entries are dropped', () => {
+  expect(identifiersFrom('key:1')).toEqual(['key:1']);
+  expect(identifiersFrom(['ip:1.2.3.4', '', undefined, 7, 'tenant:a'])).toEqual(['ip:1.2.3.4', 'tenant:a']);
+  expect(identifiersFrom(undefined)).toEqual([]);
+  expect(identifiersFrom('')).toEqual([]);
+});
+
+test('ipv6Subnet is validated: 32..64 or false', () => {
+  expect(resolveIpv6Subnet(undefined)).toBe(56);
+  expect(resolveIpv6Subnet(false)).toBe(false);
+  expect(resolveIpv6Subnet(48)).toBe(48);
+  for (const bad of [31, 65, 56.5, '56', true]) expect(() => resolveIpv6Subnet(bad)).toThrow(expect.objectContaining({ option: 'ipv6Subnet' }));
+});

@@ -1,0 +1,222 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import request from 'supertest';
+import { resetWarnings, type HttpOptions, type Logger } from '@floodgate/core';
+import { closeClients, connect, uniquePrefix } from './clients';
+import { startRedis } from './redis-server';
+
+/** Options as every adapter takes them; functions see only what all three frameworks' requests share. */
+export type NeutralOptions = HttpOptions<{ headers: IncomingHttpHeaders }>;
+export type RoutePath = '/' | '/search' | '/login';
+
+/**
+ * The app each adapter builds for the suite: an auth stand-in that sets the user to `{ id: <x-user header> }`
+ * (Express `req.user`, Fastify `request.user`, Koa `ctx.state.user`), a JSON body parser, the `global`
+ * limiter on every route, `GET /`, `GET /search` and `POST /login`, each with its own limiter from `routes`.
+ * Handlers answer 200 `{ ok: true }` and count themselves in hits().
+ */
+export interface AppSpec {
+  global?: NeutralOptions;
+  routes?: Partial<Record<RoutePath, NeutralOptions>>;
+  /** Trust the loopback proxy, so X-Forwarded-For decides the client IP. Default: trust nothing. */
+  trustProxy?: boolean;
+}
+
+export interface TestApp {
+  /** Base URL of the listening server. */
+  url: string;
+  hits(): number;
+  close(): Promise<void>;
+}
+
+export interface AdapterFactory {
+  name: string;
+  /** Builds and starts the app; rejects with the adapter's ConfigError on bad options. */
+  makeApp(spec: AppSpec): Promise<TestApp>;
+}
+
+const header = (res: request.Response, name: string): string | undefined => res.headers[name.toLowerCase()] as string | undefined;
+
+/** The behaviours of DESIGN.md "HTTP behaviour", identical for every adapter (run with describe per adapter). */
+export function conformance(factory: AdapterFactory): void {
+  describe(`${factory.name} conformance`, () => {
+    const redis = connect();
+    const apps: TestApp[] = [];
+    const base = (extra: Partial<NeutralOptions> = {}): NeutralOptions =>
+      ({ redis, prefix: uniquePrefix(factory.name), limits: { limit: 5, window: '1m' }, ...extra }) as NeutralOptions;
+    const start = async (spec: AppSpec): Promise<TestApp> => {
+      const app = await factory.makeApp(spec);
+      apps.push(app);
+      return app;
+    };
+    const burst = async (url: string, n: number, path = '/', set: Record<string, string> = {}): Promise<number[]> => {
+      const out: number[] = [];
+      for (let i = 0; i < n; i++) out.push((await request(url).get(path).set(set)).status);
+      return out;
+    };
+
+    afterEach(async () => {
+      await Promise.all(apps.splice(0).map((a) => a.close()));
+    });
+    afterAll(closeClients);
+
+    test('denies with 429, an integer Retry-After and the default body, without reaching the handler', async () => {
+      const app = await start({ global: base({ limits: { limit: 3, window: '1m' } }) });
+      expect(await burst(app.url, 3)).toEqual([200, 200, 200]);
+      const denied = await request(app.url).get('/');
+      expect(denied.status).toBe(429);
+      expect(header(denied, 'Retry-After')).toMatch(/^\d+$/);
+      const retry = Number(header(denied, 'Retry-After'));
+      expect(retry).toBeGreaterThanOrEqual(1);
+      // The default sliding window frees its oldest bucket whole: up to one bucket (window / 10) past it.
+      expect(retry).toBeLessThanOrEqual(66);
+      expect(denied.body).toEqual({ statusCode: 429, error: 'Too Many Requests', message: expect.stringContaining('Rate limit exceeded') });
+      expect(app.hits()).toBe(3);
+    });
+
+    test('draft-8 headers list every rule and report the binding one', async () => {
+      const app = await start({ global: base({ limits: [{ limit: 10, window: '1s' }, { limit: 120, window: '1m' }] }) });
+      const res = await request(app.url).get('/');
+      expect(res.status).toBe(200);
+      expect(header(res, 'RateLimit-Policy')).toBe('"1s";q=10;w=1, "1m";q=120;w=60');
+      expect(header(res, 'RateLimit')).toMatch(/^"1s";r=9;t=[012]$/);
+      expect(header(res, 'Retry-After')).toBeUndefined();
+    });
+
+    test.each([
+      ['draft-7', { 'ratelimit-policy': '5;w=60', ratelimit: /^limit=5, remaining=4, reset=\d+$/ }],
+      ['draft-6', { 'ratelimit-policy': '5;w=60', 'ratelimit-limit': '5', 'ratelimit-remaining': '4', 'ratelimit-reset': /^\d+$/ }],
+      ['legacy', { 'x-ratelimit-limit': '5', 'x-ratelimit-remaining': '4', 'x-ratelimit-reset': /^\d{10}$/ }],
+      [false, {}],
+    ] as const)('headers: %s sends exactly its own headers', async (mode, expected) => {
+      const app = await start({ global: base({ headers: mode }) });
+      const res = await request(app.url).get('/');
+      const seen = Object.keys(res.headers).filter((h) => /ratelimit|retry-after/.test(h)).sort();
+      expect(seen).toEqual(Object.keys(expected).sort());
+      for (const [name, value] of Object.entries(expected)) expect(res.headers[name]).toMatch(value);
+      if (mode === 'legacy') {
+        const reset = Number(res.headers['x-ratelimit-reset']);
+        expect(reset).toBeGreaterThanOrEqual(Math.floor(Date.now() / 1000));
+        expect(reset).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000) + 67);
+      }
+    });
+
+    test('a route limit adds to the global one, and each is counted on its own', async () => {
+      const app = await start({
+        global: base({ limits: { limit: 5, window: '1m' } }),
+        routes: { '/search': base({ name: 'search', limits: { limit: 2, window: '1m' } }) },
+      });
+      const first = await request(app.url).get('/search');
+      expect(header(first, 'RateLimit-Policy')).toBe('"1m";q=5;w=60, "search-1m";q=2;w=60');
+      expect(header(first, 'RateLimit')).toMatch(/^"1m";r=4;t=\d+, "search-1m";r=1;t=\d+$/);
+      expect(await burst(app.url, 2, '/search')).toEqual([200, 429]);
+      // The search limit is spent; the global one (3 of 5 used) still admits other routes, then denies.
+      expect(await burst(app.url, 3)).toEqual([200, 200, 429]);
+      expect(app.hits()).toBe(4);
+    });
+
+    test('custom identifiers: identify() replaces or extends the defaults', async () => {
+      const byKey = await start({ global: base({ limits: { limit: 2, window: '1m' }, identify: (req) => `key:${String(req.headers['x-api-key'])}` }) });
+      expect(await burst(byKey.url, 3, '/', { 'x-api-key': 'a' })).toEqual([200, 200, 429]);
+      expect(await burst(byKey.url, 2, '/', { 'x-api-key': 'b' })).toEqual([200, 200]);
+      const extended = await start({
+        global: base({ limits: [{ limit: 3, window: '1m', for: 'ip' }, { limit: 2, window: '1m', for: 'tenant' }], identify: (req, ids) => [...ids, `tenant:${String(req.headers['x-tenant'])}`] }),
+      });
+      expect(await burst(extended.url, 3, '/', { 'x-tenant': 't1' })).toEqual([200, 200, 429]);
+      // The default ip: identifier is still counted: one IP, 3 admitted in all.
+      expect(await burst(extended.url, 2, '/', { 'x-tenant': 't2' })).toEqual([200, 429]);
+    });
+
+    test('IP and user are both counted: users behind one IP share it; one user across IPs is bound by the user rule', async () => {
+      const limits = [{ limit: 3, window: '1m', for: 'ip' }, { limit: 2, window: '1m', for: 'user' }];
+      const app = await start({ global: base({ limits }), trustProxy: true });
+      const from = (ip: string, user: string) => ({ 'x-forwarded-for': ip, 'x-user': user });
+      expect(await burst(app.url, 2, '/', from('10.0.0.1', 'alice'))).toEqual([200, 200]);
+      expect(await burst(app.url, 2, '/', from('10.0.0.1', 'bob'))).toEqual([200, 429]);
+      const carol = [];
+      for (const ip of ['10.0.1.1', '10.0.1.2', '10.0.1.3']) carol.push((await request(app.url).get('/').set(from(ip, 'carol'))).status);
+      expect(carol).toEqual([200, 200, 429]);
+      expect(await burst(app.url, 1, '/', { 'x-forwarded-for': '10.0.1.3' })).toEqual([200]);
+    });
+
+    test('IPv6 addresses in one /56 share a budget; IPv4-mapped IPv6 is the IPv4 address', async () => {
+      const app = await start({ global: base({ limits: { limit: 2, window: '1m' } }), trustProxy: true });
+      const xff = async (ip: string): Promise<number> => (await request(app.url).get('/').set('X-Forwarded-For', ip)).status;
+      expect([await xff('2001:db8:1200:ab::1'), await xff('2001:db8:1200:cd::2'), await xff('2001:db8:12ff::9')]).toEqual([200, 200, 200]);
+      expect(await xff('2001:db8:1200:ff:1:2:3:4')).toBe(429);
+      expect([await xff('10.1.2.3'), await xff('::ffff:10.1.2.3'), await xff('::ffff:10.1.2.3')]).toEqual([200, 200, 429]);
+    });
+
+    test('a spoofed X-Forwarded-For is ignored while proxies are not trusted, with one named warning', async () => {
+      resetWarnings();
+      const warnings: string[] = [];
+      const logger: Logger = { warn: (m) => warnings.push(m) };
+      const app = await start({ global: base({ limits: { limit: 2, window: '1m' }, logger }) });
+      const statuses = [];
+      for (const ip of ['1.1.1.1', '2.2.2.2', '3.3.3.3']) statuses.push((await request(app.url).get('/').set('X-Forwarded-For', ip)).status);
+      expect(statuses).toEqual([200, 200, 429]);
+      expect(warnings.filter((w) => w.includes('[forwarded-header-untrusted]'))).toHaveLength(1);
+    });
+
+    test('300 concurrent requests against a limit of 30: exactly 30 pass', async () => {
+      const app = await start({ global: base({ limits: { limit: 30, window: '1m' } }) });
+      const statuses = await Promise.all(Array.from({ length: 300 }, async () => (await request(app.url).get('/')).status));
+      expect(statuses.filter((s) => s === 200)).toHaveLength(30);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(270);
+      expect(app.hits()).toBe(30);
+    });
+
+    test('Redis down: failure closed answers 503 with Retry-After and no driver text, open lets through, both within the deadline', async () => {
+      const server = await startRedis();
+      const down = connect(server.url);
+      const closed = await start({ global: base({ redis: down, failure: 'closed', timeoutMs: 100, logger: { warn: () => undefined } }) });
+      const open = await start({ global: base({ redis: down, failure: 'open', timeoutMs: 100, logger: { warn: () => undefined } }) });
+      expect((await request(closed.url).get('/')).status).toBe(200);
+      await server.stop();
+      const t0 = Date.now();
+      const denied = await request(closed.url).get('/');
+      expect(Date.now() - t0).toBeLessThan(2000);
+      expect(denied.status).toBe(503);
+      expect(Number(header(denied, 'Retry-After'))).toBeGreaterThanOrEqual(1);
+      expect(header(denied, 'RateLimit')).toBeUndefined();
+      expect(JSON.stringify(denied.body)).not.toMatch(/ECONN|redis|connection|closed/i);
+      const passed = await request(open.url).get('/');
+      expect(passed.status).toBe(200);
+      expect(header(passed, 'RateLimit-Policy')).toBeUndefined();
+      expect(closed.hits() + open.hits()).toBe(2);
+      // quit() would wait for a server that is gone.
+      down.disconnect();
+    });
+
+    test('shadow mode and skip() never deny and send no rate-limit headers', async () => {
+      const shadow = await start({ global: base({ limits: { limit: 1, window: '1m' }, mode: 'shadow' }) });
+      const skipped = await start({ global: base({ limits: { limit: 1, window: '1m' }, skip: (req) => req.headers['x-skip'] === '1' }) });
+      for (const app of [shadow, skipped]) {
+        for (let i = 0; i < 3; i++) {
+          const res = await request(app.url).get('/').set('x-skip', '1');
+          expect(res.status).toBe(200);
+          expect(Object.keys(res.headers).filter((h) => h.includes('ratelimit'))).toEqual([]);
+        }
+      }
+      expect(await burst(skipped.url, 2)).toEqual([200, 429]);
+    });
+
+    test('statusCode, message (string, object, function) and cost are honoured', async () => {
+      const text = await start({ global: base({ limits: { limit: 4, window: '1m' }, statusCode: 503, message: 'slow down', cost: 2 }) });
+      expect(await burst(text.url, 3)).toEqual([200, 200, 503]);
+      expect((await request(text.url).get('/')).body).toEqual({ statusCode: 503, error: 'Service Unavailable', message: 'slow down' });
+      const object = await start({ global: base({ limits: { limit: 1, window: '1m' }, message: { code: 'E_RATE' } }) });
+      await burst(object.url, 1);
+      expect((await request(object.url).get('/')).body).toEqual({ code: 'E_RATE' });
+      const fn = await start({ global: base({ limits: { limit: 1, window: '1m' }, message: (_req, d) => `wait ${d.retryAfterMs > 0}`, cost: () => 1 }) });
+      await burst(fn.url, 1);
+      expect((await request(fn.url).get('/')).body.message).toBe('wait true');
+    });
+
+    test('bad options fail at construction with a ConfigError naming the option', async () => {
+      await expect(factory.makeApp({ global: { ...base(), windowMs: 60_000 } as NeutralOptions })).rejects.toMatchObject({ code: 'ERR_FLOODGATE_CONFIG', option: 'windowMs' });
+      await expect(factory.makeApp({ global: base({ headers: 'draft-9' as 'draft-8' }) })).rejects.toMatchObject({ option: 'headers' });
+      await expect(factory.makeApp({ global: base({ ipv6Subnet: 128 }) })).rejects.toMatchObject({ option: 'ipv6Subnet' });
+      await expect(factory.makeApp({ global: base({ cost: 6 }) })).rejects.toMatchObject({ option: 'cost' });
+    });
+  });
+}
