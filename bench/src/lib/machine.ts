@@ -57,7 +57,7 @@ export async function startBenchRedis(): Promise<BenchRedis> {
     { stdio: 'ignore' },
   );
   const cli = (...args: string[]): string =>
-    execFileSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { encoding: 'utf8' }).trim();
+    execFileSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
   await waitFor(() => {
     try {
       return cli('PING') === 'PONG';
