@@ -5,7 +5,10 @@ import Redis from 'ioredis';
 import { createLimiter, resolveOptions, type AlgorithmName, type LimiterOptions } from '@floodgate/core';
 import { buildScript } from '../../packages/core/src/algorithms/frame';
 import { LOAD_CORE, SERVER_CORE, pin, startBenchRedis, type BenchRedis } from './lib/machine';
-import { envInt, fmt, markdownTable, median } from './lib/stats';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { envInt, fmt, median } from './lib/stats';
+import { coreTable, type CoreRow } from './core-table';
 import { memoryPerIdentifier } from './lib/memory';
 
 /*
@@ -75,7 +78,7 @@ async function main(): Promise<void> {
   const r = await startBenchRedis();
   const autoPipelining = process.env.BENCH_AUTOPIPELINE === '1';
   const redis = new Redis(r.url, { enableAutoPipelining: autoPipelining });
-  const rows: string[][] = [];
+  const rows: CoreRow[] = [];
   try {
     for (const algorithm of ALGOS) {
       await decisionsPerSecond(redis, algorithm, 64); // warm-up: JIT, script load
@@ -93,23 +96,22 @@ async function main(): Promise<void> {
       }
       const med = (f: (x: (typeof reps)[number]) => number): number => median(reps.map(f));
       const mem = await memoryPerIdentifier(redis, algorithm, 'core-mem');
-      rows.push([
-        algorithm, fmt(med((x) => x.rates[0]!)), fmt(med((x) => x.one)), fmt(med((x) => x.rates[0]! / x.one), 2),
-        fmt(med((x) => x.rates[1]!)), fmt(med((x) => x.rates[2]!)), fmt(med((x) => x.full)), fmt(med((x) => x.rates[2]! / x.full), 2),
-        `${fmt(mem.usage)} B`, `${fmt(mem.used)} B`,
-      ]);
+      rows.push({
+        algorithm, c1: med((x) => x.rates[0]!), ceiling1: med((x) => x.one), ratio1: med((x) => x.rates[0]! / x.one),
+        c64: med((x) => x.rates[1]!), c256: med((x) => x.rates[2]!), ceilingFull: med((x) => x.full), ratio256: med((x) => x.rates[2]! / x.full),
+        memoryUsage: mem.usage, usedMemory: mem.used,
+      });
     }
   } finally {
     redis.disconnect();
     await r.stop();
   }
-  const version = execFileSync('redis-server', ['--version'], { encoding: 'utf8' }).match(/v=(\S+)/)?.[1] ?? '?';
-  process.stdout.write(`\n### Core: limiter.check(), 3 rules x 2 identifiers, 10,000 clients (decisions/s, median of ${REPS} x ${SECONDS} s)\n\n`);
-  process.stdout.write(`Redis ${version} on core ${LOAD_CORE}; Node ${process.version} and redis-benchmark on core ${SERVER_CORE}; ioredis enableAutoPipelining: ${autoPipelining}.\n\n`);
-  process.stdout.write(`${markdownTable(
-    ['algorithm', 'c=1', 'ceiling c1 P1', 'c=1 / ceiling', 'c=64', 'c=256', 'ceiling c50 P16', 'c=256 / ceiling (median of per-rep ratios)', 'MEMORY USAGE / id', 'used_memory / id'],
-    rows,
-  )}\n`);
+  const redisVersion = execFileSync('redis-server', ['--version'], { encoding: 'utf8' }).match(/v=(\S+)/)?.[1] ?? '?';
+  const meta = { date: new Date().toISOString(), seconds: SECONDS, reps: REPS, redisVersion, node: process.version, autoPipelining, serverCore: SERVER_CORE, loadCore: LOAD_CORE };
+  const dir = join(__dirname, '..', 'results');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'core.json'), `${JSON.stringify({ meta, rows }, null, 2)}\n`);
+  process.stdout.write(coreTable(meta, rows));
 }
 
 main().catch((err: unknown) => {

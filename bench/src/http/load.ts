@@ -54,6 +54,12 @@ export function wrk(port: number, seconds: number, connections: number, random: 
   });
 }
 
+/** `1700000000.123456 [0 127.0.0.1:50000] "evalsha" ...` -> source ('lua' inside scripts) and command. */
+export function parseMonitorLine(line: string): { source: string; command: string } | undefined {
+  const m = /^\d+\.\d+ \[\d+ ([^\]]+)\] "([^"]+)"/.exec(line);
+  return m ? { source: m[1]!, command: m[2]!.toLowerCase() } : undefined;
+}
+
 /**
  * Commands each request sends to Redis over the wire: a MONITOR trace during a short wrk run. MONITOR
  * tags the commands a Lua script runs with `[0 lua]`: those are counted apart, as script-internal.
@@ -64,10 +70,10 @@ export async function traceCommands(redisPort: number, port: number, random: boo
   const wire = new Map<string, number>();
   let lua = 0;
   const consume = (line: string): void => {
-    const m = /^\d+\.\d+ \[\d+ ([^\]]+)\] "([^"]+)"/.exec(line);
-    if (!m) return;
-    if (m[1] === 'lua') lua++;
-    else wire.set(m[2]!.toLowerCase(), (wire.get(m[2]!.toLowerCase()) ?? 0) + 1);
+    const m = parseMonitorLine(line);
+    if (m === undefined) return;
+    if (m.source === 'lua') lua++;
+    else wire.set(m.command, (wire.get(m.command) ?? 0) + 1);
   };
   monitor.stdout.setEncoding('utf8');
   monitor.stdout.on('data', (chunk: string) => {

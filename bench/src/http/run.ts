@@ -14,7 +14,8 @@ import { printTables, type VariantResult } from './report-tables';
  * `npm run bench`: every framework x shape x limiter variant, each limiter run right after its
  * framework's no-limiter baseline (median of BENCH_REPS pairs of BENCH_SECONDS runs), servers on
  * SERVER_CORE, Redis and wrk on LOAD_CORE. Env: BENCH_SECONDS (3), BENCH_CONNECTIONS (50), BENCH_REPS (3),
- * BENCH_FRAMEWORKS / BENCH_SHAPES / BENCH_VARIANTS (comma lists) to run a subset.
+ * BENCH_FRAMEWORKS / BENCH_SHAPES / BENCH_VARIANTS (comma lists) to run a subset; BENCH_PROFILE_DIR: write
+ * a `node --cpu-prof` profile of each limiter server there (summarise with bench/scripts/profile-summary.mjs).
  */
 const SECONDS = envInt('BENCH_SECONDS', 3);
 const CONNECTIONS = envInt('BENCH_CONNECTIONS', 50);
@@ -31,7 +32,7 @@ interface Server {
 async function startServer(framework: string, variant: string, shape: ShapeName, redisUrl: string): Promise<Server> {
   const port = await freePort();
   const child = fork(join(__dirname, 'server.ts'), [framework, variant, shape, String(port), redisUrl], {
-    execArgv: ['-r', 'ts-node/register/transpile-only'],
+    execArgv: ['-r', 'ts-node/register/transpile-only', ...(process.env.BENCH_PROFILE_DIR && variant !== 'baseline' ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [])],
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
   await new Promise<void>((resolve, reject) => {
