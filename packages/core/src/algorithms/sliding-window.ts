@@ -112,10 +112,10 @@ local function fg_save(key, st, js)
     local w, p = W[j], P[j]
     local name = w .. ':' .. p
     local ring = st.f[name]
-    local parts = { string.format('%d', ring.last) }
-    for s = 1, p + 1 do parts[s + 1] = string.format('%d', ring.c[s]) end
+    -- One string.format of P + 2 integers (%d, as before) instead of P + 2 calls and a concat.
+    local parts = string.format('%d' .. string.rep(',%d', p + 1), ring.last, unpack(ring.c, 1, p + 1))
     args[#args + 1] = name
-    args[#args + 1] = table.concat(parts, ',')
+    args[#args + 1] = parts
     local left = (ring.last + p + 1) * (w / p) - NOW
     if left > ttl then ttl = left end
   end
