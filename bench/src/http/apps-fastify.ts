@@ -5,8 +5,8 @@ import type { AppFactory, Listen } from './apps';
 import { clientOf, floodgateLimits } from './shapes';
 
 /*
- * Fastify 5: no limiter; Floodgate; @fastify/rate-limit with its Redis store (stacked with
- * fastify.rateLimit() hooks for several rules, each on its own keys).
+ * Fastify 5: no limiter; Floodgate; @fastify/rate-limit with its Redis store (registered once per rule
+ * to stack several rules, each on its own keys).
  * Until @floodgate/fastify is merged, Floodgate here is INTERIM: core's createHttpLimiter (the logic every
  * adapter shares) in a 15-line onRequest hook; results label it so.
  */
@@ -41,9 +41,12 @@ export const fastifyApps: Record<string, AppFactory> = {
   },
   '@fastify/rate-limit': async (shape, redis) => {
     const app = Fastify();
-    await app.register(fastifyRateLimit, { global: false, redis, nameSpace: 'frl-' });
-    const hooks = shape.peers.map((r, i) => app.rateLimit({ max: r.limit, timeWindow: r.windowMs, keyGenerator: (req) => `${i}:${clientOf(req.headers)}` }));
-    app.get('/', { onRequest: hooks }, async () => 'ok');
+    // One registration per rule: hooks made by one registration's fastify.rateLimit() share a per-request
+    // "already ran" flag, so only the first would count. Each registration has its own flag and nameSpace.
+    for (const [i, r] of shape.peers.entries()) {
+      await app.register(fastifyRateLimit, { global: true, redis, nameSpace: `frl${i}-`, max: r.limit, timeWindow: r.windowMs, keyGenerator: (req) => clientOf(req.headers) });
+    }
+    app.get('/', async () => 'ok');
     return listen(app);
   },
 };

@@ -15,6 +15,8 @@ export interface VariantResult {
   baseP99Ms: number;
   cpuUsPerReq: number;
   baseCpuUsPerReq: number;
+  /** Redis's CPU time (INFO cpu) per request. */
+  redisCpuUsPerReq?: number;
   /** Share of responses that were not 2xx (denials). */
   non2xxShare: number;
   /** Commands sent over the wire per request, by name (MONITOR, script-internal ones excluded). */
@@ -46,11 +48,11 @@ export function printTables(results: readonly VariantResult[], interim = INTERIM
   for (const shape of [...new Set(results.map((r) => r.shape))]) {
     out.push(`\n#### ${shape}\n`);
     out.push(markdownTable(
-      ['framework', 'limiter', 'req/s', 'baseline req/s', 'x baseline', 'p50 / p99 ms', 'baseline p50 / p99', 'server CPU µs/req (baseline)', 'denied', 'Redis cmds/req over the wire', 'in scripts', 'bytes/client (keys)'],
+      ['framework', 'limiter', 'req/s', 'baseline req/s', 'x baseline', 'p50 / p99 ms', 'baseline p50 / p99', 'server CPU µs/req (baseline)', 'Redis CPU µs/req', 'denied', 'Redis cmds/req over the wire', 'in scripts', 'bytes/client (keys)'],
       results.filter((r) => r.shape === shape).map((r) => [
         r.framework, variantLabel(r, interim), fmt(r.rps), fmt(r.baseRps), fmt(r.ratio, 2),
         `${fmt(r.p50Ms, 2)} / ${fmt(r.p99Ms, 2)}`, `${fmt(r.baseP50Ms, 2)} / ${fmt(r.baseP99Ms, 2)}`,
-        `${fmt(r.cpuUsPerReq, 0)} (${fmt(r.baseCpuUsPerReq, 0)})`, `${fmt(100 * r.non2xxShare, 1)}%`,
+        `${fmt(r.cpuUsPerReq, 0)} (${fmt(r.baseCpuUsPerReq, 0)})`, r.redisCpuUsPerReq === undefined ? '-' : fmt(r.redisCpuUsPerReq, 0), `${fmt(100 * r.non2xxShare, 1)}%`,
         wire(r), fmt(r.luaPerReq, 2), r.bytesPerClient === undefined ? '-' : `${fmt(r.bytesPerClient)} (${fmt(r.keys ?? 0)})`,
       ]),
     ));

@@ -52,18 +52,25 @@ async function startServer(framework: string, variant: string, shape: ShapeName,
   };
 }
 
-type Measured = LoadResult & { cpuUsPerReq: number; redisCmdsPerReq: number };
+type Measured = LoadResult & { cpuUsPerReq: number; redisCmdsPerReq: number; redisCpuUsPerReq: number };
 
 /** One wrk run with the server's CPU time and Redis's command counts around it. */
 async function measure(server: Server, r: BenchRedis, random: boolean): Promise<Measured> {
   const calls = (): number => [...commandCalls(r.cli('INFO', 'commandstats')).entries()].filter(([k]) => !k.startsWith('info') && !k.startsWith('config')).reduce((a, [, v]) => a + v, 0);
+  // Redis's own CPU time (user + system, INFO cpu): what a script's weight costs the shared core.
+  const redisCpu = (): number => {
+    const info = r.cli('INFO', 'cpu');
+    return (Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1])) * 1e6;
+  };
   const c0 = calls();
+  const rc0 = redisCpu();
   const cpu0 = await server.cpuMicros();
   const load = await wrk(server.port, SECONDS, CONNECTIONS, random);
   const cpu1 = await server.cpuMicros();
+  const rc1 = redisCpu();
   const c1 = calls();
   if (load.errors > 0) process.stderr.write(`  warning: ${load.errors} socket errors\n`);
-  return { ...load, cpuUsPerReq: (cpu1 - cpu0) / load.requests, redisCmdsPerReq: (c1 - c0) / load.requests };
+  return { ...load, cpuUsPerReq: (cpu1 - cpu0) / load.requests, redisCmdsPerReq: (c1 - c0) / load.requests, redisCpuUsPerReq: (rc1 - rc0) / load.requests };
 }
 
 async function main(): Promise<void> {
@@ -94,7 +101,7 @@ async function main(): Promise<void> {
               framework, shape: shapeName, variant,
               rps: m((p) => p.run.rps), baseRps: m((p) => p.base.rps), ratio: m((p) => p.run.rps / p.base.rps),
               p50Ms: m((p) => p.run.p50Ms), p99Ms: m((p) => p.run.p99Ms), baseP50Ms: m((p) => p.base.p50Ms), baseP99Ms: m((p) => p.base.p99Ms),
-              cpuUsPerReq: m((p) => p.run.cpuUsPerReq), baseCpuUsPerReq: m((p) => p.base.cpuUsPerReq),
+              cpuUsPerReq: m((p) => p.run.cpuUsPerReq), baseCpuUsPerReq: m((p) => p.base.cpuUsPerReq), redisCpuUsPerReq: m((p) => p.run.redisCpuUsPerReq),
               non2xxShare: m((p) => p.run.non2xx / p.run.requests),
               wirePerReq: Object.fromEntries([...trace.wire].map(([k, v]) => [k, v / trace.requests])),
               luaPerReq: trace.lua / trace.requests,
