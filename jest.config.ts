@@ -33,6 +33,8 @@ const config: Config = {
     ...packages.map((p) => project(p, [`<rootDir>/packages/${p}`])),
     ...examples.map((e) => project(`example-${e}`, [`<rootDir>/examples/${e}`])),
     project('smoke', ['<rootDir>/test']),
+    // The benchmark harness's pure parts only: the benchmarks run with `npm run bench`, never under jest.
+    project('bench', ['<rootDir>/bench/src']),
   ].filter((p) => require('node:fs').existsSync((p.roots as string[])[0]!.replace('<rootDir>', __dirname))),
 };
 

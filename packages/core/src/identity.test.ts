@@ -52,3 +52,13 @@ test('ipv6Subnet is validated: 32..64 or false', () => {
   expect(resolveIpv6Subnet(48)).toBe(48);
   for (const bad of [31, 65, 56.5, '56', true]) expect(() => resolveIpv6Subnet(bad)).toThrow(expect.objectContaining({ option: 'ipv6Subnet' }));
 });
+
+test('the canonical IPv4 fast path prints what ipaddr.js would', () => {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const ipaddr = require('ipaddr.js') as typeof import('ipaddr.js');
+  const samples = ['0.0.0.0', '255.255.255.255', '10.0.0.1', '192.168.100.99', '1.2.3.4', '249.250.199.100'];
+  for (let i = 0; i < 200; i++) samples.push([0, 0, 0, 0].map(() => Math.floor(Math.random() * 256)).join('.'));
+  for (const ip of samples) expect(normaliseIp(ip, 56)).toBe(ipaddr.process(ip).toString());
+  // Not canonical: still parsed (and normalised) by ipaddr.js.
+  expect(normaliseIp('::ffff:10.0.0.1', 56)).toBe('10.0.0.1');
+});

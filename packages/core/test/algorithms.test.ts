@@ -128,3 +128,19 @@ describe('algorithm options', () => {
     expect(() => createLimiter({ algorithm: 'sliding-log', limits: { limit: 100_000, window: '1h' } })).toThrow(/limits\[0\]\.limit/);
   });
 });
+
+describe('fixed-window layout 2 (one stamp, one counter per window)', () => {
+  test('3 rules are 4 hash fields, and a removed rule\'s counter is deleted on the next write', async () => {
+    const prefix = uniquePrefix('fwl');
+    const three = createLimiter({ redis, prefix, name: 'fw', algorithm: 'fixed-window', limits: [{ limit: 10, window: '1s' }, { limit: 100, window: '1m' }, { limit: 900, window: '1h' }] });
+    await three.check('ip:192.0.2.44');
+    await three.close();
+    const key = `${prefix}:fw:fw2:{ip:192.0.2.44}`;
+    expect(Object.keys(await redis.hgetall(key)).sort()).toEqual(['1000', '3600000', '60000', 't']);
+    // A later deployment drops the 1 m rule: its counter must not be read against a newer stamp if it returns.
+    const two = createLimiter({ redis, prefix, name: 'fw', algorithm: 'fixed-window', limits: [{ limit: 10, window: '1s' }, { limit: 900, window: '1h' }] });
+    await two.check('ip:192.0.2.44');
+    await two.close();
+    expect(Object.keys(await redis.hgetall(key)).sort()).toEqual(['1000', '3600000', 't']);
+  });
+});

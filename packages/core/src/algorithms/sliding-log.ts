@@ -59,7 +59,9 @@ local function fg_commit(st, j, cost)
   if add > maxL then add = maxL end
   local e = {}
   for i = 1, add do e[i] = NOW end
-  for i = 1, maxL - add do e[add + i] = st.e[i] end
+  -- Copy what the list holds, not maxL slots: a short list under a large limit stays O(its length).
+  local keep = math.min(maxL - add, #st.e)
+  for i = 1, keep do e[add + i] = st.e[i] end
   st.e, st.add = e, add
 end
 

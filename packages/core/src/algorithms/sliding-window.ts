@@ -27,14 +27,19 @@ local function fg_load(key)
     end
     f[raw[i]] = { last = last, c = c }
   end
-  return { f = f, done = {} }
+  return { f = f, done = {}, ages = {} }
 end
 
 -- counts by age (0 = current bucket .. P = oldest still overlapping the window), and their sum
+-- Memoised per ring for this call (rules sharing a ring, and the re-evaluation after fg_commit, which
+-- updates the memo exactly as a rescan would find it).
 local function sw_ages(st, j)
   local w, p = W[j], P[j]
+  local name = w .. ':' .. p
+  local memo = st.ages[name]
+  if memo then return memo.cnt, memo.n, memo.cur end
   local cur = math.floor(NOW / (w / p))
-  local ring = st.f[w .. ':' .. p]
+  local ring = st.f[name]
   local cnt, n = {}, 0
   for a = 0, p do cnt[a] = 0 end
   if ring then
@@ -51,6 +56,7 @@ local function sw_ages(st, j)
       end
     end
   end
+  st.ages[name] = { cnt = cnt, n = n, cur = cur }
   return cnt, n, cur
 end
 
@@ -104,6 +110,13 @@ local function fg_commit(st, j, cost)
   end
   local s = ring.last - math.floor(ring.last / n1) * n1 + 1
   ring.c[s] = ring.c[s] + cost
+  -- The cost lands at age 0 (a bucket at or ahead of the current one), and the slots zeroed above only
+  -- held buckets older than P, which the memo never counted: a rescan would find exactly this.
+  local memo = st.ages[name]
+  if memo then
+    memo.cnt[0] = memo.cnt[0] + cost
+    memo.n = memo.n + cost
+  end
 end
 
 local function fg_save(key, st, js)
@@ -112,10 +125,10 @@ local function fg_save(key, st, js)
     local w, p = W[j], P[j]
     local name = w .. ':' .. p
     local ring = st.f[name]
-    local parts = { string.format('%d', ring.last) }
-    for s = 1, p + 1 do parts[s + 1] = string.format('%d', ring.c[s]) end
+    -- One string.format of P + 2 integers (%d, as before) instead of P + 2 calls and a concat.
+    local parts = string.format('%d' .. string.rep(',%d', p + 1), ring.last, unpack(ring.c, 1, p + 1))
     args[#args + 1] = name
-    args[#args + 1] = table.concat(parts, ',')
+    args[#args + 1] = parts
     local left = (ring.last + p + 1) * (w / p) - NOW
     if left > ttl then ttl = left end
   end

@@ -1,0 +1,43 @@
+import { fmt, markdownTable } from './lib/stats';
+
+/** One algorithm's line of `npm run bench:core` (medians over the reps; ratios per rep). */
+export interface CoreRow {
+  algorithm: string;
+  c1: number;
+  ceiling1: number;
+  ratio1: number;
+  c64: number;
+  c256: number;
+  ceilingFull: number;
+  ratio256: number;
+  memoryUsage: number;
+  usedMemory: number;
+}
+
+export interface CoreMeta {
+  date: string;
+  seconds: number;
+  reps: number;
+  redisVersion: string;
+  node: string;
+  autoPipelining: boolean;
+  serverCore: number;
+  loadCore: number;
+}
+
+export function coreTable(meta: CoreMeta, rows: readonly CoreRow[]): string {
+  return [
+    `\n### Core: limiter.check(), 3 rules x 2 identifiers, 10,000 clients (decisions/s, median of ${meta.reps} x ${meta.seconds} s)\n`,
+    `Redis ${meta.redisVersion} on core ${meta.loadCore}; Node ${meta.node} and redis-benchmark on core ${meta.serverCore}; ioredis enableAutoPipelining: ${meta.autoPipelining}.`,
+    'Ceilings: redis-benchmark sending the same EVALSHA (same script, 4 keys, same ARGV) with -c 1 -P 1 (one in flight, as c=1)',
+    'and -c 50 -P 16 (Redis saturated). Memory: the 3 multi rules (10/s, 120/min, 240/h), 1,000 identifiers, 5 checks each.\n',
+    markdownTable(
+      ['algorithm', 'c=1', 'ceiling -c1 -P1', 'c=1 / ceiling', 'c=64', 'c=256', 'ceiling -c50 -P16', 'c=256 / ceiling', 'MEMORY USAGE / identifier', 'used_memory / identifier'],
+      rows.map((r) => [
+        r.algorithm, fmt(r.c1), fmt(r.ceiling1), fmt(r.ratio1, 2), fmt(r.c64), fmt(r.c256), fmt(r.ceilingFull), fmt(r.ratio256, 2),
+        `${fmt(r.memoryUsage)} B`, `${fmt(r.usedMemory)} B`,
+      ]),
+    ),
+    '',
+  ].join('\n');
+}

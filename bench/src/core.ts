@@ -1,0 +1,120 @@
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import Redis from 'ioredis';
+// The built package, as users run it (`npm run bench:core` builds first).
+import { createLimiter, resolveOptions, type AlgorithmName, type LimiterOptions } from '@floodgate/core';
+import { buildScript } from '../../packages/core/src/algorithms/frame';
+import { LOAD_CORE, SERVER_CORE, pin, startBenchRedis, type BenchRedis } from './lib/machine';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { envInt, fmt, median } from './lib/stats';
+import { coreTable, type CoreRow } from './core-table';
+import { memoryPerIdentifier } from './lib/memory';
+
+/*
+ * `npm run bench:core`: limiter.check() decisions per second, 3 rules x 2 identifiers (ip + user of one
+ * of 10,000 clients, chosen at random), at 1, 64 and 256 checks in flight, per algorithm; against the
+ * ceiling: redis-benchmark sending the very same script (EVALSHA, same keys and ARGV shape) to the
+ * same Redis from the same core. Redis on LOAD_CORE, this process and redis-benchmark on SERVER_CORE.
+ * Median of BENCH_REPS (3) runs of BENCH_CORE_SECONDS (2) each.
+ */
+const ALL: AlgorithmName[] = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket'];
+// BENCH_ALGOS=sliding-window,token-bucket runs a subset (for profiling one algorithm).
+const ALGOS = process.env.BENCH_ALGOS ? ALL.filter((a) => process.env.BENCH_ALGOS!.split(',').includes(a)) : ALL;
+const CONCURRENCY = [1, 64, 256];
+const CLIENTS = 10_000;
+const SECONDS = envInt('BENCH_CORE_SECONDS', 2);
+const REPS = envInt('BENCH_REPS', 3);
+// Limits no client reaches here: every check is allowed, so each one reads and writes all 6 pairs (the
+// expensive path). 10,000 is sliding-log's largest allowed limit; the same rules serve every algorithm.
+const LIMITS = [{ limit: 10_000, window: '1s' }, { limit: 10_000, window: '1m' }, { limit: 10_000, window: '1h' }];
+const IDS: [string, string][] = Array.from({ length: CLIENTS }, (_, c) => [`ip:10.0.${c >> 8}.${c & 255}`, `user:u${c}`]);
+
+async function decisionsPerSecond(redis: Redis, algorithm: AlgorithmName, concurrency: number): Promise<number> {
+  const limiter = createLimiter({ redis, name: `core-${algorithm}`, prefix: 'bench', algorithm, limits: LIMITS, timeoutMs: 2_000 });
+  const deadline = Date.now() + SECONDS * 1000;
+  const maxCalls = SECONDS * 1_000_000; // a bound on the loop whatever the clock does
+  let calls = 0;
+  let bad = 0;
+  const worker = async (): Promise<void> => {
+    while (Date.now() < deadline && calls < maxCalls) {
+      calls++;
+      const d = await limiter.check(IDS[(Math.random() * CLIENTS) | 0]!);
+      if (!d.allowed || d.source !== 'redis') bad++;
+    }
+  };
+  const start = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+  await limiter.close();
+  if (bad > 0) throw new Error(`${algorithm} c=${concurrency}: ${bad} checks were not allowed by Redis (fallback or denial)`);
+  return calls / seconds;
+}
+
+/** The same EVALSHA the limiter sends, from redis-benchmark (C, no client-side work): the ceiling. */
+function ceiling(r: BenchRedis, algorithm: AlgorithmName, clients: number, pipeline: number, requests: number): number {
+  const opts = resolveOptions({ algorithm, limits: LIMITS } as LimiterOptions);
+  const lua = buildScript(opts.algorithm.lua);
+  const sha = createHash('sha1').update(lua).digest('hex');
+  r.cli('SCRIPT', 'LOAD', lua);
+  const ruleArgs = opts.rules.flatMap((rule) => [rule.windowMs, rule.limit, opts.algorithm.param(rule)].map(String));
+  const mask = '1'.repeat(opts.rules.length);
+  // Each __rand_int__ is drawn on its own: ip and user are independent clients, the key count is the same.
+  const tag = opts.algorithm.tag;
+  const keys = [`bench:rb:${tag}:{ip:__rand_int__}`, 'bench:!b:{ip:__rand_int__}', `bench:rb:${tag}:{user:__rand_int__}`, 'bench:!b:{user:__rand_int__}'];
+  const args = ['EVALSHA', sha, '4', ...keys, 'c', '1', '0', '', '0', String(opts.rules.length), ...ruleArgs, mask, mask];
+  const out = execFileSync(
+    'taskset',
+    ['-c', String(SERVER_CORE), 'redis-benchmark', '-h', '127.0.0.1', '-p', String(r.port), '-n', String(requests),
+      '-c', String(clients), '-P', String(pipeline), '-r', String(CLIENTS), '--csv', ...args],
+    { encoding: 'utf8' },
+  );
+  const row = out.trim().split('\n').pop()!;
+  return Number(row.split(',')[1]!.replace(/"/g, ''));
+}
+
+async function main(): Promise<void> {
+  pin(process.pid, SERVER_CORE);
+  const r = await startBenchRedis();
+  const autoPipelining = process.env.BENCH_AUTOPIPELINE === '1';
+  const redis = new Redis(r.url, { enableAutoPipelining: autoPipelining });
+  const rows: CoreRow[] = [];
+  try {
+    for (const algorithm of ALGOS) {
+      await decisionsPerSecond(redis, algorithm, 64); // warm-up: JIT, script load
+      // Each rep measures ours and the ceiling back to back, and the ratio is taken per rep: other work on
+      // this machine shifts both, so the median ratio is steadier than a ratio of medians.
+      const reps: { rates: number[]; one: number; full: number }[] = [];
+      for (let rep = 0; rep < REPS; rep++) {
+        const rates: number[] = [];
+        for (const c of CONCURRENCY) rates.push(await decisionsPerSecond(redis, algorithm, c));
+        const size = (rate: number, lo: number, hi: number): number => Math.min(hi, Math.max(lo, Math.round(rate * SECONDS)));
+        const one = ceiling(r, algorithm, 1, 1, size(rates[0]! * 1.5, 2_000, 100_000));
+        const full = ceiling(r, algorithm, 50, 16, size(rates[2]! * 3, 10_000, 500_000));
+        reps.push({ rates, one, full });
+        process.stderr.write(`${algorithm} rep ${rep + 1}: ${rates.map((x) => fmt(x)).join(' / ')} decisions/s; ceilings ${fmt(one)} / ${fmt(full)}\n`);
+      }
+      const med = (f: (x: (typeof reps)[number]) => number): number => median(reps.map(f));
+      const mem = await memoryPerIdentifier(redis, algorithm, 'core-mem');
+      rows.push({
+        algorithm, c1: med((x) => x.rates[0]!), ceiling1: med((x) => x.one), ratio1: med((x) => x.rates[0]! / x.one),
+        c64: med((x) => x.rates[1]!), c256: med((x) => x.rates[2]!), ceilingFull: med((x) => x.full), ratio256: med((x) => x.rates[2]! / x.full),
+        memoryUsage: mem.usage, usedMemory: mem.used,
+      });
+    }
+  } finally {
+    redis.disconnect();
+    await r.stop();
+  }
+  const redisVersion = execFileSync('redis-server', ['--version'], { encoding: 'utf8' }).match(/v=(\S+)/)?.[1] ?? '?';
+  const meta = { date: new Date().toISOString(), seconds: SECONDS, reps: REPS, redisVersion, node: process.version, autoPipelining, serverCore: SERVER_CORE, loadCore: LOAD_CORE };
+  const dir = join(__dirname, '..', 'results');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'core.json'), `${JSON.stringify({ meta, rows }, null, 2)}\n`);
+  process.stdout.write(coreTable(meta, rows));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});

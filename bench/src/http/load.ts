@@ -1,0 +1,91 @@
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LOAD_CORE } from '../lib/machine';
+import { CLIENTS, HEADER } from './shapes';
+
+/*
+ * Load with wrk (C, one thread): far less CPU per request than a Node load generator, which matters
+ * because it shares its core with Redis. A Lua script picks the client id and prints a JSON summary.
+ */
+export interface LoadResult {
+  requests: number;
+  seconds: number;
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** Responses that were not 2xx/3xx (429s in the hot shape). */
+  non2xx: number;
+  /** Socket errors and timeouts: a run with any is suspect. */
+  errors: number;
+}
+
+const LUA = `
+local random = os.getenv('BENCH_RANDOM') == '1'
+math.randomseed(os.time())
+request = function()
+  local id = random and tostring(math.random(1, ${CLIENTS})) or 'hot'
+  return wrk.format('GET', '/', { ['${HEADER}'] = id })
+end
+done = function(s, latency, requests)
+  local e = s.errors
+  io.write(string.format('JSON {"requests":%d,"us":%d,"non2xx":%d,"errors":%d,"p50":%d,"p99":%d}\\n',
+    s.requests, s.duration, e.status, e.connect + e.read + e.write + e.timeout, latency:percentile(50), latency:percentile(99)))
+end
+`;
+let scriptPath: string | undefined;
+
+export function wrk(port: number, seconds: number, connections: number, random: boolean): Promise<LoadResult> {
+  if (scriptPath === undefined) {
+    scriptPath = join(mkdtempSync(join(tmpdir(), 'floodgate-bench-')), 'shape.lua');
+    writeFileSync(scriptPath, LUA);
+  }
+  const args = ['-c', String(LOAD_CORE), 'wrk', '-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '5s', '-s', scriptPath, `http://127.0.0.1:${port}/`];
+  return new Promise((resolve, reject) => {
+    execFile('taskset', args, { env: { ...process.env, BENCH_RANDOM: random ? '1' : '0' }, timeout: (seconds + 20) * 1000 }, (err, stdout) => {
+      if (err) return reject(err);
+      const line = stdout.split('\n').find((l) => l.startsWith('JSON '));
+      if (!line) return reject(new Error(`wrk printed no summary:\n${stdout}`));
+      const j = JSON.parse(line.slice(5)) as { requests: number; us: number; non2xx: number; errors: number; p50: number; p99: number };
+      const secs = j.us / 1e6;
+      resolve({ requests: j.requests, seconds: secs, rps: j.requests / secs, p50Ms: j.p50 / 1000, p99Ms: j.p99 / 1000, non2xx: j.non2xx, errors: j.errors });
+    });
+  });
+}
+
+/** `1700000000.123456 [0 127.0.0.1:50000] "evalsha" ...` -> source ('lua' inside scripts) and command. */
+export function parseMonitorLine(line: string): { source: string; command: string } | undefined {
+  const m = /^\d+\.\d+ \[\d+ ([^\]]+)\] "([^"]+)"/.exec(line);
+  return m ? { source: m[1]!, command: m[2]!.toLowerCase() } : undefined;
+}
+
+/**
+ * Commands each request sends to Redis over the wire: a MONITOR trace during a short wrk run. MONITOR
+ * tags the commands a Lua script runs with `[0 lua]`: those are counted apart, as script-internal.
+ */
+export async function traceCommands(redisPort: number, port: number, random: boolean): Promise<{ wire: Map<string, number>; lua: number; requests: number }> {
+  const monitor = spawn('redis-cli', ['-p', String(redisPort), 'monitor'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  let buffered = '';
+  const wire = new Map<string, number>();
+  let lua = 0;
+  const consume = (line: string): void => {
+    const m = parseMonitorLine(line);
+    if (m === undefined) return;
+    if (m.source === 'lua') lua++;
+    else wire.set(m.command, (wire.get(m.command) ?? 0) + 1);
+  };
+  monitor.stdout.setEncoding('utf8');
+  monitor.stdout.on('data', (chunk: string) => {
+    buffered += chunk;
+    const lines = buffered.split('\n');
+    buffered = lines.pop()!;
+    lines.forEach(consume);
+  });
+  await new Promise((r) => setTimeout(r, 300)); // MONITOR is on before the first request
+  const load = await wrk(port, 1, 8, random);
+  await new Promise((r) => setTimeout(r, 300)); // replies in flight are logged
+  monitor.kill('SIGTERM');
+  await new Promise((r) => monitor.once('exit', r));
+  return { wire, lua, requests: load.requests };
+}

@@ -1,0 +1,61 @@
+import { fmt, markdownTable } from '../lib/stats';
+
+/** One limiter variant on one framework and shape: medians over the reps, ratios per rep. */
+export interface VariantResult {
+  framework: string;
+  shape: string;
+  variant: string;
+  rps: number;
+  baseRps: number;
+  /** Median over reps of (this run's req/s / the baseline run just before it). */
+  ratio: number;
+  p50Ms: number;
+  p99Ms: number;
+  baseP50Ms: number;
+  baseP99Ms: number;
+  cpuUsPerReq: number;
+  baseCpuUsPerReq: number;
+  /** Redis's CPU time (INFO cpu) per request. */
+  redisCpuUsPerReq?: number;
+  /** Share of responses that were not 2xx (denials). */
+  non2xxShare: number;
+  /** Commands sent over the wire per request, by name (MONITOR, script-internal ones excluded). */
+  wirePerReq: Record<string, number>;
+  /** Commands run inside Lua scripts per request. */
+  luaPerReq: number;
+  /** Every command Redis counted (INFO commandstats), per request. */
+  allCmdsPerReq: number;
+  /** Sum of MEMORY USAGE of every key / clients seen. */
+  bytesPerClient?: number;
+  keys?: number;
+}
+
+const INTERIM = new Set(['fastify', 'koa']);
+
+export function variantLabel(r: Pick<VariantResult, 'framework' | 'variant'>, interim = INTERIM): string {
+  return r.variant === 'floodgate' && interim.has(r.framework) ? 'floodgate (interim: core createHttpLimiter hook)' : r.variant;
+}
+
+function wire(r: VariantResult): string {
+  const parts = Object.entries(r.wirePerReq).filter(([, v]) => v >= 0.005).sort((a, b) => b[1] - a[1]);
+  const total = parts.reduce((a, [, v]) => a + v, 0);
+  return `${fmt(total, 2)}${parts.length ? ` (${parts.map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')})` : ''}`;
+}
+
+/** The Markdown tables of an HTTP run, one per shape. */
+export function printTables(results: readonly VariantResult[], interim = INTERIM): string {
+  const out: string[] = [];
+  for (const shape of [...new Set(results.map((r) => r.shape))]) {
+    out.push(`\n#### ${shape}\n`);
+    out.push(markdownTable(
+      ['framework', 'limiter', 'req/s', 'baseline req/s', 'x baseline', 'p50 / p99 ms', 'baseline p50 / p99', 'server CPU µs/req (baseline)', 'Redis CPU µs/req', 'denied', 'Redis cmds/req over the wire', 'in scripts', 'bytes/client (keys)'],
+      results.filter((r) => r.shape === shape).map((r) => [
+        r.framework, variantLabel(r, interim), fmt(r.rps), fmt(r.baseRps), fmt(r.ratio, 2),
+        `${fmt(r.p50Ms, 2)} / ${fmt(r.p99Ms, 2)}`, `${fmt(r.baseP50Ms, 2)} / ${fmt(r.baseP99Ms, 2)}`,
+        `${fmt(r.cpuUsPerReq, 0)} (${fmt(r.baseCpuUsPerReq, 0)})`, r.redisCpuUsPerReq === undefined ? '-' : fmt(r.redisCpuUsPerReq, 0), `${fmt(100 * r.non2xxShare, 1)}%`,
+        wire(r), fmt(r.luaPerReq, 2), r.bytesPerClient === undefined ? '-' : `${fmt(r.bytesPerClient)} (${fmt(r.keys ?? 0)})`,
+      ]),
+    ));
+  }
+  return `${out.join('\n')}\n`;
+}

@@ -1,0 +1,135 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Redis from 'ioredis';
+import { LOAD_CORE, SERVER_CORE, commandCalls, freePort, pin, startBenchRedis, type BenchRedis } from '../lib/machine';
+import { keyBytes } from '../lib/memory';
+import { envInt, median } from '../lib/stats';
+import { traceCommands, wrk, type LoadResult } from './load';
+import { CLIENTS, SHAPE, SHAPES, type ShapeName } from './shapes';
+import { FRAMEWORKS } from './frameworks';
+import { printTables, type VariantResult } from './report-tables';
+
+/*
+ * `npm run bench`: every framework x shape x limiter variant, each limiter run right after its
+ * framework's no-limiter baseline (median of BENCH_REPS pairs of BENCH_SECONDS runs), servers on
+ * SERVER_CORE, Redis and wrk on LOAD_CORE. Env: BENCH_SECONDS (3), BENCH_CONNECTIONS (50), BENCH_REPS (3),
+ * BENCH_FRAMEWORKS / BENCH_SHAPES / BENCH_VARIANTS (comma lists) to run a subset; BENCH_PROFILE_DIR: write
+ * a `node --cpu-prof` profile of each limiter server there (summarise with bench/scripts/profile-summary.mjs).
+ */
+const SECONDS = envInt('BENCH_SECONDS', 3);
+const CONNECTIONS = envInt('BENCH_CONNECTIONS', 50);
+const REPS = envInt('BENCH_REPS', 3);
+const pick = <T extends string>(env: string, all: readonly T[]): T[] => (process.env[env] ? all.filter((x) => process.env[env]!.split(',').includes(x)) : [...all]);
+
+interface Server {
+  port: number;
+  child: ChildProcess;
+  cpuMicros(): Promise<number>;
+  stop(): void;
+}
+
+async function startServer(framework: string, variant: string, shape: ShapeName, redisUrl: string): Promise<Server> {
+  const port = await freePort();
+  const child = fork(join(__dirname, 'server.ts'), [framework, variant, shape, String(port), redisUrl], {
+    execArgv: ['-r', 'ts-node/register/transpile-only', ...(process.env.BENCH_PROFILE_DIR && variant !== 'baseline' ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [])],
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.once('message', () => resolve());
+    child.once('exit', (code) => reject(new Error(`${framework}/${variant} exited with ${code}`)));
+  });
+  pin(child.pid!, SERVER_CORE);
+  return {
+    port,
+    child,
+    cpuMicros: () =>
+      new Promise((resolve) => {
+        child.once('message', (m: { usage: NodeJS.CpuUsage }) => resolve(m.usage.user + m.usage.system));
+        child.send({ type: 'cpu' });
+      }),
+    stop: () => child.kill('SIGTERM'),
+  };
+}
+
+type Measured = LoadResult & { cpuUsPerReq: number; redisCmdsPerReq: number; redisCpuUsPerReq: number };
+
+/** One wrk run with the server's CPU time and Redis's command counts around it. */
+async function measure(server: Server, r: BenchRedis, random: boolean): Promise<Measured> {
+  const calls = (): number => [...commandCalls(r.cli('INFO', 'commandstats')).entries()].filter(([k]) => !k.startsWith('info') && !k.startsWith('config')).reduce((a, [, v]) => a + v, 0);
+  // Redis's own CPU time (user + system, INFO cpu): what a script's weight costs the shared core.
+  const redisCpu = (): number => {
+    const info = r.cli('INFO', 'cpu');
+    return (Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1])) * 1e6;
+  };
+  const c0 = calls();
+  const rc0 = redisCpu();
+  const cpu0 = await server.cpuMicros();
+  const load = await wrk(server.port, SECONDS, CONNECTIONS, random);
+  const cpu1 = await server.cpuMicros();
+  const rc1 = redisCpu();
+  const c1 = calls();
+  if (load.errors > 0) process.stderr.write(`  warning: ${load.errors} socket errors\n`);
+  return { ...load, cpuUsPerReq: (cpu1 - cpu0) / load.requests, redisCmdsPerReq: (c1 - c0) / load.requests, redisCpuUsPerReq: (rc1 - rc0) / load.requests };
+}
+
+async function main(): Promise<void> {
+  pin(process.pid, LOAD_CORE);
+  const r = await startBenchRedis();
+  const admin = new Redis(r.url);
+  const results: VariantResult[] = [];
+  const started = Date.now();
+  try {
+    for (const framework of pick('BENCH_FRAMEWORKS', Object.keys(FRAMEWORKS))) {
+      const variants = pick('BENCH_VARIANTS', Object.keys(FRAMEWORKS[framework]!).filter((v) => v !== 'baseline'));
+      for (const shapeName of pick('BENCH_SHAPES', SHAPES)) {
+        const random = SHAPE[shapeName].random;
+        const base = await startServer(framework, 'baseline', shapeName, r.url);
+        await wrk(base.port, 1, CONNECTIONS, random); // warm-up (JIT)
+        for (const variant of variants) {
+          await admin.flushall();
+          const server = await startServer(framework, variant, shapeName, r.url);
+          try {
+            await wrk(server.port, 1, CONNECTIONS, random);
+            const pairs: { base: Measured; run: Measured }[] = [];
+            for (let rep = 0; rep < REPS; rep++) pairs.push({ base: await measure(base, r, random), run: await measure(server, r, random) });
+            const trace = await traceCommands(r.port, server.port, random);
+            const mem = shapeName === 'hot' ? undefined : await keyBytes(admin, '*');
+            const seen = CLIENTS * (1 - Math.pow(1 - 1 / CLIENTS, pairs.reduce((a, p) => a + p.run.requests, 0)));
+            const m = (f: (p: (typeof pairs)[number]) => number): number => median(pairs.map(f));
+            const res: VariantResult = {
+              framework, shape: shapeName, variant,
+              rps: m((p) => p.run.rps), baseRps: m((p) => p.base.rps), ratio: m((p) => p.run.rps / p.base.rps),
+              p50Ms: m((p) => p.run.p50Ms), p99Ms: m((p) => p.run.p99Ms), baseP50Ms: m((p) => p.base.p50Ms), baseP99Ms: m((p) => p.base.p99Ms),
+              cpuUsPerReq: m((p) => p.run.cpuUsPerReq), baseCpuUsPerReq: m((p) => p.base.cpuUsPerReq), redisCpuUsPerReq: m((p) => p.run.redisCpuUsPerReq),
+              non2xxShare: m((p) => p.run.non2xx / p.run.requests),
+              wirePerReq: Object.fromEntries([...trace.wire].map(([k, v]) => [k, v / trace.requests])),
+              luaPerReq: trace.lua / trace.requests,
+              allCmdsPerReq: m((p) => p.run.redisCmdsPerReq),
+              bytesPerClient: mem ? mem.bytes / seen : undefined,
+              keys: mem?.keys,
+            };
+            results.push(res);
+            process.stderr.write(`${framework} ${shapeName} ${variant}: ${Math.round(res.rps)} req/s = ${res.ratio.toFixed(2)} x baseline ${Math.round(res.baseRps)}\n`);
+          } finally {
+            server.stop();
+          }
+        }
+        base.stop();
+      }
+    }
+  } finally {
+    admin.disconnect();
+    await r.stop();
+  }
+  const meta = { date: new Date().toISOString(), seconds: SECONDS, connections: CONNECTIONS, reps: REPS, minutes: (Date.now() - started) / 60_000 };
+  const dir = join(__dirname, '..', '..', 'results');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'http.json'), `${JSON.stringify({ meta, results }, null, 2)}\n`);
+  process.stdout.write(printTables(results));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,86 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { cpus } from 'node:os';
+
+/*
+ * Process placement and Redis for the benchmarks. The machine has two cores: the code under test
+ * (the Node server, or the core benchmark's Node process) runs on SERVER_CORE; Redis and the load
+ * generator share LOAD_CORE. Pinning is what makes runs comparable on a noisy box.
+ */
+export const SERVER_CORE = Number(process.env.BENCH_SERVER_CORE ?? 0);
+export const LOAD_CORE = Number(process.env.BENCH_LOAD_CORE ?? Math.min(1, cpus().length - 1));
+
+/** Pins every thread of `pid` (libuv pool and V8 helpers too: `-a`) to one core. */
+export function pin(pid: number, core: number): void {
+  execFileSync('taskset', ['-a', '-cp', String(core), String(pid)], { stdio: 'ignore' });
+}
+
+/** A free loopback port (the OS picks one; nobody else binds it in the meantime on this box). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+export interface BenchRedis {
+  port: number;
+  url: string;
+  /** One redis-cli call; returns its stdout. */
+  cli(...args: string[]): string;
+  stop(): Promise<void>;
+}
+
+function waitFor(check: () => boolean, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  return new Promise((resolve, reject) => {
+    const tick = (): void => {
+      if (check()) resolve();
+      else if (Date.now() > deadline) reject(new Error('redis-server did not start'));
+      else setTimeout(tick, 50);
+    };
+    tick();
+  });
+}
+
+/** A private redis-server on a free port, pinned to LOAD_CORE, with persistence off. Never :6379. */
+export async function startBenchRedis(): Promise<BenchRedis> {
+  const port = await freePort();
+  const child: ChildProcess = spawn(
+    'taskset',
+    ['-c', String(LOAD_CORE), 'redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    { stdio: 'ignore' },
+  );
+  const cli = (...args: string[]): string =>
+    execFileSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  await waitFor(() => {
+    try {
+      return cli('PING') === 'PONG';
+    } catch {
+      return false;
+    }
+  }, 10_000);
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    cli,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+/** Parses `INFO commandstats` into calls per command (lower case), e.g. { evalsha: 12, hgetall: 24 }. */
+export function commandCalls(info: string): Map<string, number> {
+  const calls = new Map<string, number>();
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls.set(m[1]!.toLowerCase(), Number(m[2]));
+  return calls;
+}
