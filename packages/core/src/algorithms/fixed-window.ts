@@ -1,5 +1,5 @@
 import type { Algorithm, FrameContext, PairEval, SavedValue } from './types';
-import { LUA_HASH_SAVE, savedHash } from './hash-state';
+import { LUA_HASH_SAVE, hashReceipt, luaHashReceipt, receiptItems, savedHash } from './hash-state';
 
 /*
  * Fixed window: one counter per aligned window floor(now / W), as in the INCR + EXPIRE pattern, but all
@@ -62,19 +62,8 @@ end
 `;
 
 /* Receipt: 'w:idx' per distinct window consumed. Undo gives the cost back only while idx is current. */
-const receipt = `
-local function fg_receipt(st, js, cost)
-  local parts, seen = {}, {}
-  for _, j in ipairs(js) do
-    local w = W[j]
-    if not seen[w] then
-      seen[w] = true
-      parts[#parts + 1] = string.format('%d:%d', w, st.f['i' .. w])
-    end
-  end
-  return table.concat(parts, ',')
-end
-`;
+const receipt = luaHashReceipt(`
+  return W[j], string.format('%d:%d', W[j], st.f['i' .. W[j]])`);
 
 const undo = `
 local function fg_undo(key, receipt, cost)
@@ -120,15 +109,13 @@ function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<F
 }
 
 function receiptOf(st: State, js: readonly number[], ctx: FrameContext): string {
-  const windows = [...new Set(js.map((j) => ctx.W[j]!))];
-  return windows.map((w) => `${w}:${st.f.get(`i${w}`)}`).join(',');
+  return hashReceipt(js, (j) => [`${ctx.W[j]}`, `${ctx.W[j]}:${st.f.get(`i${ctx.W[j]}`)}`]);
 }
 
 function undoOn(stored: Fields | undefined, receipt: string, cost: number): void {
   if (stored === undefined) return;
-  for (const item of receipt.split(',')) {
-    const [w, idx] = item.split(':');
-    if (stored.get(`i${w}`) === Number(idx)) stored.set(`n${w}`, Math.max((stored.get(`n${w}`) ?? 0) - cost, 0));
+  for (const [w, idx] of receiptItems(receipt)) {
+    if (stored.get(`i${w}`) === idx) stored.set(`n${w}`, Math.max((stored.get(`n${w}`) ?? 0) - cost, 0));
   }
 }
 

@@ -1,6 +1,6 @@
 import { ConfigError } from '../errors';
 import type { Algorithm, FrameContext, PairEval, SavedValue } from './types';
-import { LUA_HASH_SAVE, savedHash } from './hash-state';
+import { LUA_HASH_SAVE, hashReceipt, luaHashReceipt, receiptItems, savedHash } from './hash-state';
 
 /*
  * Sliding window as a ring of time buckets (the Redback design): a rule's window W is cut into P buckets
@@ -131,19 +131,9 @@ end
 `;
 
 /* Receipt: '<W>:<P>:<bucket>' per ring the identifier's rules consumed (rules sharing a ring name it once). */
-const receipt = `
-local function fg_receipt(st, js, cost)
-  local parts, seen = {}, {}
-  for _, j in ipairs(js) do
-    local name = W[j] .. ':' .. P[j]
-    if not seen[name] then
-      seen[name] = true
-      parts[#parts + 1] = string.format('%d:%d:%d', W[j], P[j], st.f[name].last)
-    end
-  end
-  return table.concat(parts, ',')
-end
-`;
+const receipt = luaHashReceipt(`
+  local name = W[j] .. ':' .. P[j]
+  return name, string.format('%d:%d:%d', W[j], P[j], st.f[name].last)`);
 
 const undo = `
 local function fg_undo(key, receipt, cost)
@@ -257,13 +247,14 @@ function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<R
 }
 
 function receiptOf(st: State, js: readonly number[], ctx: FrameContext): string {
-  const names = [...new Set(js.map((j) => `${ctx.W[j]}:${ctx.P[j]}`))];
-  return names.map((name) => `${name}:${st.f.get(name)!.last}`).join(',');
+  return hashReceipt(js, (j) => {
+    const name = `${ctx.W[j]}:${ctx.P[j]}`;
+    return [name, `${name}:${st.f.get(name)!.last}`];
+  });
 }
 
 function undoOn(stored: Rings | undefined, receipt: string, cost: number): void {
-  for (const item of receipt.split(',')) {
-    const [w, p, bucket] = item.split(':').map(Number) as [number, number, number];
+  for (const [w, p, bucket] of receiptItems(receipt) as Array<[number, number, number]>) {
     const ring = stored?.get(`${w}:${p}`);
     if (ring === undefined) continue;
     const age = ring.last - bucket;

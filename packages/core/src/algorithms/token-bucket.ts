@@ -1,6 +1,6 @@
 import { ConfigError } from '../errors';
 import type { Algorithm, FrameContext, PairEval, SavedValue } from './types';
-import { LUA_HASH_SAVE, savedHash } from './hash-state';
+import { LUA_HASH_SAVE, hashReceipt, luaHashReceipt, receiptItems, savedHash } from './hash-state';
 
 /*
  * Token bucket as GCRA, the Generic Cell Rate Algorithm (ITU-T I.371; the form popularised by
@@ -103,20 +103,10 @@ end
 `;
 
 /* Receipt: '<W>:<L>:<C>:<inc>:<a>:<r>' per distinct field the identifier's rules consumed. */
-const receipt = `
-local function fg_receipt(st, js, cost)
-  local parts, seen = {}, {}
-  for _, j in ipairs(js) do
-    local name = tb_name(j)
-    if not seen[name] then
-      seen[name] = true
-      local t = st.f[name]
-      parts[#parts + 1] = string.format('%d:%d:%d:%d:%d:%d', W[j], L[j], P[j], st.inc[name], t.a, t.r)
-    end
-  end
-  return table.concat(parts, ',')
-end
-`;
+const receipt = luaHashReceipt(`
+  local name = tb_name(j)
+  local t = st.f[name]
+  return name, string.format('%d:%d:%d:%d:%d:%d', W[j], L[j], P[j], st.inc[name], t.a, t.r)`);
 
 /*
  * TAT - inc ticks, kept as a + r / L with 0 <= r < L. The floor of a double quotient can be off by one
@@ -189,22 +179,26 @@ function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<T
 }
 
 function receiptOf(st: State, js: readonly number[], ctx: FrameContext): string {
-  const names = [...new Set(js.map((j) => fieldName(j, ctx)))];
-  return names.map((name) => `${name}:${st.inc.get(name)}:${st.f.get(name)!.a}:${st.f.get(name)!.r}`).join(',');
+  return hashReceipt(js, (j) => {
+    const name = fieldName(j, ctx);
+    const t = st.f.get(name)!;
+    return [name, `${name}:${st.inc.get(name)}:${t.a}:${t.r}`];
+  });
 }
 
 function undoOn(stored: Tats | undefined, receipt: string, _cost: number): void {
-  for (const item of receipt.split(',')) {
-    const [w, lim, cap, inc, a, r] = item.split(':').map(Number) as [number, number, number, number, number, number];
+  if (stored === undefined) return;
+  type Item = [w: number, lim: number, cap: number, inc: number, a: number, r: number];
+  for (const [w, lim, cap, inc, a, r] of receiptItems(receipt) as Item[]) {
     const name = `${w}:${lim}:${cap}`;
-    const t = stored?.get(name);
+    const t = stored.get(name);
     if (t === undefined || t.a !== a || t.r !== r) continue;
     const x = r - inc;
     let q = Math.floor(x / lim);
     let rem = x - q * lim;
     if (rem < 0) [q, rem] = [q - 1, rem + lim];
     else if (rem >= lim) [q, rem] = [q + 1, rem - lim];
-    stored!.set(name, { a: a + q, r: rem });
+    stored.set(name, { a: a + q, r: rem });
   }
 }
 
