@@ -207,10 +207,6 @@ export function resolveOptions(input: LimiterOptions, extraKeys: readonly string
   const algorithm = ALGORITHMS[algorithmName];
   const rules = resolveRules(input.limits);
   rules.forEach((rule, i) => algorithm.validate?.(rule, `limits[${i}]`));
-  if (redis?.isCluster && !colocate && !algorithm.undo) {
-    // A check of several identifiers splits across slots, and without undo receipts it cannot be all or nothing.
-    throw new ConfigError('cluster', `must be { colocate: true } with algorithm '${algorithmName}' on a Redis Cluster (it has no undo receipts yet)`);
-  }
   return {
     redis,
     name: pattern(input.name, 'name', /^[A-Za-z0-9_.-]{1,48}$/, '[A-Za-z0-9_.-]{1,48}', 'default'),

@@ -1,65 +1,170 @@
 import { fixedWindow } from '../src/algorithms/fixed-window';
-import type { FrameContext } from '../src/algorithms/types';
+import { slidingWindow } from '../src/algorithms/sliding-window';
+import { slidingLog } from '../src/algorithms/sliding-log';
+import { tokenBucket } from '../src/algorithms/token-bucket';
+import type { Algorithm, FrameContext } from '../src/algorithms/types';
+import type { Reply } from '../src/algorithms/frame';
 import { ClusterStore } from '../src/stores/cluster';
+import { MemoryStore } from '../src/stores/memory';
 import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
 
 /*
  * Undo receipts (DESIGN.md invariant 2) on one Redis: ClusterStore works on a plain client too, where a
- * check never splits, so these drive its receipts and undo script directly.
+ * check never splits, so these drive its receipts and undo script directly. Every step also runs through
+ * the JavaScript twins on a memory store with the same clock: the same replies, the same receipt text,
+ * the same give-back.
  */
 afterAll(closeClients);
 
 const T0 = Date.UTC(2030, 0, 1, 0, 0, 30);
-const rules = [2, 60_000, 5, 0, 3_600_000, 10, 0];
-const argvAt = (now: number, cost = 1) => ['c', cost, '0', String(now), 600_000, ...rules, '11'];
+const PAD = 600_000;
 
-function setup() {
-  const store = new ClusterStore(connect());
-  const key = `${uniquePrefix('undo')}:fw1:{u}`;
+/** Two rules per algorithm: (1 min, 5) and (1 h, 10), with each algorithm's parameter. */
+const CASES: Array<[string, Algorithm, number[], string]> = [
+  // the window index per distinct window
+  ['fixed-window', fixedWindow, [60_000, 5, 0, 3_600_000, 10, 0], `60000:${Math.floor(T0 / 60_000)},3600000:${Math.floor(T0 / 3_600_000)}`],
+  // the bucket per ring (W:P)
+  ['sliding-window', slidingWindow, [60_000, 5, 6, 3_600_000, 10, 10], `60000:6:${Math.floor(T0 / 10_000)},3600000:10:${Math.floor(T0 / 360_000)}`],
+  // the timestamp and how many entries
+  ['sliding-log', slidingLog, [60_000, 5, 0, 3_600_000, 10, 0], `${T0}:1`],
+  // per field W:L:C the increment in ticks (1/L ms; one unit is W ticks) and the TAT it left (ms:ticks)
+  ['token-bucket', tokenBucket, [60_000, 5, 5, 3_600_000, 10, 10], `60000:5:5:60000:${T0 + 12_000}:0,3600000:10:10:3600000:${T0 + 360_000}:0`],
+];
+
+/** One identifier's key on Redis (Lua) and in memory (JS twins), driven in lockstep. */
+function twins(algorithm: Algorithm, rules: number[]) {
+  const redis = new ClusterStore(connect());
+  const memory = new MemoryStore();
+  const key = `${uniquePrefix('undo')}:${algorithm.tag}:{u}`;
   const keys = [key, `${key}:b`];
-  return { store, key, keys };
+  const nr = rules.length / 3;
+  const pick = (k: number) => rules.filter((_, i) => i % 3 === k);
+  const ctxAt = (now: number): FrameContext => ({ now, pad: PAD, W: pick(0), L: pick(1), P: pick(2) });
+  const js = [...Array(nr).keys()];
+  const argv = (op: string, now: number, cost: number) => [op, cost, '0', String(now), PAD, nr, ...rules, '1'.repeat(nr)];
+
+  /** Runs op on both; the Lua reply must be the twin's plus, when consumed, the twin's receipt. */
+  async function run(op: 'c' | 'p', now: number, cost: number): Promise<{ reply: Reply; receipt: string }> {
+    const st = algorithm.twin.load(memory.get(key, now), ctxAt(now));
+    for (const j of js) algorithm.twin.commit(st, j, cost, ctxAt(now));
+    const jsReceipt = algorithm.undo.twin.receipt(st, js, ctxAt(now));
+    const lua = await redis.run(algorithm, keys, argv(op, now, cost));
+    const reply = memory.run(algorithm, keys, argv(op, now, cost), now);
+    expect(lua.slice(0, reply.length)).toEqual(reply);
+    expect(lua.slice(reply.length)).toEqual(reply[2] === 1 ? [jsReceipt] : []);
+    return { reply, receipt: reply[2] === 1 ? jsReceipt : '' };
+  }
+
+  return {
+    key,
+    check: (now: number, cost: number) => run('c', now, cost),
+    /** Per rule [available, resetMs, retryMs] for a cost of 1, after both agreed. */
+    peek: async (now: number) => (await run('p', now, 1)).reply.slice(5),
+    /** The undo script on Redis (1 when it ran, 0 when that id already had), the JS twin in memory. */
+    async undo(now: number, receipt: string, cost: number, id: string): Promise<number> {
+      const ran = await redis.giveBack(algorithm, [key], [receipt], cost, id);
+      if (ran === 1) algorithm.undo.twin.undo(memory.get(key, now) as never, receipt, cost);
+      return ran;
+    },
+  };
 }
 
-test('a consuming check returns a receipt per identifier, the same text as the JS twin', async () => {
-  const { store, keys } = setup();
-  const reply = await store.run(fixedWindow, keys, argvAt(T0));
-  expect(reply[2]).toBe(1);
-  const receipt = reply[reply.length - 1];
-  expect(receipt).toBe(`60000:${Math.floor(T0 / 60_000)},3600000:${Math.floor(T0 / 3_600_000)}`);
-  const ctx: FrameContext = { now: T0, pad: 0, W: [60_000, 3_600_000], L: [5, 10], P: [0, 0] };
-  const st = fixedWindow.twin.load(undefined, ctx);
-  fixedWindow.twin.commit(st, 0, 1, ctx);
-  fixedWindow.twin.commit(st, 1, 1, ctx);
-  expect(fixedWindow.undo!.twin.receipt(st, [0, 1], ctx)).toBe(receipt);
-  // A denied check consumes nothing and carries no receipt.
-  const denied = await store.run(fixedWindow, keys, argvAt(T0, 50));
-  expect(denied[2]).toBe(0);
-  expect(denied).toHaveLength(3 + 2 + 6);
+const available = (evals: Reply) => evals.filter((_, i) => i % 3 === 0);
+
+describe.each(CASES)('%s', (_name, algorithm, rules, first) => {
+  test('a consuming check returns a receipt per identifier, the same text as the JS twin; a denied one none', async () => {
+    const t = twins(algorithm, rules);
+    expect((await t.check(T0, 1)).receipt).toBe(first);
+    expect((await t.check(T0 + 1_234, 2)).receipt).not.toBe('');
+    expect((await t.check(T0 + 75_000, 3)).receipt).not.toBe('');
+    const denied = await t.check(T0 + 75_000, 50);
+    expect(denied.reply[2]).toBe(0);
+  });
+
+  test('undo gives back exactly the cost, once per undo id', async () => {
+    const t = twins(algorithm, rules);
+    await t.check(T0, 1);
+    const before = await t.peek(T0);
+    const { receipt } = await t.check(T0, 3);
+    expect(available(await t.peek(T0))).not.toEqual(available(before));
+    expect(await t.undo(T0, receipt, 3, 'id-1')).toBe(1);
+    expect(await t.peek(T0)).toEqual(before);
+    expect(await t.undo(T0, receipt, 3, 'id-1')).toBe(0);
+    expect(await t.peek(T0)).toEqual(before);
+  });
+
+  test('an undo of a key that expired or was reset writes nothing', async () => {
+    const t = twins(algorithm, rules);
+    const { receipt } = await t.check(T0, 2);
+    await connect().del(t.key);
+    expect(await t.undo(T0, receipt, 2, 'id-gone')).toBe(1);
+    expect(await connect().exists(t.key)).toBe(0);
+  });
 });
 
-test('undo gives back exactly the cost, once per undo id', async () => {
-  const { store, key, keys } = setup();
-  const reply = await store.run(fixedWindow, keys, argvAt(T0, 3));
-  const receipt = String(reply[reply.length - 1]);
-  expect(await store.giveBack(fixedWindow, [key], [receipt], 3, 'id-1')).toBe(1);
-  expect(await store.giveBack(fixedWindow, [key], [receipt], 3, 'id-1')).toBe(0);
-  const after = await store.run(fixedWindow, keys, argvAt(T0, 0));
-  expect(after.slice(5, 11)).toEqual([5, 0, 0, 10, 0, 0]);
-});
-
-test('undo only applies while its window is current: never over-admits in a later window', async () => {
-  const { store, key, keys } = setup();
-  const reply = await store.run(fixedWindow, keys, argvAt(T0, 2));
-  const receipt = String(reply[reply.length - 1]);
+test('fixed-window: undo only applies while its window is current', async () => {
+  const t = twins(fixedWindow, CASES[0]![2]);
+  const { receipt } = await t.check(T0, 2);
   // A minute later: the 1-minute window has moved on and counts 1 there; the hour window still holds 3.
-  await store.run(fixedWindow, keys, argvAt(T0 + 60_000, 1));
-  expect(await store.giveBack(fixedWindow, [key], [receipt], 2, 'id-2')).toBe(1);
-  const after = await store.run(fixedWindow, keys, argvAt(T0 + 60_000, 0));
-  expect([after[5], after[8]]).toEqual([4, 9]);
+  await t.check(T0 + 60_000, 1);
+  expect(await t.undo(T0 + 60_000, receipt, 2, 'id-2')).toBe(1);
+  expect(available(await t.peek(T0 + 60_000))).toEqual([4, 9]);
 });
 
-test('the JS undo twin gives back the same, only in the current window', () => {
-  const stored = new Map([['i60000', 7], ['n60000', 4], ['i3600000', 1], ['n3600000', 2]]);
-  fixedWindow.undo!.twin.undo(stored, '60000:7,3600000:0', 3);
-  expect(Object.fromEntries(stored)).toEqual({ i60000: 7, n60000: 1, i3600000: 1, n3600000: 2 });
+test('sliding-window: undo applies while the ring still holds the bucket, not once its slot was reused', async () => {
+  const t = twins(slidingWindow, CASES[1]![2]);
+  // 10 s buckets in a ring of 7 slots for the minute; 6-minute buckets for the hour.
+  const old = await t.check(T0, 2);
+  await t.check(T0 + 20_000, 1);
+  expect(await t.undo(T0 + 20_000, old.receipt, 2, 'id-3')).toBe(1);
+  expect(available(await t.peek(T0 + 20_000))).toEqual([4, 9]);
+  const moved = await t.check(T0 + 20_000, 2);
+  // 70 s later the minute ring's slot holds a new bucket (its count is the new check's); the hour's does not.
+  await t.check(T0 + 90_000, 1);
+  expect(available(await t.peek(T0 + 90_000))).toEqual([4, 6]);
+  expect(await t.undo(T0 + 90_000, moved.receipt, 2, 'id-4')).toBe(1);
+  expect(available(await t.peek(T0 + 90_000))).toEqual([4, 8]);
+});
+
+test('token-bucket: undo applies only while the TAT is the one the check left (undos unwind as a stack)', async () => {
+  const t = twins(tokenBucket, CASES[3]![2]);
+  const x = await t.check(T0, 2);
+  const y = await t.check(T0 + 1, 1);
+  const afterY = await t.peek(T0 + 2);
+  // Y moved the TAT on: X's undo gives nothing back (a partial give-back could over-admit; see the file).
+  expect(await t.undo(T0 + 2, x.receipt, 2, 'id-5')).toBe(1);
+  expect(await t.peek(T0 + 2)).toEqual(afterY);
+  // Y is on top: its undo restores X's TAT, and X's undo (a later retry, new id) then applies.
+  expect(await t.undo(T0 + 2, y.receipt, 1, 'id-6')).toBe(1);
+  expect(available(await t.peek(T0 + 2))).toEqual([3, 8]);
+  expect(await t.undo(T0 + 2, x.receipt, 2, 'id-7')).toBe(1);
+  expect(available(await t.peek(T0 + 2))).toEqual([5, 10]);
+});
+
+test('sliding-log: undo removes the entries of its millisecond, none once they were trimmed', async () => {
+  const t = twins(slidingLog, CASES[2]![2]);
+  const x = await t.check(T0, 2);
+  await t.check(T0 + 1_000, 1);
+  expect(await t.undo(T0 + 1_000, x.receipt, 2, 'id-8')).toBe(1);
+  expect(available(await t.peek(T0 + 1_000))).toEqual([4, 9]);
+  const old = await t.check(T0 + 2_000, 1);
+  // An hour later ten new entries fill the log (it keeps the largest limit): the old ones are trimmed.
+  await t.check(T0 + 3_700_000, 5);
+  await t.check(T0 + 3_760_000, 5);
+  const full = await t.peek(T0 + 3_760_000);
+  expect(available(full)).toEqual([0, 0]);
+  expect(await t.undo(T0 + 3_760_000, old.receipt, 1, 'id-9')).toBe(1);
+  expect(await t.peek(T0 + 3_760_000)).toEqual(full);
+});
+
+test('token-bucket: a fractional emission interval (W / L ms) is given back to the tick', async () => {
+  const t = twins(tokenBucket, [1_000, 3, 3]);
+  await t.check(T0, 1);
+  const before = await t.peek(T0 + 1);
+  // TAT T0 + 333 ms + 1 tick, then 2 units of 1000 ticks: the undo borrows a tick from the milliseconds.
+  const { receipt } = await t.check(T0 + 1, 2);
+  expect(receipt).toBe(`1000:3:3:2000:${T0 + 1_000}:0`);
+  expect(await t.undo(T0 + 1, receipt, 2, 'id-10')).toBe(1);
+  expect(await t.peek(T0 + 1)).toEqual(before);
+  expect(await connect().hget(t.key, '1000:3:3')).toBe(`${T0 + 333}:1`);
 });

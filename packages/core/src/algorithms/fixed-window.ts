@@ -1,5 +1,5 @@
 import type { Algorithm, FrameContext, PairEval, SavedValue } from './types';
-import { LUA_HASH_SAVE, savedHash } from './hash-state';
+import { LUA_HASH_SAVE, hashReceipt, luaHashReceipt, receiptItems, savedHash } from './hash-state';
 
 /*
  * Fixed window: one counter per aligned window floor(now / W), as in the INCR + EXPIRE pattern, but all
@@ -73,28 +73,22 @@ local function fg_save(key, st, js)
 end
 `;
 
-/* Receipt: 'w:idx' per distinct window consumed. Undo gives the cost back only while idx is current. */
-const receipt = `
-local function fg_receipt(st, js, cost)
-  local parts, seen = {}, {}
-  for _, j in ipairs(js) do
-    local w = W[j]
-    if not seen[w] then
-      seen[w] = true
-      parts[#parts + 1] = string.format('%d:%d', w, st.f['i' .. w])
-    end
-  end
-  return table.concat(parts, ',')
-end
-`;
+/*
+ * Receipt: 'w:idx' per distinct window consumed (idx = floor(now / w)). Undo gives the cost back only while
+ * the stored stamp t is still in window idx: the counter then still holds this check's cost.
+ */
+const receipt = luaHashReceipt(`
+  return W[j], string.format('%d:%d', W[j], math.floor(NOW / W[j]))`);
 
 const undo = `
 local function fg_undo(key, receipt, cost)
+  local t = tonumber(redis.call('HGET', key, 't'))
+  if t == nil then return end
   for w, idx in string.gmatch(receipt, '(%d+):(%d+)') do
-    if redis.call('HGET', key, 'i' .. w) == idx then
-      local n = (tonumber(redis.call('HGET', key, 'n' .. w)) or 0) - cost
+    if math.floor(t / tonumber(w)) == tonumber(idx) then
+      local n = (tonumber(redis.call('HGET', key, w)) or 0) - cost
       if n < 0 then n = 0 end
-      redis.call('HSET', key, 'n' .. w, n)
+      redis.call('HSET', key, w, string.format('%d', n))
     end
   end
 end
@@ -136,16 +130,15 @@ function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<F
   return savedHash(f, js, (j) => (Math.floor(ctx.now / ctx.W[j]!) + 1) * ctx.W[j]! - ctx.now, ctx);
 }
 
-function receiptOf(st: State, js: readonly number[], ctx: FrameContext): string {
-  const windows = [...new Set(js.map((j) => ctx.W[j]!))];
-  return windows.map((w) => `${w}:${st.f.get(`i${w}`)}`).join(',');
+function receiptOf(_st: State, js: readonly number[], ctx: FrameContext): string {
+  return hashReceipt(js, (j) => [`${ctx.W[j]}`, `${ctx.W[j]}:${Math.floor(ctx.now / ctx.W[j]!)}`]);
 }
 
 function undoOn(stored: Fields | undefined, receipt: string, cost: number): void {
-  if (stored === undefined) return;
-  for (const item of receipt.split(',')) {
-    const [w, idx] = item.split(':');
-    if (stored.get(`i${w}`) === Number(idx)) stored.set(`n${w}`, Math.max((stored.get(`n${w}`) ?? 0) - cost, 0));
+  const t = stored?.get('t');
+  if (stored === undefined || t === undefined) return;
+  for (const [w, idx] of receiptItems(receipt)) {
+    if (Math.floor(t / w!) === idx) stored.set(String(w), Math.max((stored.get(String(w)) ?? 0) - cost, 0));
   }
 }
 

@@ -21,3 +21,39 @@ export function savedHash<V>(value: V, js: readonly number[], ttlOf: (j: number)
   for (const j of js) ttl = Math.max(ttl, ttlOf(j));
   return { value, ttlMs: ttl + ctx.pad };
 }
+
+/*
+ * Undo receipts of the hash algorithms: one item per distinct field among the consumed rules `js` (two
+ * rules sharing a field consumed once), joined by ','. `item` is the Lua body of a function (st, j)
+ * returning the field's name and its item text; numbers in the text go through string.format('%d').
+ */
+export function luaHashReceipt(item: string): string {
+  return `
+local function fg_receipt_item(st, j)
+${item}
+end
+
+local function fg_receipt(st, js, cost)
+  local parts, seen = {}, {}
+  for _, j in ipairs(js) do
+    local field, text = fg_receipt_item(st, j)
+    if not seen[field] then
+      seen[field] = true
+      parts[#parts + 1] = text
+    end
+  end
+  return table.concat(parts, ',')
+end
+`;
+}
+
+/** The JavaScript twin of luaHashReceipt: `item(j)` gives [field, text]. */
+export function hashReceipt(js: readonly number[], item: (j: number) => [field: string, text: string]): string {
+  const byField = new Map(js.map((j) => item(j)));
+  return [...byField.values()].join(',');
+}
+
+/** A receipt's items, each split at ':' into numbers ('' has none). */
+export function receiptItems(receipt: string): number[][] {
+  return receipt === '' ? [] : receipt.split(',').map((item) => item.split(':').map(Number));
+}

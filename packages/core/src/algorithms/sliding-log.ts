@@ -9,6 +9,13 @@ import type { Algorithm, FrameContext, PairEval, SavedValue } from './types';
  * of length W, and so is the retry time: that entry leaves the window at entry + W.
  * A cost of k adds k entries; a denied check adds nothing (unless `penalty`). Memory grows with the
  * largest limit, so limits are capped at MAX_LOG_LIMIT: this algorithm is for small limits.
+ *
+ * Undo receipt (Cluster, DESIGN.md invariant 2): '<timestamp>:<count>', the entries the commit pushed.
+ * The undo removes up to that many entries equal to the timestamp (LREM, newest first). Entries of the
+ * same millisecond are interchangeable, so that leaves what the other checks alone would have left. The
+ * trim cannot make this over-admit: a check admitted with cost k had its (L_i - k + 1)-th newest entry
+ * outside window i for every rule i, so the k oldest entries a push trims were outside every window, and
+ * if the check's own entries were trimmed since, every entry of that millisecond is outside every window.
  */
 const MAX_LOG_LIMIT = 10_000;
 
@@ -85,6 +92,20 @@ local function fg_save(key, st, js)
 end
 `;
 
+/* Receipt: the timestamp and the number of entries pushed (cost, capped at the largest limit). */
+const receipt = `
+local function fg_receipt(st, js, cost)
+  return string.format('%d:%d', NOW, st.add)
+end
+`;
+
+const undo = `
+local function fg_undo(key, receipt, cost)
+  local at, count = string.match(receipt, '^(%d+):(%d+)$')
+  if at and tonumber(count) > 0 then redis.call('LREM', key, tonumber(count), at) end
+end
+`;
+
 interface State {
   e: number[];
   add: number;
@@ -127,10 +148,22 @@ function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<n
   return { value: st.e.slice(0, keep), ttlMs: ttl + ctx.pad };
 }
 
+function undoOn(stored: number[] | undefined, receipt: string, _cost: number): void {
+  const [at, count] = receipt.split(':').map(Number) as [number, number];
+  let left = count;
+  for (let i = 0; stored !== undefined && i < stored.length && left > 0; ) {
+    if (stored[i] === at) {
+      stored.splice(i, 1);
+      left--;
+    } else i++;
+  }
+}
+
 export const slidingLog: Algorithm<State, number[]> = {
   name: 'sliding-log',
   tag: 'sl1',
   lua,
+  undo: { receipt, undo, twin: { receipt: (st, _js, ctx) => `${ctx.now}:${st.add}`, undo: undoOn } },
   twin: {
     load: (stored, ctx) => ({ e: (stored ?? []).slice(0, maxLimit(ctx)), add: 0, done: false }),
     evaluate,

@@ -1,6 +1,6 @@
 import { ConfigError } from '../errors';
 import type { Algorithm, FrameContext, PairEval, SavedValue } from './types';
-import { LUA_HASH_SAVE, savedHash } from './hash-state';
+import { LUA_HASH_SAVE, hashReceipt, luaHashReceipt, receiptItems, savedHash } from './hash-state';
 
 /*
  * Sliding window as a ring of time buckets (the Redback design): a rule's window W is cut into P buckets
@@ -15,6 +15,13 @@ import { LUA_HASH_SAVE, savedHash } from './hash-state';
  * A slot's bucket is the newest bucket <= last that maps to it; buckets older than current - P are
  * ignored when read and zeroed when the ring advances, so no decision rests on the key's TTL.
  * All values are integers written with %d: the Lua and JavaScript twins compute the same numbers.
+ *
+ * Undo receipt (Cluster, DESIGN.md invariant 2): '<W>:<P>:<bucket>' per ring, the bucket the cost went
+ * into (the ring's `last` after the commit, which is the current bucket unless the clock stepped back).
+ * The undo subtracts the cost from that slot, clamped at 0, only while the slot still holds that bucket
+ * (last - P <= bucket <= last): once the ring has moved past it the slot was zeroed or reused, and the
+ * cost has left the window anyway. Counts in one bucket are additive, so this is exactly the state the
+ * other admitted checks would have left: never more admitted than without the undone check.
  */
 const lua = `${LUA_HASH_SAVE}
 local function fg_load(key)
@@ -136,6 +143,34 @@ local function fg_save(key, st, js)
 end
 `;
 
+/* Receipt: '<W>:<P>:<bucket>' per ring the identifier's rules consumed (rules sharing a ring name it once). */
+const receipt = luaHashReceipt(`
+  local name = W[j] .. ':' .. P[j]
+  return name, string.format('%d:%d:%d', W[j], P[j], st.f[name].last)`);
+
+const undo = `
+local function fg_undo(key, receipt, cost)
+  for w, p, bucket in string.gmatch(receipt, '(%d+):(%d+):(%d+)') do
+    local name = w .. ':' .. p
+    local raw = redis.call('HGET', key, name)
+    if raw then
+      local v = {}
+      for x in string.gmatch(raw, '[^,]+') do v[#v + 1] = tonumber(x) end
+      local n1, bi = tonumber(p) + 1, tonumber(bucket)
+      local age = v[1] - bi
+      if age >= 0 and age < n1 then
+        local s = bi - math.floor(bi / n1) * n1 + 2
+        local c = v[s] - cost
+        if c < 0 then c = 0 end
+        v[s] = c
+        for k = 1, #v do v[k] = string.format('%d', v[k]) end
+        redis.call('HSET', key, name, table.concat(v, ','))
+      end
+    end
+  end
+end
+`;
+
 interface Ring {
   last: number;
   c: number[];
@@ -224,10 +259,29 @@ function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<R
   }, ctx);
 }
 
+function receiptOf(st: State, js: readonly number[], ctx: FrameContext): string {
+  return hashReceipt(js, (j) => {
+    const name = `${ctx.W[j]}:${ctx.P[j]}`;
+    return [name, `${name}:${st.f.get(name)!.last}`];
+  });
+}
+
+function undoOn(stored: Rings | undefined, receipt: string, cost: number): void {
+  for (const [w, p, bucket] of receiptItems(receipt) as Array<[number, number, number]>) {
+    const ring = stored?.get(`${w}:${p}`);
+    if (ring === undefined) continue;
+    const age = ring.last - bucket;
+    if (age < 0 || age > p) continue;
+    const s = mod(bucket, p + 1);
+    ring.c[s] = Math.max((ring.c[s] ?? 0) - cost, 0);
+  }
+}
+
 export const slidingWindow: Algorithm<State, Rings> = {
   name: 'sliding-window',
   tag: 'sw1',
   lua,
+  undo: { receipt, undo, twin: { receipt: receiptOf, undo: undoOn } },
   twin: {
     load: (stored) => ({
       f: new Map([...(stored ?? [])].map(([k, r]) => [k, { last: r.last, c: [...r.c] }])),

@@ -1,6 +1,6 @@
 import { ConfigError } from '../errors';
 import type { Algorithm, FrameContext, PairEval, SavedValue } from './types';
-import { LUA_HASH_SAVE, savedHash } from './hash-state';
+import { LUA_HASH_SAVE, hashReceipt, luaHashReceipt, receiptItems, savedHash } from './hash-state';
 
 /*
  * Token bucket as GCRA, the Generic Cell Rate Algorithm (ITU-T I.371; the form popularised by
@@ -17,6 +17,20 @@ import { LUA_HASH_SAVE, savedHash } from './hash-state';
  * Every value is an integer below 2^53 ((C + L) * W <= 2^53 is checked at construction), so Lua doubles
  * and JavaScript numbers agree bit for bit. Field '<W>:<L>:<C>' = '<a>:<r>': rules with the same window
  * but another limit or burst keep their own TAT.
+ *
+ * Undo receipt (Cluster, DESIGN.md invariant 2): per field '<W>:<L>:<C>:<inc>:<a>:<r>', the increment in
+ * ticks the commit added and the TAT a + r / L it left. The undo gives the increment back only while the
+ * stored TAT is still exactly that value, i.e. no later check has consumed on top of it.
+ * Why not a partial give-back when a later check has pushed the TAT further? Subtracting the increment
+ * from a larger TAT is unsafe: the later check's cost would have started from max(TAT, its time), so an
+ * idle gap it filled is lost. GCRA's commits compose to TAT' = max(TAT + sum, M), which shows that
+ * giving back min(inc, TAT_receipt - now) is safe for one undo, but not once undos interleave: check Y
+ * (TAT 0 -> 50) and X (50 -> 100) at t=0; Y's undo gives back 50 (TAT 50); Z at t=60 makes it 110;
+ * X's undo would give back min(50, 100 - 60) = 40 and leave 70, though Y and X undone leave only Z: 110.
+ * The exact match keeps the undos a stack (a commit only ever raises the TAT, an exact undo restores
+ * the value below it), so every undo restores precisely the state without that check. The price: when
+ * the same field is consumed between a split check's commit and its undo, that cost stays consumed
+ * until the bucket drains it (at most inc ticks, cost x W / L ms): under-admission, never over.
  */
 const lua = `${LUA_HASH_SAVE}
 local function fg_load(key)
@@ -27,7 +41,7 @@ local function fg_load(key)
     local sep = string.find(v, ':', 1, true)
     f[raw[i]] = { a = tonumber(string.sub(v, 1, sep - 1)), r = tonumber(string.sub(v, sep + 1)) }
   end
-  return { f = f, done = {} }
+  return { f = f, done = {}, inc = {} }
 end
 
 local function tb_name(j)
@@ -66,10 +80,12 @@ local function fg_commit(st, j, cost)
   local w, lim, cap = W[j], L[j], P[j]
   local k = cost
   if k > cap then k = cap end
-  local d = tb_debt(st, j) + k * w
+  local d0 = tb_debt(st, j)
+  local d = d0 + k * w
   if d > cap * w then d = cap * w end
   local q = math.floor(d / lim)
   st.f[name] = { a = NOW + q, r = d - q * lim }
+  st.inc[name] = d - d0
 end
 
 local function fg_save(key, st, js)
@@ -86,6 +102,32 @@ local function fg_save(key, st, js)
 end
 `;
 
+/* Receipt: '<W>:<L>:<C>:<inc>:<a>:<r>' per distinct field the identifier's rules consumed. */
+const receipt = luaHashReceipt(`
+  local name = tb_name(j)
+  local t = st.f[name]
+  return name, string.format('%d:%d:%d:%d:%d:%d', W[j], L[j], P[j], st.inc[name], t.a, t.r)`);
+
+/*
+ * TAT - inc ticks, kept as a + r / L with 0 <= r < L. The floor of a double quotient can be off by one
+ * near an integer, so the remainder is corrected (the same steps in both twins).
+ */
+const undo = `
+local function fg_undo(key, receipt, cost)
+  for w, lim, cap, inc, a, r in string.gmatch(receipt, '(%d+):(%d+):(%d+):(%d+):(%d+):(%d+)') do
+    local name = w .. ':' .. lim .. ':' .. cap
+    if redis.call('HGET', key, name) == a .. ':' .. r then
+      local l = tonumber(lim)
+      local x = tonumber(r) - tonumber(inc)
+      local q = math.floor(x / l)
+      local rem = x - q * l
+      if rem < 0 then q, rem = q - 1, rem + l elseif rem >= l then q, rem = q + 1, rem - l end
+      redis.call('HSET', key, name, string.format('%d:%d', tonumber(a) + q, rem))
+    end
+  end
+end
+`;
+
 interface Tat {
   a: number;
   r: number;
@@ -94,6 +136,8 @@ type Tats = Map<string, Tat>;
 interface State {
   f: Tats;
   done: Set<string>;
+  /** Per field: the ticks the commit added (for the undo receipt). */
+  inc: Map<string, number>;
 }
 
 const fieldName = (j: number, ctx: FrameContext): string => `${ctx.W[j]}:${ctx.L[j]}:${ctx.P[j]}`;
@@ -123,21 +167,48 @@ function commit(st: State, j: number, cost: number, ctx: FrameContext): void {
   const w = ctx.W[j]!;
   const lim = ctx.L[j]!;
   const cap = ctx.P[j]!;
-  const d = Math.min(debt(st, j, ctx) + Math.min(cost, cap) * w, cap * w);
+  const debt0 = debt(st, j, ctx);
+  const d = Math.min(debt0 + Math.min(cost, cap) * w, cap * w);
   const q = Math.floor(d / lim);
   st.f.set(name, { a: ctx.now + q, r: d - q * lim });
+  st.inc.set(name, d - debt0);
 }
 
 function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<Tats> | undefined {
   return savedHash(st.f, js, (j) => st.f.get(fieldName(j, ctx))!.a - ctx.now + 1, ctx);
 }
 
+function receiptOf(st: State, js: readonly number[], ctx: FrameContext): string {
+  return hashReceipt(js, (j) => {
+    const name = fieldName(j, ctx);
+    const t = st.f.get(name)!;
+    return [name, `${name}:${st.inc.get(name)}:${t.a}:${t.r}`];
+  });
+}
+
+function undoOn(stored: Tats | undefined, receipt: string, _cost: number): void {
+  if (stored === undefined) return;
+  type Item = [w: number, lim: number, cap: number, inc: number, a: number, r: number];
+  for (const [w, lim, cap, inc, a, r] of receiptItems(receipt) as Item[]) {
+    const name = `${w}:${lim}:${cap}`;
+    const t = stored.get(name);
+    if (t === undefined || t.a !== a || t.r !== r) continue;
+    const x = r - inc;
+    let q = Math.floor(x / lim);
+    let rem = x - q * lim;
+    if (rem < 0) [q, rem] = [q - 1, rem + lim];
+    else if (rem >= lim) [q, rem] = [q + 1, rem - lim];
+    stored.set(name, { a: a + q, r: rem });
+  }
+}
+
 export const tokenBucket: Algorithm<State, Tats> = {
   name: 'token-bucket',
   tag: 'tb1',
   lua,
+  undo: { receipt, undo, twin: { receipt: receiptOf, undo: undoOn } },
   twin: {
-    load: (stored) => ({ f: new Map([...(stored ?? [])].map(([k, t]) => [k, { ...t }])), done: new Set() }),
+    load: (stored) => ({ f: new Map([...(stored ?? [])].map(([k, t]) => [k, { ...t }])), done: new Set(), inc: new Map() }),
     evaluate,
     commit,
     save,

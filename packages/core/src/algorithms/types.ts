@@ -52,7 +52,7 @@ export interface Algorithm<S = any, V = any> {
   readonly lua: string;
   readonly twin: Twin<S, V>;
   /** Undo receipts, for checks split across Cluster slots (DESIGN.md invariant 2). See AlgorithmUndo. */
-  readonly undo?: AlgorithmUndo<S, V>;
+  readonly undo: AlgorithmUndo<S, V>;
   /** The per-rule parameter passed as P[j]. */
   param(rule: { limit: number; burst: number; precision: number; windowMs: number }): number;
   /** Checks a rule against the algorithm's own limits at construction; throws ConfigError naming `at`.field. */
@@ -61,12 +61,13 @@ export interface Algorithm<S = any, V = any> {
 
 /**
  * Undo receipts: what a check consumed, so that when another Cluster slot denies, exactly that can be given
- * back, and only while it still applies. An algorithm without `undo` works on one Redis and with
- * `cluster: { colocate: true }`; split across slots it cannot be made all-or-nothing.
+ * back, and only while it still applies. Every algorithm has them: without them a check split across
+ * slots could not be all or nothing, and a Cluster would need `cluster: { colocate: true }`.
  *
  * `receipt` is Lua defining `local function fg_receipt(st, js, cost) -> string`, run in the check script
  * (prologue upvalues NOW, W, L, P in scope) after fg_commit for an identifier whose rules `js` consumed:
  * it names what was consumed in which window or bucket (fixed-window: 'w:idx' per distinct window).
+ * Numbers in a receipt are written with %d, so the JS twin's text is identical and nothing is a float.
  * `undo` is Lua defining `local function fg_undo(key, receipt, cost)`, run in the undo script, where no
  * prologue exists: it must give back `cost` for each item of the receipt whose window or bucket is still
  * the current one in the stored state, and do nothing otherwise (never over-admit). The undo script makes

@@ -62,7 +62,6 @@ export class ClusterStore extends RedisStore {
       bySlot.set(slot, call);
     }
     if (bySlot.size === 1) return super.run(algorithm, keys, argv);
-    if (!algorithm.undo) throw new Error(`algorithm ${algorithm.name} has no undo receipts: use cluster: { colocate: true }`);
     const calls = [...bySlot.values()];
     const head = argv.slice(0, masksAt);
     const settled = await Promise.allSettled(
@@ -98,7 +97,7 @@ export class ClusterStore extends RedisStore {
    * gives nothing back (reply 0). Public for tests and for callers that retry an undo.
    */
   giveBack(algorithm: Algorithm, stateKeys: string[], receipts: string[], cost: number, undoId: string): Promise<number> {
-    const undo = this.command(`${algorithm.tag}_undo`, `${algorithm.undo!.undo}\n${UNDO_MAIN}`);
+    const undo = this.command(`${algorithm.tag}_undo`, `${algorithm.undo.undo}\n${UNDO_MAIN}`);
     return undo(stateKeys.length + 1, ...stateKeys, `${stateKeys[0]}:u:${undoId}`, cost, ...receipts) as Promise<number>;
   }
 }

@@ -121,8 +121,7 @@ export class RedisStore implements Store {
   protected readonly receipts: boolean = false;
 
   run(algorithm: Algorithm, keys: string[], argv: (string | number)[]): Promise<Reply> {
-    const withReceipts = this.receipts && algorithm.undo !== undefined;
-    const cmd = this.command(withReceipts ? `${algorithm.tag}_r` : algorithm.tag, buildScriptCached(algorithm, withReceipts));
+    const cmd = this.command(this.receipts ? `${algorithm.tag}_r` : algorithm.tag, buildScriptCached(algorithm, this.receipts));
     return cmd(keys.length, ...keys, ...argv) as Promise<Reply>;
   }
 
@@ -141,7 +140,7 @@ function buildScriptCached(algorithm: Algorithm, withReceipts: boolean): string 
   const cache = scripts[withReceipts ? 1 : 0]!;
   let lua = cache.get(algorithm);
   if (lua === undefined) {
-    lua = buildScript(algorithm.lua, withReceipts ? algorithm.undo?.receipt : undefined);
+    lua = buildScript(algorithm.lua, withReceipts ? algorithm.undo.receipt : undefined);
     cache.set(algorithm, lua);
   }
   return lua;
