@@ -1,16 +1,13 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import fastifyRateLimit from '@fastify/rate-limit';
-import { createHttpLimiter } from '@floodgate/core';
+import floodgate from '@floodgate/fastify';
 import type { AppFactory, Listen } from './apps';
 import { clientOf, floodgateLimits } from './shapes';
 
 /*
- * Fastify 5: no limiter; Floodgate; @fastify/rate-limit with its Redis store (registered once per rule
- * to stack several rules, each on its own keys).
- * Until @floodgate/fastify is merged, Floodgate here is INTERIM: core's createHttpLimiter (the logic every
- * adapter shares) in a 15-line onRequest hook; results label it so.
+ * Fastify 5: no limiter; Floodgate (@floodgate/fastify); @fastify/rate-limit with its Redis store
+ * (registered once per rule to stack several rules, each on its own keys).
  */
-export const FASTIFY_FLOODGATE_INTERIM = true;
 
 function listen(app: FastifyInstance): Listen {
   return async (port) => {
@@ -26,15 +23,8 @@ export const fastifyApps: Record<string, AppFactory> = {
   },
   floodgate: async (shape, redis) => {
     const app = Fastify();
-    const http = createHttpLimiter<{ headers: Record<string, string | string[] | undefined> }>({
+    await app.register(floodgate, {
       redis, name: `bench-${shape.name}`, limits: floodgateLimits(shape), identify: (req) => shape.identifiers(clientOf(req.headers)),
-    });
-    app.addHook('onRequest', async (request, reply) => {
-      const outcome = await http.run(request, request.ip);
-      if (outcome.action === 'error') throw outcome.error;
-      for (const [name, value] of outcome.set) reply.header(name, value);
-      for (const [name, value] of outcome.append) reply.header(name, value);
-      if (outcome.action === 'deny') return reply.code(outcome.status).send(outcome.body);
     });
     app.get('/', async () => 'ok');
     return listen(app);

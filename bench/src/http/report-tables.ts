@@ -30,12 +30,6 @@ export interface VariantResult {
   keys?: number;
 }
 
-const INTERIM = new Set(['fastify', 'koa']);
-
-export function variantLabel(r: Pick<VariantResult, 'framework' | 'variant'>, interim = INTERIM): string {
-  return r.variant === 'floodgate' && interim.has(r.framework) ? 'floodgate (interim: core createHttpLimiter hook)' : r.variant;
-}
-
 function wire(r: VariantResult): string {
   const parts = Object.entries(r.wirePerReq).filter(([, v]) => v >= 0.005).sort((a, b) => b[1] - a[1]);
   const total = parts.reduce((a, [, v]) => a + v, 0);
@@ -43,14 +37,14 @@ function wire(r: VariantResult): string {
 }
 
 /** The Markdown tables of an HTTP run, one per shape. */
-export function printTables(results: readonly VariantResult[], interim = INTERIM): string {
+export function printTables(results: readonly VariantResult[]): string {
   const out: string[] = [];
   for (const shape of [...new Set(results.map((r) => r.shape))]) {
     out.push(`\n#### ${shape}\n`);
     out.push(markdownTable(
       ['framework', 'limiter', 'req/s', 'baseline req/s', 'x baseline', 'p50 / p99 ms', 'baseline p50 / p99', 'server CPU µs/req (baseline)', 'Redis CPU µs/req', 'denied', 'Redis cmds/req over the wire', 'in scripts', 'bytes/client (keys)'],
       results.filter((r) => r.shape === shape).map((r) => [
-        r.framework, variantLabel(r, interim), fmt(r.rps), fmt(r.baseRps), fmt(r.ratio, 2),
+        r.framework, r.variant, fmt(r.rps), fmt(r.baseRps), fmt(r.ratio, 2),
         `${fmt(r.p50Ms, 2)} / ${fmt(r.p99Ms, 2)}`, `${fmt(r.baseP50Ms, 2)} / ${fmt(r.baseP99Ms, 2)}`,
         `${fmt(r.cpuUsPerReq, 0)} (${fmt(r.baseCpuUsPerReq, 0)})`, r.redisCpuUsPerReq === undefined ? '-' : fmt(r.redisCpuUsPerReq, 0), `${fmt(100 * r.non2xxShare, 1)}%`,
         wire(r), fmt(r.luaPerReq, 2), r.bytesPerClient === undefined ? '-' : `${fmt(r.bytesPerClient)} (${fmt(r.keys ?? 0)})`,
