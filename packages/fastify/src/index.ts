@@ -35,7 +35,12 @@ export class RateLimitError extends Error {
   readonly decision: Decision;
   constructor(outcome: HttpOutcome) {
     const message = (outcome.body as { message?: unknown }).message;
+    // A denial is an expected answer, not a bug: no stack trace (capturing one was ~10% of the server's
+    // time per denied request in the `hot` benchmark).
+    const stackTraceLimit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(typeof message === 'string' ? message : 'Rate limit exceeded');
+    Error.stackTraceLimit = stackTraceLimit;
     this.name = 'RateLimitError';
     this.statusCode = outcome.status;
     this.body = outcome.body!;
@@ -155,11 +160,12 @@ async function floodgatePlugin(fastify: FastifyInstance, options: RateLimitPlugi
   // With Fastify's own error handler a denial renders as { statusCode, error, message }, which is the
   // default body; a configured object body (message: {...}) is put back here, unless the app's handler
   // already shaped the response into something else.
-  fastify.addHook('onSend', async (request, reply, payload) => {
+  // Synchronous (callback) form: it runs on every response, and an async hook costs a promise each time.
+  fastify.addHook('onSend', (request, reply, payload, done) => {
     const error = denied.get(request);
-    if (error === undefined || reply.statusCode !== error.statusCode || typeof payload !== 'string') return payload;
+    if (error === undefined || reply.statusCode !== error.statusCode || typeof payload !== 'string') return done(null, payload);
     const rendered = JSON.stringify(errorBody(error.statusCode, error.message));
-    return payload === rendered ? JSON.stringify(error.body) : payload;
+    done(null, payload === rendered ? JSON.stringify(error.body) : payload);
   });
 }
 
