@@ -1,4 +1,5 @@
-export { createLimiter, FloodgateLimiter, withDeadline } from './limiter';
+export { createLimiter, FloodgateLimiter } from './limiter';
+export { withDeadline } from './deadline';
 export type { Limiter, CheckOptions, BlockOptions } from './limiter';
 export type { AcquireOptions } from './acquire';
 export type { Decision, DecisionSource, DenyReason, PairState } from './decision';

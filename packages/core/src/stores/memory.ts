@@ -60,3 +60,14 @@ export class MemoryStore implements Store, FrameStorage {
     for (const key of keys) this.entries.delete(key);
   }
 }
+
+const sharedStores = new Map<string, MemoryStore>();
+/** Limiters without Redis share one store per prefix, so a block applies to all of them, as in Redis. */
+export function sharedMemoryStore(prefix: string): MemoryStore {
+  let store = sharedStores.get(prefix);
+  if (store === undefined) {
+    store = new MemoryStore();
+    sharedStores.set(prefix, store);
+  }
+  return store;
+}
