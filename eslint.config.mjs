@@ -13,5 +13,5 @@ export default tseslint.config(
     },
   },
   // Examples are programs people run: they print their URL, curl lines and the demo's table.
-  { files: ['examples/**'], rules: { 'no-console': 'off' } },
+  { files: ['examples/**', 'bench/**'], rules: { 'no-console': 'off' } },
 );
