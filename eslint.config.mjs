@@ -14,4 +14,10 @@ export default tseslint.config(
   },
   // Examples are programs people run: they print their URL, curl lines and the demo's table.
   { files: ['examples/**', 'bench/**'], rules: { 'no-console': 'off' } },
+  // Plain Node scripts (lockfile completion, example launcher, profile summary).
+  {
+    files: ['**/*.mjs'],
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly', Buffer: 'readonly' } },
+    rules: { 'no-console': 'off' },
+  },
 );
