@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import type { Config } from 'jest';
 
 const packages = ['core', 'express', 'fastify', 'koa', 'testing'];
@@ -35,7 +36,7 @@ const config: Config = {
     project('smoke', ['<rootDir>/test']),
     // The benchmark harness's pure parts only: the benchmarks run with `npm run bench`, never under jest.
     project('bench', ['<rootDir>/bench/src']),
-  ].filter((p) => require('node:fs').existsSync((p.roots as string[])[0]!.replace('<rootDir>', __dirname))),
+  ].filter((p) => existsSync((p.roots as string[])[0]!.replace('<rootDir>', __dirname))),
 };
 
 export default config;
