@@ -56,12 +56,17 @@ export class CallPlanner {
     return ids as string[];
   }
 
-  prepare(op: 'c' | 'p', input: string | readonly string[], costInput: unknown): Prepared {
-    const ids = this.identifiers(input);
+  /** Validates a call's cost (default 1). */
+  cost(costInput: unknown): number {
     const cost = costInput ?? 1;
     if (typeof cost !== 'number' || !Number.isInteger(cost) || cost < 0 || cost > MAX_COST) {
       throw new ArgumentError(`cost must be a non-negative integer; got ${describeValue(cost)}`);
     }
+    return cost;
+  }
+
+  /** KEYS and ARGV for validated identifiers and cost (see identifiers() and cost()). */
+  prepare(op: 'c' | 'p', ids: string[], cost: number): Prepared {
     const keys: string[] = [];
     const masks: string[] = [];
     const ruleLists: number[][] = [];

@@ -150,10 +150,13 @@ export class FloodgateLimiter implements Limiter {
   }
 
   private async evaluate(op: 'c' | 'p', input: string | readonly string[], options?: CheckOptions): Promise<Decision> {
-    const call = this.planner.prepare(op, input, options?.cost);
-    let decision: Decision;
-    const cached = this.cache?.lookup(call.ids, call.cost);
+    const ids = this.planner.identifiers(input);
+    const cost = this.planner.cost(options?.cost);
+    // The cache first: a client answered from it costs no key encoding and no script arguments.
+    const cached = this.cache?.lookup(ids, cost);
     if (cached) return cached;
+    const call = this.planner.prepare(op, ids, cost);
+    let decision: Decision;
     if (this.redis) {
       try {
         const reply = await this.runRedis(this.redis, call);
