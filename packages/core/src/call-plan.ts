@@ -1,6 +1,7 @@
 import { ArgumentError, describeValue } from './errors';
 import { encodeIdentifier, identifierKind, type KeyScheme } from './keys';
 import type { ResolvedOptions } from './options';
+import { ruleArgs } from './algorithms/frame';
 
 const MAX_IDENTIFIERS = 64;
 const MAX_COST = 1_000_000_000;
@@ -36,8 +37,7 @@ export class CallPlanner {
     const clock = opts.clock;
     this.nowArg = clock ? () => String(clock()) : () => '';
     this.pad = clock ? CLOCK_PAD_MS : 0;
-    this.ruleArgs = [opts.rules.length];
-    for (const r of opts.rules) this.ruleArgs.push(r.windowMs, r.limit, opts.algorithm.param(r));
+    this.ruleArgs = ruleArgs(opts.rules, opts.algorithm);
   }
 
   /** Validates identifiers and removes duplicates (they would count twice). */

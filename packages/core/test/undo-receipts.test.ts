@@ -39,9 +39,11 @@ function twins(algorithm: Algorithm, rules: number[]) {
   const keys = [key, `${key}:b`];
   const nr = rules.length / 3;
   const pick = (k: number) => rules.filter((_, i) => i % 3 === k);
-  const ctxAt = (now: number): FrameContext => ({ now, pad: PAD, W: pick(0), L: pick(1), P: pick(2) });
+  const F = pick(0).map((w, j) => algorithm.field({ windowMs: w, limit: pick(1)[j]!, burst: pick(2)[j]!, precision: pick(2)[j]! }));
+  const ctxAt = (now: number): FrameContext => ({ now, pad: PAD, W: pick(0), L: pick(1), P: pick(2), F });
   const js = [...Array(nr).keys()];
-  const argv = (op: string, now: number, cost: number) => [op, cost, '0', String(now), PAD, nr, ...rules, '1'.repeat(nr)];
+  const ruleArgv = pick(0).flatMap((w, j) => [w, pick(1)[j]!, pick(2)[j]!, F[j]!]);
+  const argv = (op: string, now: number, cost: number) => [op, cost, '0', String(now), PAD, nr, ...ruleArgv, '1'.repeat(nr)];
 
   /** Runs op on both; the Lua reply must be the twin's plus, when consumed, the twin's receipt. */
   async function run(op: 'c' | 'p', now: number, cost: number): Promise<{ reply: Reply; receipt: string }> {

@@ -17,26 +17,29 @@ import { LUA_HASH_SAVE, hashReceipt, luaHashReceipt, receiptItems, savedHash } f
  * Guarantee: never more than `limit` per aligned window; up to 2x limit across a boundary.
  */
 const lua = `${LUA_HASH_SAVE}
+local FW_IDX = {}
+for j = 1, NR do FW_IDX[j] = math.floor(NOW / W[j]) end
+
 local function fg_load(key)
   local raw = redis.call('HGETALL', key)
   local f = {}
-  for i = 1, #raw, 2 do f[raw[i]] = tonumber(raw[i + 1]) end
-  return { f = f, n = {} }
+  for i = 1, #raw, 2 do f[raw[i]] = raw[i + 1] end
+  return { f = f, t = tonumber(f['t']), n = {} }
 end
 
-local function fw_count(st, w)
-  local t = st.f['t']
-  if t == nil or math.floor(t / w) ~= math.floor(NOW / w) then return 0 end
-  return st.f[string.format('%d', w)] or 0
+local function fw_count(st, j)
+  local t = st.t
+  if t == nil or math.floor(t / W[j]) ~= FW_IDX[j] then return 0 end
+  return tonumber(st.f[F[j]]) or 0
 end
 
 -- -> available now, ms until the count is back to zero, ms until cost fits (0: fits now)
 local function fg_eval(st, j, cost)
-  local w, lim = W[j], L[j]
-  local n = fw_count(st, w)
+  local lim = L[j]
+  local n = fw_count(st, j)
   local avail = lim - n
   if avail < 0 then avail = 0 end
-  local left = (math.floor(NOW / w) + 1) * w - NOW
+  local left = (FW_IDX[j] + 1) * W[j] - NOW
   local reset, retry = 0, 0
   if n > 0 then reset = left end
   if cost > avail then retry = left end
@@ -44,32 +47,37 @@ local function fg_eval(st, j, cost)
 end
 
 local function fg_commit(st, j, cost)
-  local w = W[j]
-  if st.n[w] then return end
-  st.n[w] = fw_count(st, w) + cost
+  local name = F[j]
+  if st.n[name] then return end
+  st.n[name] = fw_count(st, j) + cost
 end
 
 local function fg_save(key, st, js)
   local f = { t = NOW }
-  local args, ttl = { 't', string.format('%d', NOW) }, 0
+  local args, ttl, kept = { 't', NOW }, 0, nil
+  local t0 = st.t
   for _, j in ipairs(js) do
-    local w = W[j]
-    local name = string.format('%d', w)
+    local name, w = F[j], W[j]
     if f[name] == nil then
-      f[name] = st.n[w]
+      f[name] = st.n[name]
       args[#args + 1] = name
-      args[#args + 1] = st.n[w]
+      args[#args + 1] = st.n[name]
     end
-    local left = (math.floor(NOW / w) + 1) * w - NOW
+    local left = (FW_IDX[j] + 1) * w - NOW
     if left > ttl then ttl = left end
+    -- the key already lives to the end of the windows its previous stamp was in
+    if t0 then
+      local had = (math.floor(t0 / w) + 1) * w - NOW
+      if kept == nil or had > kept then kept = had end
+    end
   end
   local stale = {}
   for name in pairs(st.f) do
     if f[name] == nil then stale[#stale + 1] = name end
   end
   if #stale > 0 then redis.call('HDEL', key, unpack(stale)) end
-  st.f = f
-  fg_hset(key, args, ttl)
+  st.f, st.t = f, NOW
+  fg_hset(key, args, ttl, kept)
 end
 `;
 
@@ -78,7 +86,7 @@ end
  * the stored stamp t is still in window idx: the counter then still holds this check's cost.
  */
 const receipt = luaHashReceipt(`
-  return W[j], string.format('%d:%d', W[j], math.floor(NOW / W[j]))`);
+  return F[j], string.format('%d:%d', W[j], FW_IDX[j])`);
 
 const undo = `
 local function fg_undo(key, receipt, cost)
@@ -154,4 +162,5 @@ export const fixedWindow: Algorithm<State, Fields> = {
     save,
   },
   param: () => 0,
+  field: (rule) => String(rule.windowMs),
 };

@@ -1,4 +1,5 @@
-import type { FrameContext, PairEval, Twin } from './types';
+import type { Rule } from '../rules';
+import type { Algorithm, FrameContext, PairEval, Twin } from './types';
 
 /*
  * The frame every check runs in, once in Lua (inside Redis) and once in JavaScript (the memory store).
@@ -11,13 +12,21 @@ import type { FrameContext, PairEval, Twin } from './types';
  * ARGV[3] penalty: '1' makes a denied check consume too, '0' not
  * ARGV[4] now (ms); '' in production, where the script reads Redis TIME (one clock for every app server)
  * ARGV[5] TTL padding in ms (0 in production; test mode pads, as its clock is not Redis's)
- * ARGV[6] number of rules R; then per rule 3 integers: window (ms), limit, parameter
- * ARGV[7 + 3R ...] per identifier: a mask of R chars, '1' where the rule applies to that identifier
+ * ARGV[6] number of rules R; then per rule RULE_ARGS values: window (ms), limit, parameter, and the
+ *         name of the rule's state field (Algorithm.field: built once in JavaScript, never in Lua)
+ * ARGV[7 + RULE_ARGS * R ...] per identifier: a mask of R chars, '1' where the rule applies to it
  * Reply (flat integers and strings, the same in RESP2 and RESP3):
  *   { now, allowed (0|1), consumed (0|1), then per identifier: blockMs, blockReason,
  *     then per applicable rule, in rule order: available, resetMs, retryMs,
  *     then, only for an algorithm with `undo` and only when consumed: per identifier its receipt (string) }
+ *
+ * Written for Redis's CPU, which every app server shares: no string is formatted and no table is made
+ * per (identifier x rule) pair, the block keys are read with one MGET, and the per-pair results go
+ * straight into one flat array. A check of 3 rules x 2 identifiers is TIME, MGET, and per identifier
+ * one read and one write (plus a PEXPIRE only when the key must live longer than it already does).
  */
+export const RULE_ARGS = 4;
+
 export const LUA_PROLOGUE = `
 local OP = ARGV[1]
 local COST = tonumber(ARGV[2])
@@ -31,23 +40,31 @@ else
 end
 local PAD = tonumber(ARGV[5])
 local NR = tonumber(ARGV[6])
-local W, L, P = {}, {}, {}
+local W, L, P, F = {}, {}, {}, {}
 for j = 1, NR do
-  W[j] = tonumber(ARGV[4 + 3 * j])
-  L[j] = tonumber(ARGV[5 + 3 * j])
-  P[j] = tonumber(ARGV[6 + 3 * j])
+  local a = 3 + ${RULE_ARGS} * j
+  W[j] = tonumber(ARGV[a])
+  L[j] = tonumber(ARGV[a + 1])
+  P[j] = tonumber(ARGV[a + 2])
+  F[j] = ARGV[a + 3]
 end
 `;
 
 export const LUA_MAIN = `
 local NIDS = #KEYS / 2
-local MASKS = 6 + 3 * NR
+local MASKS = 6 + ${RULE_ARGS} * NR
 local out = { NOW, 0, 0 }
-local sts, rules, evals = {}, {}, {}
+local sts, rules = {}, {}
 local ok, blocked = true, false
+local bkeys = {}
+for i = 1, NIDS do bkeys[i] = KEYS[2 * i] end
+local bvals = redis.call('MGET', unpack(bkeys))
+-- out[4 ..] per identifier blockMs, blockReason; the pair results follow them (from E0 + 1)
+local o, E0 = 3, 3 + 2 * NIDS
+local e = E0
 for i = 1, NIDS do
   local bms, reason = 0, ''
-  local b = redis.call('GET', KEYS[2 * i])
+  local b = bvals[i]
   if b then
     local sep = string.find(b, '|', 1, true) or (#b + 1)
     local untilMs = tonumber(string.sub(b, 1, sep - 1))
@@ -57,40 +74,37 @@ for i = 1, NIDS do
       blocked = true
     end
   end
+  out[o + 1], out[o + 2] = bms, reason
+  o = o + 2
   local st = fg_load(KEYS[2 * i - 1])
-  local mask, js, e = ARGV[MASKS + i], {}, {}
+  local mask, js = ARGV[MASKS + i], {}
   for j = 1, NR do
     if string.byte(mask, j) == 49 then
       js[#js + 1] = j
       local avail, reset, retry = fg_eval(st, j, COST)
       if retry > 0 then ok = false end
-      e[#e + 1] = { avail, reset, retry }
+      out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
+      e = e + 3
     end
   end
-  sts[i], rules[i], evals[i] = st, js, e
-  out[#out + 1] = bms
-  out[#out + 1] = reason
+  sts[i], rules[i] = st, js
 end
 if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
   out[3] = 1
+  local after = ok and 0 or COST
+  e = E0
   for i = 1, NIDS do
     local st, js = sts[i], rules[i]
-    for _, j in ipairs(js) do fg_commit(st, j, COST) end
+    for k = 1, #js do fg_commit(st, js[k], COST) end
     fg_save(KEYS[2 * i - 1], st, js)
-    for k, j in ipairs(js) do
-      local avail, reset, retry = fg_eval(st, j, ok and 0 or COST)
-      evals[i][k] = { avail, reset, retry }
+    for k = 1, #js do
+      local avail, reset, retry = fg_eval(st, js[k], after)
+      out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
+      e = e + 3
     end
   end
 end
 if ok and not blocked then out[2] = 1 end
-for i = 1, NIDS do
-  for _, e in ipairs(evals[i]) do
-    out[#out + 1] = e[1]
-    out[#out + 1] = e[2]
-    out[#out + 1] = e[3]
-  end
-end
 `;
 
 /** Appended for algorithms with undo receipts (see AlgorithmUndo in types.ts). */
@@ -107,6 +121,16 @@ export function buildScript(algorithmLua: string, receiptLua?: string): string {
 }
 
 export type Reply = Array<number | string>;
+
+/** The 0-based ARGV index of the first identifier's mask, for a call with `nr` rules. */
+export const masksAt = (nr: number): number => 6 + RULE_ARGS * nr;
+
+/** ARGV[6 ...]: the rule count, then RULE_ARGS values per rule (see the protocol above). */
+export function ruleArgs(rules: readonly Rule[], algorithm: Algorithm): (string | number)[] {
+  const out: (string | number)[] = [rules.length];
+  for (const r of rules) out.push(r.windowMs, r.limit, algorithm.param(r), algorithm.field(r));
+  return out;
+}
 
 /** What the JavaScript frame needs from a store: read a key, write it with a TTL. */
 export interface FrameStorage {
@@ -130,12 +154,15 @@ export function runFrame(
   const W: number[] = [];
   const L: number[] = [];
   const P: number[] = [];
+  const F: string[] = [];
   for (let j = 0; j < nr; j++) {
-    W.push(Number(argv[6 + 3 * j]));
-    L.push(Number(argv[7 + 3 * j]));
-    P.push(Number(argv[8 + 3 * j]));
+    const a = 6 + RULE_ARGS * j;
+    W.push(Number(argv[a]));
+    L.push(Number(argv[a + 1]));
+    P.push(Number(argv[a + 2]));
+    F.push(String(argv[a + 3]));
   }
-  const ctx: FrameContext = { now, pad: Number(argv[4]), W, L, P };
+  const ctx: FrameContext = { now, pad: Number(argv[4]), W, L, P, F };
   const nIds = keys.length / 2;
   const out: Reply = [now, 0, 0];
   const sts: unknown[] = [];
@@ -158,7 +185,7 @@ export function runFrame(
       }
     }
     const st = twin.load(storage.get(keys[2 * i]!, now), ctx);
-    const mask = String(argv[6 + 3 * nr + i]);
+    const mask = String(argv[masksAt(nr) + i]);
     const js: number[] = [];
     const e: PairEval[] = [];
     for (let j = 0; j < nr; j++) {

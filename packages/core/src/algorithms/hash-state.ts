@@ -4,12 +4,16 @@ import type { FrameContext, SavedValue } from './types';
  * The save step shared by the algorithms that keep one hash per identifier (fixed window, sliding
  * window, token bucket): write the fields, then a TTL no longer than the longest-lived rule needs,
  * plus the test-mode PAD. In both twins.
+ * `kept` (Lua only; nil when unknown): how long the key is already known to live, worked out from the
+ * state it was loaded with. Every write leaves the key living at least as long as the state it wrote
+ * needs, so when the new state needs no longer, the PEXPIRE is skipped: a fixed window's or a ring's
+ * longest rule moves on only once per window or bucket, so most writes are one HSET.
  */
 export const LUA_HASH_SAVE = `
-local function fg_hset(key, args, ttl)
+local function fg_hset(key, args, ttl, kept)
   if #args > 0 then
     redis.call('HSET', key, unpack(args))
-    redis.call('PEXPIRE', key, ttl + PAD)
+    if kept == nil or ttl > kept then redis.call('PEXPIRE', key, ttl + PAD) end
   end
 end
 `;

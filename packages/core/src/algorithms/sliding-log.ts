@@ -171,6 +171,7 @@ export const slidingLog: Algorithm<State, number[]> = {
     save,
   },
   param: () => 0,
+  field: () => '',
   validate: (rule, at) => {
     if (rule.limit > MAX_LOG_LIMIT) {
       throw new ConfigError(

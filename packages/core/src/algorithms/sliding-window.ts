@@ -5,90 +5,97 @@ import { LUA_HASH_SAVE, hashReceipt, luaHashReceipt, receiptItems, savedHash } f
 /*
  * Sliding window as a ring of time buckets (the Redback design): a rule's window W is cut into P buckets
  * of B = W / P ms (P = `precision`; W % P === 0 is checked at construction, so B is an integer). The
- * last W ms always overlap P + 1 aligned buckets, so the ring has P + 1 slots: bucket i lives in slot
- * i mod (P + 1). A check sums every bucket of age 0..P (age = current bucket - bucket), counting the
- * partly covered oldest one whole: never more than `limit` in ANY window of length W, and at most one
- * bucket's worth of under-admission.
+ * last W ms always overlap P + 1 aligned buckets, so a ring keeps P + 1 counts. A check sums every
+ * bucket of age 0..P (age = current bucket - bucket), counting the partly covered oldest one whole:
+ * never more than `limit` in ANY window of length W, and at most one bucket's worth of under-admission.
  *
- * One hash field per (window, precision), so rules sharing both share one ring, counted once:
- *   '<W>:<P>' = '<last>,<c0>,<c1>,...,<cP>'   last = the newest bucket written; cS = count in slot S
- * A slot's bucket is the newest bucket <= last that maps to it; buckets older than current - P are
- * ignored when read and zeroed when the ring advances, so no decision rests on the key's TTL.
- * All values are integers written with %d: the Lua and JavaScript twins compute the same numbers.
+ * Layout 2 (tag sw2): one hash field per (window, precision), so rules sharing both share one ring,
+ * counted once. Field '<W>:<P>' holds P + 2 integers, MessagePack-encoded one after the other:
+ *   last, c[0], c[1], ..., c[P]    last = the newest bucket written; c[k] = the count of bucket last - k
+ * The counts are kept newest first, so reading the ring needs no modular arithmetic: when the current
+ * bucket is d buckets past `last`, c[k] has age d + k and only c[0 .. P - d] are still in the window.
+ * Advancing shifts the counts by d. MessagePack because Redis's cmsgpack decodes a ring in one C call:
+ * layout 1 kept '<last>,<c0>,...' text, and splitting it with string.gmatch cost ~40 µs of Redis CPU per
+ * check of 3 rules x 2 identifiers, more than everything else the script does. Small counts take one
+ * byte each, so a ring of precision 10 is about 20 bytes.
+ * Buckets older than current - P are ignored when read and dropped when the ring advances, so no
+ * decision rests on the key's TTL. When the clock steps back (current < last), buckets ahead of the
+ * current one count as age 0, and a commit adds to bucket `last`.
  *
  * Undo receipt (Cluster, DESIGN.md invariant 2): '<W>:<P>:<bucket>' per ring, the bucket the cost went
- * into (the ring's `last` after the commit, which is the current bucket unless the clock stepped back).
- * The undo subtracts the cost from that slot, clamped at 0, only while the slot still holds that bucket
- * (last - P <= bucket <= last): once the ring has moved past it the slot was zeroed or reused, and the
+ * into (the ring's `last` after the commit). The undo subtracts the cost from that bucket, clamped at 0,
+ * only while the ring still holds it (last - P <= bucket <= last): once the ring has moved past it, the
  * cost has left the window anyway. Counts in one bucket are additive, so this is exactly the state the
  * other admitted checks would have left: never more admitted than without the undone check.
  */
 const lua = `${LUA_HASH_SAVE}
+local SW_B = {}
+for j = 1, NR do SW_B[j] = W[j] / P[j] end
+
 local function fg_load(key)
   local raw = redis.call('HGETALL', key)
   local f = {}
-  for i = 1, #raw, 2 do
-    local c, last = {}, nil
-    for v in string.gmatch(raw[i + 1], '[^,]+') do
-      if last == nil then last = tonumber(v) else c[#c + 1] = tonumber(v) end
-    end
-    f[raw[i]] = { last = last, c = c }
-  end
-  return { f = f, done = {}, ages = {} }
+  for i = 1, #raw, 2 do f[raw[i]] = { cmsgpack.unpack(raw[i + 1]) } end
+  return { f = f, done = {}, memo = {} }
 end
 
--- counts by age (0 = current bucket .. P = oldest still overlapping the window), and their sum
--- Memoised per ring for this call (rules sharing a ring, and the re-evaluation after fg_commit, which
--- updates the memo exactly as a rescan would find it).
-local function sw_ages(st, j)
-  local w, p = W[j], P[j]
-  local name = w .. ':' .. p
-  local memo = st.ages[name]
-  if memo then return memo.cnt, memo.n, memo.cur end
-  local cur = math.floor(NOW / (w / p))
-  local ring = st.f[name]
-  local cnt, n = {}, 0
-  for a = 0, p do cnt[a] = 0 end
-  if ring then
-    for s = 0, p do
-      local c = ring.c[s + 1] or 0
-      if c > 0 then
-        local x = ring.last - s
-        local a = cur - (ring.last - (x - math.floor(x / (p + 1)) * (p + 1)))
-        if a < 0 then a = 0 end
-        if a <= p then
-          cnt[a] = cnt[a] + c
-          n = n + c
-        end
+-- A ring as this call sees it, memoised per ring (rules sharing it, and the re-evaluation after a
+-- commit, which updates the memo exactly as a rescan would find it):
+--   n   the sum of the counts still in the window; cur the current bucket
+--   d   cur - last (0 without a ring); y the Lua index (2 = c[0]) of the newest non-zero count, or nil
+local function sw_view(st, j)
+  local name = F[j]
+  local m = st.memo[name]
+  if m then return m end
+  local p = P[j]
+  local cur = math.floor(NOW / SW_B[j])
+  local r = st.f[name]
+  local n, d, y = 0, 0, nil
+  if r then
+    d = cur - r[1]
+    local top = p + 2
+    if d > 0 then top = top - d end
+    for k = 2, top do
+      local c = r[k]
+      if c ~= 0 then
+        n = n + c
+        if y == nil then y = k end
       end
     end
   end
-  st.ages[name] = { cnt = cnt, n = n, cur = cur }
-  return cnt, n, cur
+  m = { n = n, cur = cur, d = d, y = y }
+  st.memo[name] = m
+  return m
 end
 
 -- -> available now, ms until every bucket has aged out, ms until cost fits (0: fits now)
 local function fg_eval(st, j, cost)
-  local w, lim, p = W[j], L[j], P[j]
-  local b = w / p
-  local cnt, n, cur = sw_ages(st, j)
+  local lim, p = L[j], P[j]
+  local m = sw_view(st, j)
+  local n, cur = m.n, m.cur
   local avail = lim - n
   if avail < 0 then avail = 0 end
   local reset, retry = 0, 0
-  for a = 0, p do
-    if cnt[a] > 0 then
-      reset = (cur - a + p + 1) * b - NOW
-      break
-    end
+  local b = SW_B[j]
+  if m.y then
+    -- bucket last - (y - 2), or the current one when the clock stepped back
+    local bkt = cur - m.d - m.y + 2
+    if bkt > cur then bkt = cur end
+    reset = (bkt + p + 1) * b - NOW
   end
   if cost > lim then
-    retry = w
+    retry = W[j]
   elseif cost > 0 and n + cost > lim then
-    -- the oldest buckets leave first: bucket (cur - a) leaves when bucket (cur - a + P + 1) begins
-    for a = p, 0, -1 do
-      n = n - cnt[a]
+    -- the oldest buckets leave first: bucket x leaves when bucket x + P + 1 begins
+    local r = st.f[F[j]]
+    local top = p + 2
+    if m.d > 0 then top = top - m.d end
+    for k = top, 2, -1 do
+      n = n - r[k]
       if n + cost <= lim then
-        retry = (cur - a + p + 1) * b - NOW
+        local bkt = cur - m.d - k + 2
+        if bkt > cur then bkt = cur end
+        retry = (bkt + p + 1) * b - NOW
         break
       end
     end
@@ -97,56 +104,54 @@ local function fg_eval(st, j, cost)
 end
 
 local function fg_commit(st, j, cost)
-  local w, p = W[j], P[j]
-  local name = w .. ':' .. p
+  local name = F[j]
   if st.done[name] then return end
   st.done[name] = true
-  local n1 = p + 1
-  local cur = math.floor(NOW / (w / p))
-  local ring = st.f[name]
-  if not ring then
-    ring = { last = cur, c = {} }
-    st.f[name] = ring
+  local p = P[j]
+  local m = sw_view(st, j)
+  local r = st.f[name]
+  if not r then
+    r = { m.cur }
+    for k = 2, p + 2 do r[k] = 0 end
+    st.f[name] = r
+  else
+    -- the ring's expiry before this write (fg_hset skips the PEXPIRE when it is late enough)
+    local left = (r[1] + p + 1) * SW_B[j] - NOW
+    if st.kept == nil or left > st.kept then st.kept = left end
   end
-  for s = 1, n1 do ring.c[s] = ring.c[s] or 0 end
-  if cur > ring.last then
-    local from = ring.last + 1
-    if cur - ring.last > p then from = cur - p end
-    for bi = from, cur do ring.c[bi - math.floor(bi / n1) * n1 + 1] = 0 end
-    ring.last = cur
+  if m.d > 0 then
+    local d = m.d
+    for k = p + 2, 2, -1 do
+      if k - d >= 2 then r[k] = r[k - d] else r[k] = 0 end
+    end
+    r[1] = m.cur
+    m.d = 0
   end
-  local s = ring.last - math.floor(ring.last / n1) * n1 + 1
-  ring.c[s] = ring.c[s] + cost
-  -- The cost lands at age 0 (a bucket at or ahead of the current one), and the slots zeroed above only
-  -- held buckets older than P, which the memo never counted: a rescan would find exactly this.
-  local memo = st.ages[name]
-  if memo then
-    memo.cnt[0] = memo.cnt[0] + cost
-    memo.n = memo.n + cost
-  end
+  r[2] = r[2] + cost
+  -- What a rescan would find: the counts that left the window were never in n; c[0] now holds the cost.
+  m.n = m.n + cost
+  if cost > 0 then m.y = 2 end
 end
 
 local function fg_save(key, st, js)
   local args, ttl = {}, 0
   for _, j in ipairs(js) do
-    local w, p = W[j], P[j]
-    local name = w .. ':' .. p
-    local ring = st.f[name]
-    -- One string.format of P + 2 integers (%d, as before) instead of P + 2 calls and a concat.
-    local parts = string.format('%d' .. string.rep(',%d', p + 1), ring.last, unpack(ring.c, 1, p + 1))
+    local name = F[j]
+    local r = st.f[name]
+    local p = P[j]
     args[#args + 1] = name
-    args[#args + 1] = parts
-    local left = (ring.last + p + 1) * (w / p) - NOW
+    args[#args + 1] = cmsgpack.pack(unpack(r, 1, p + 2))
+    local left = (r[1] + p + 1) * SW_B[j] - NOW
     if left > ttl then ttl = left end
   end
-  fg_hset(key, args, ttl)
+  fg_hset(key, args, ttl, st.kept)
 end
 `;
 
 /* Receipt: '<W>:<P>:<bucket>' per ring the identifier's rules consumed (rules sharing a ring name it once). */
 const receipt = luaHashReceipt(`
-  local name = W[j] .. ':' .. P[j]
-  return name, string.format('%d:%d:%d', W[j], P[j], st.f[name].last)`);
+  local name = F[j]
+  return name, string.format('%s:%d', name, st.f[name][1])`);
 
 const undo = `
 local function fg_undo(key, receipt, cost)
@@ -154,114 +159,121 @@ local function fg_undo(key, receipt, cost)
     local name = w .. ':' .. p
     local raw = redis.call('HGET', key, name)
     if raw then
-      local v = {}
-      for x in string.gmatch(raw, '[^,]+') do v[#v + 1] = tonumber(x) end
-      local n1, bi = tonumber(p) + 1, tonumber(bucket)
-      local age = v[1] - bi
-      if age >= 0 and age < n1 then
-        local s = bi - math.floor(bi / n1) * n1 + 2
-        local c = v[s] - cost
+      local r = { cmsgpack.unpack(raw) }
+      local n = tonumber(p) + 2
+      local k = r[1] - tonumber(bucket) + 2
+      if k >= 2 and k <= n then
+        local c = r[k] - cost
         if c < 0 then c = 0 end
-        v[s] = c
-        for k = 1, #v do v[k] = string.format('%d', v[k]) end
-        redis.call('HSET', key, name, table.concat(v, ','))
+        r[k] = c
+        redis.call('HSET', key, name, cmsgpack.pack(unpack(r, 1, n)))
       end
     end
   end
 end
 `;
 
+/** A ring: `last`, the newest bucket written, and c[k] = the count of bucket last - k (k = 0..P). */
 interface Ring {
   last: number;
   c: number[];
 }
 type Rings = Map<string, Ring>;
+interface View {
+  n: number;
+  cur: number;
+  d: number;
+  /** Index in c of the newest non-zero count, or -1. */
+  y: number;
+}
 interface State {
   f: Rings;
   done: Set<string>;
+  memo: Map<string, View>;
 }
 
-/** Lua 5.1's `%` (a - floor(a / b) * b), so both twins round identically. */
-const mod = (a: number, b: number): number => a - Math.floor(a / b) * b;
+const ringName = (j: number, ctx: FrameContext): string => ctx.F[j]!;
 
-function ages(st: State, j: number, ctx: FrameContext): { cnt: number[]; n: number; cur: number } {
-  const w = ctx.W[j]!;
+/** The twin of sw_view (memoised per ring for the call, like the Lua). */
+function view(st: State, j: number, ctx: FrameContext): View {
+  const name = ringName(j, ctx);
+  let m = st.memo.get(name);
+  if (m) return m;
   const p = ctx.P[j]!;
-  const cur = Math.floor(ctx.now / (w / p));
-  const ring = st.f.get(`${w}:${p}`);
-  const cnt = new Array<number>(p + 1).fill(0);
+  const cur = Math.floor(ctx.now / (ctx.W[j]! / p));
+  const r = st.f.get(name);
   let n = 0;
-  if (ring) {
-    for (let s = 0; s <= p; s++) {
-      const c = ring.c[s] ?? 0;
-      if (c <= 0) continue;
-      const a = Math.max(cur - (ring.last - mod(ring.last - s, p + 1)), 0);
-      if (a <= p) {
-        cnt[a]! += c;
-        n += c;
-      }
+  let d = 0;
+  let y = -1;
+  if (r) {
+    d = cur - r.last;
+    const top = d > 0 ? p - d : p;
+    for (let k = 0; k <= top; k++) {
+      const c = r.c[k]!;
+      if (c === 0) continue;
+      n += c;
+      if (y < 0) y = k;
     }
   }
-  return { cnt, n, cur };
+  m = { n, cur, d, y };
+  st.memo.set(name, m);
+  return m;
 }
 
 function evaluate(st: State, j: number, cost: number, ctx: FrameContext): PairEval {
-  const w = ctx.W[j]!;
   const lim = ctx.L[j]!;
   const p = ctx.P[j]!;
-  const b = w / p;
-  const { cnt, n, cur } = ages(st, j, ctx);
-  let reset = 0;
+  const b = ctx.W[j]! / p;
+  const m = view(st, j, ctx);
+  let n = m.n;
+  // The start of bucket (last - k) + P + 1, or of the current bucket's when the clock stepped back.
+  const leaves = (k: number): number => (Math.min(m.cur - m.d - k, m.cur) + p + 1) * b - ctx.now;
+  const reset = m.y >= 0 ? leaves(m.y) : 0;
   let retry = 0;
-  const youngest = cnt.findIndex((c) => c > 0);
-  if (youngest >= 0) reset = (cur - youngest + p + 1) * b - ctx.now;
-  if (cost > lim) retry = w;
+  if (cost > lim) retry = ctx.W[j]!;
   else if (cost > 0 && n + cost > lim) {
-    let left = n;
-    for (let a = p; a >= 0; a--) {
-      left -= cnt[a]!;
-      if (left + cost <= lim) {
-        retry = (cur - a + p + 1) * b - ctx.now;
+    const r = st.f.get(ringName(j, ctx))!;
+    for (let k = m.d > 0 ? p - m.d : p; k >= 0; k--) {
+      n -= r.c[k]!;
+      if (n + cost <= lim) {
+        retry = leaves(k);
         break;
       }
     }
   }
-  return [Math.max(lim - n, 0), reset, retry];
+  return [Math.max(lim - m.n, 0), reset, retry];
 }
 
 function commit(st: State, j: number, cost: number, ctx: FrameContext): void {
-  const w = ctx.W[j]!;
-  const p = ctx.P[j]!;
-  const name = `${w}:${p}`;
+  const name = ringName(j, ctx);
   if (st.done.has(name)) return;
   st.done.add(name);
-  const n1 = p + 1;
-  const cur = Math.floor(ctx.now / (w / p));
-  let ring = st.f.get(name);
-  if (!ring) {
-    ring = { last: cur, c: [] };
-    st.f.set(name, ring);
+  const p = ctx.P[j]!;
+  const m = view(st, j, ctx);
+  let r = st.f.get(name);
+  if (!r) {
+    r = { last: m.cur, c: new Array<number>(p + 1).fill(0) };
+    st.f.set(name, r);
+  } else if (m.d > 0) {
+    for (let k = p; k >= 0; k--) r.c[k] = k - m.d >= 0 ? r.c[k - m.d]! : 0;
+    r.last = m.cur;
+    m.d = 0;
   }
-  for (let s = 0; s < n1; s++) ring.c[s] ??= 0;
-  if (cur > ring.last) {
-    const from = cur - ring.last > p ? cur - p : ring.last + 1;
-    for (let bi = from; bi <= cur; bi++) ring.c[mod(bi, n1)] = 0;
-    ring.last = cur;
-  }
-  ring.c[mod(ring.last, n1)]! += cost;
+  r.c[0]! += cost;
+  m.n += cost;
+  if (cost > 0) m.y = 0;
 }
 
 function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<Rings> | undefined {
   return savedHash(st.f, js, (j) => {
-    const w = ctx.W[j]!;
     const p = ctx.P[j]!;
-    return (st.f.get(`${w}:${p}`)!.last + p + 1) * (w / p) - ctx.now;
+    return (st.f.get(ringName(j, ctx))!.last + p + 1) * (ctx.W[j]! / p) - ctx.now;
   }, ctx);
 }
 
 function receiptOf(st: State, js: readonly number[], ctx: FrameContext): string {
   return hashReceipt(js, (j) => {
-    const name = `${ctx.W[j]}:${ctx.P[j]}`;
+    const name = ringName(j, ctx);
     return [name, `${name}:${st.f.get(name)!.last}`];
   });
 }
@@ -270,28 +282,29 @@ function undoOn(stored: Rings | undefined, receipt: string, cost: number): void 
   for (const [w, p, bucket] of receiptItems(receipt) as Array<[number, number, number]>) {
     const ring = stored?.get(`${w}:${p}`);
     if (ring === undefined) continue;
-    const age = ring.last - bucket;
-    if (age < 0 || age > p) continue;
-    const s = mod(bucket, p + 1);
-    ring.c[s] = Math.max((ring.c[s] ?? 0) - cost, 0);
+    const k = ring.last - bucket;
+    if (k < 0 || k > p) continue;
+    ring.c[k] = Math.max(ring.c[k]! - cost, 0);
   }
 }
 
 export const slidingWindow: Algorithm<State, Rings> = {
   name: 'sliding-window',
-  tag: 'sw1',
+  tag: 'sw2',
   lua,
   undo: { receipt, undo, twin: { receipt: receiptOf, undo: undoOn } },
   twin: {
     load: (stored) => ({
       f: new Map([...(stored ?? [])].map(([k, r]) => [k, { last: r.last, c: [...r.c] }])),
       done: new Set(),
+      memo: new Map(),
     }),
     evaluate,
     commit,
     save,
   },
   param: (rule) => rule.precision,
+  field: (rule) => `${rule.windowMs}:${rule.precision}`,
   validate: (rule, at) => {
     if (rule.windowMs % rule.precision !== 0) {
       throw new ConfigError(

@@ -44,13 +44,9 @@ local function fg_load(key)
   return { f = f, done = {}, inc = {} }
 end
 
-local function tb_name(j)
-  return W[j] .. ':' .. L[j] .. ':' .. P[j]
-end
-
 -- the debt: ticks (1/L ms) until the TAT, never negative
 local function tb_debt(st, j)
-  local t = st.f[tb_name(j)]
+  local t = st.f[F[j]]
   if not t then return 0 end
   local d = (t.a - NOW) * L[j] + t.r
   if d < 0 then d = 0 end
@@ -74,7 +70,7 @@ local function fg_eval(st, j, cost)
 end
 
 local function fg_commit(st, j, cost)
-  local name = tb_name(j)
+  local name = F[j]
   if st.done[name] then return end
   st.done[name] = true
   local w, lim, cap = W[j], L[j], P[j]
@@ -91,7 +87,7 @@ end
 local function fg_save(key, st, js)
   local args, ttl = {}, 0
   for _, j in ipairs(js) do
-    local name = tb_name(j)
+    local name = F[j]
     local t = st.f[name]
     args[#args + 1] = name
     args[#args + 1] = string.format('%d:%d', t.a, t.r)
@@ -104,7 +100,7 @@ end
 
 /* Receipt: '<W>:<L>:<C>:<inc>:<a>:<r>' per distinct field the identifier's rules consumed. */
 const receipt = luaHashReceipt(`
-  local name = tb_name(j)
+  local name = F[j]
   local t = st.f[name]
   return name, string.format('%d:%d:%d:%d:%d:%d', W[j], L[j], P[j], st.inc[name], t.a, t.r)`);
 
@@ -140,7 +136,7 @@ interface State {
   inc: Map<string, number>;
 }
 
-const fieldName = (j: number, ctx: FrameContext): string => `${ctx.W[j]}:${ctx.L[j]}:${ctx.P[j]}`;
+const fieldName = (j: number, ctx: FrameContext): string => ctx.F[j]!;
 
 function debt(st: State, j: number, ctx: FrameContext): number {
   const t = st.f.get(fieldName(j, ctx));
@@ -214,6 +210,7 @@ export const tokenBucket: Algorithm<State, Tats> = {
     save,
   },
   param: (rule) => rule.burst,
+  field: (rule) => `${rule.windowMs}:${rule.limit}:${rule.burst}`,
   validate: (rule, at) => {
     if ((rule.burst + rule.limit) * rule.windowMs > Number.MAX_SAFE_INTEGER) {
       throw new ConfigError(

@@ -15,6 +15,8 @@ export interface FrameContext {
   readonly L: readonly number[];
   /** Per rule: the algorithm's parameter (token-bucket: burst; sliding-window: precision; else 0). */
   readonly P: readonly number[];
+  /** Per rule: the name of its state field (Algorithm.field). */
+  readonly F: readonly string[];
 }
 
 /** [available units now, ms until fully replenished, ms until `cost` fits (0 when it fits now)] */
@@ -55,6 +57,12 @@ export interface Algorithm<S = any, V = any> {
   readonly undo: AlgorithmUndo<S, V>;
   /** The per-rule parameter passed as P[j]. */
   param(rule: { limit: number; burst: number; precision: number; windowMs: number }): number;
+  /**
+   * The name of the rule's state field, passed as F[j] so that no Lua formats it per call. Fields are
+   * keyed by window (and whatever else changes their meaning), never by rule position: two rules with
+   * the same field share one state. '' for an algorithm without fields.
+   */
+  field(rule: { limit: number; burst: number; precision: number; windowMs: number }): string;
   /** Checks a rule against the algorithm's own limits at construction; throws ConfigError naming `at`.field. */
   validate?(rule: { limit: number; burst: number; precision: number; windowMs: number }, at: string): void;
 }

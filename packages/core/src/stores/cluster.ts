@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Algorithm } from '../algorithms/types';
-import type { Reply } from '../algorithms/frame';
+import { masksAt, type Reply } from '../algorithms/frame';
 import { RedisStore } from './redis';
 
 /*
@@ -52,7 +52,7 @@ export class ClusterStore extends RedisStore {
 
   override async run(algorithm: Algorithm, keys: string[], argv: (string | number)[]): Promise<Reply> {
     const nIds = keys.length / 2;
-    const masksAt = 6 + 3 * Number(argv[5]);
+    const masks = masksAt(Number(argv[5]));
     const bySlot = new Map<number, SlotCall>();
     for (let i = 0; i < nIds; i++) {
       const slot = keySlot(keys[2 * i]!);
@@ -63,9 +63,9 @@ export class ClusterStore extends RedisStore {
     }
     if (bySlot.size === 1) return super.run(algorithm, keys, argv);
     const calls = [...bySlot.values()];
-    const head = argv.slice(0, masksAt);
+    const head = argv.slice(0, masks);
     const settled = await Promise.allSettled(
-      calls.map((c) => super.run(algorithm, c.keys, [...head, ...c.ids.map((i) => argv[masksAt + i]!)])),
+      calls.map((c) => super.run(algorithm, c.keys, [...head, ...c.ids.map((i) => argv[masks + i]!)])),
     );
     settled.forEach((s, k) => {
       if (s.status === 'fulfilled') calls[k]!.reply = s.value;
@@ -75,7 +75,7 @@ export class ClusterStore extends RedisStore {
     const penalty = argv[2] === '1';
     if (!allowed && !penalty) await this.undoAll(algorithm, calls, Number(argv[1]));
     if (failed) throw failed.reason;
-    return merge(calls, nIds, argv.slice(masksAt).map(String), allowed);
+    return merge(calls, nIds, argv.slice(masks).map(String), allowed);
   }
 
   /** Gives back what consumed slots took; a failed undo only under-admits, so it is not the caller's error. */

@@ -4,6 +4,7 @@ import { buildScript, type Reply } from '../algorithms/frame';
 import { StoreError } from '../errors';
 import { breakerFor, type CircuitBreaker } from '../circuit-breaker';
 import type { Store } from './types';
+import { coalesceWrites } from './coalesce';
 
 /**
  * The part of an ioredis `Redis` or `Cluster` that Floodgate uses. Structural, so that users of the
@@ -122,6 +123,7 @@ export class RedisStore implements Store {
 
   run(algorithm: Algorithm, keys: string[], argv: (string | number)[]): Promise<Reply> {
     const cmd = this.command(this.receipts ? `${algorithm.tag}_r` : algorithm.tag, buildScriptCached(algorithm, this.receipts));
+    coalesceWrites(this.client);
     return cmd(keys.length, ...keys, ...argv) as Promise<Reply>;
   }
 
