@@ -59,3 +59,29 @@ test('3 rules x 2 identifiers cost exactly one EVALSHA per check, and nothing el
   expect((statsAfter.eval ?? 0) - (statsBefore.eval ?? 0)).toBe(0);
   await limiter.close();
 });
+
+test('the checks started in one turn of the event loop leave in one write, and Redis reads them in a few', async () => {
+  const redis = connect(server.url);
+  const limiter = createLimiter({ redis, prefix: uniquePrefix('rt'), timeoutMs: 5000, limits: { limit: 1_000_000, window: '1m' } });
+  await limiter.check('ip:192.0.2.1'); // the script is loaded
+  // Count the socket's writes to the kernel (its own _write/_writev; nothing is replaced or faked).
+  const socket = (redis as unknown as { stream: { _write: (...a: unknown[]) => void; _writev: (...a: unknown[]) => void } }).stream;
+  const writes = { one: 0, many: 0 };
+  const { _write, _writev } = socket;
+  socket._write = function (this: unknown, ...a: unknown[]) { writes.one++; return _write.apply(this, a); };
+  socket._writev = function (this: unknown, ...a: unknown[]) { writes.many++; return _writev.apply(this, a); };
+  const reads = async (): Promise<number> => Number(/total_reads_processed:(\d+)/.exec(await redis.info('stats'))![1]);
+  const n = 200;
+  const before = await reads();
+  writes.one = 0;
+  const decisions = await Promise.all(Array.from({ length: n }, (_, i) => limiter.check([`ip:192.0.2.${i}`, `user:${i}`])));
+  const sent = { ...writes };
+  const after = await reads();
+  socket._write = _write;
+  socket._writev = _writev;
+  expect(decisions.every((d) => d.allowed && d.source === 'redis')).toBe(true);
+  expect(sent).toEqual({ one: 0, many: 1 });
+  // Redis reads them in buffer-sized chunks (plus one read for the INFO), not one read per check.
+  expect(after - before).toBeLessThan(n / 10);
+  await limiter.close();
+});
