@@ -12,6 +12,8 @@ export interface CoreRow {
   ratio256: number;
   memoryUsage: number;
   usedMemory: number;
+  /** Redis CPU per check inside the script (INFO commandstats usec_per_call, saturated ceiling run). */
+  scriptUs?: number;
 }
 
 export interface CoreMeta {
@@ -30,11 +32,11 @@ export function coreTable(meta: CoreMeta, rows: readonly CoreRow[]): string {
     `\n### Core: limiter.check(), 3 rules x 2 identifiers, 10,000 clients (decisions/s, median of ${meta.reps} x ${meta.seconds} s)\n`,
     `Redis ${meta.redisVersion} on core ${meta.loadCore}; Node ${meta.node} and redis-benchmark on core ${meta.serverCore}; ioredis enableAutoPipelining: ${meta.autoPipelining}.`,
     'Ceilings: redis-benchmark sending the same EVALSHA (same script, 4 keys, same ARGV) with -c 1 -P 1 (one in flight, as c=1)',
-    'and -c 50 -P 16 (Redis saturated). Memory: the 3 multi rules (10/s, 120/min, 240/h), 1,000 identifiers, 5 checks each.\n',
+    'and -c 50 -P 16 (Redis saturated); Redis µs / check: INFO commandstats usec_per_call of EVALSHA in that run. Memory: the 3 multi rules (10/s, 120/min, 240/h), 1,000 identifiers, 5 checks each.\n',
     markdownTable(
-      ['algorithm', 'c=1', 'ceiling -c1 -P1', 'c=1 / ceiling', 'c=64', 'c=256', 'ceiling -c50 -P16', 'c=256 / ceiling', 'MEMORY USAGE / identifier', 'used_memory / identifier'],
+      ['algorithm', 'c=1', 'ceiling -c1 -P1', 'c=1 / ceiling', 'c=64', 'c=256', 'ceiling -c50 -P16', 'c=256 / ceiling', 'Redis µs / check', 'MEMORY USAGE / identifier', 'used_memory / identifier'],
       rows.map((r) => [
-        r.algorithm, fmt(r.c1), fmt(r.ceiling1), fmt(r.ratio1, 2), fmt(r.c64), fmt(r.c256), fmt(r.ceilingFull), fmt(r.ratio256, 2),
+        r.algorithm, fmt(r.c1), fmt(r.ceiling1), fmt(r.ratio1, 2), fmt(r.c64), fmt(r.c256), fmt(r.ceilingFull), fmt(r.ratio256, 2), r.scriptUs === undefined ? '-' : fmt(r.scriptUs, 1),
         `${fmt(r.memoryUsage)} B`, `${fmt(r.usedMemory)} B`,
       ]),
     ),

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import Redis from 'ioredis';
 // The built package, as users run it (`npm run bench:core` builds first).
 import { createLimiter, resolveOptions, type AlgorithmName, type LimiterOptions } from '@floodgate/core';
-import { buildScript } from '../../packages/core/src/algorithms/frame';
+import { buildScript, ruleArgs } from '../../packages/core/src/algorithms/frame';
 import { LOAD_CORE, SERVER_CORE, pin, startBenchRedis, type BenchRedis } from './lib/machine';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -51,18 +51,21 @@ async function decisionsPerSecond(redis: Redis, algorithm: AlgorithmName, concur
   return calls / seconds;
 }
 
-/** The same EVALSHA the limiter sends, from redis-benchmark (C, no client-side work): the ceiling. */
-function ceiling(r: BenchRedis, algorithm: AlgorithmName, clients: number, pipeline: number, requests: number): number {
+/**
+ * The same EVALSHA the limiter sends, from redis-benchmark (C, no client-side work): the ceiling, in
+ * calls per second, and the script's own cost inside Redis (INFO commandstats usec_per_call).
+ */
+function ceiling(r: BenchRedis, algorithm: AlgorithmName, clients: number, pipeline: number, requests: number): { rate: number; usPerCall: number } {
   const opts = resolveOptions({ algorithm, limits: LIMITS } as LimiterOptions);
   const lua = buildScript(opts.algorithm.lua);
   const sha = createHash('sha1').update(lua).digest('hex');
   r.cli('SCRIPT', 'LOAD', lua);
-  const ruleArgs = opts.rules.flatMap((rule) => [rule.windowMs, rule.limit, opts.algorithm.param(rule)].map(String));
   const mask = '1'.repeat(opts.rules.length);
   // Each __rand_int__ is drawn on its own: ip and user are independent clients, the key count is the same.
   const tag = opts.algorithm.tag;
   const keys = [`bench:rb:${tag}:{ip:__rand_int__}`, 'bench:!b:{ip:__rand_int__}', `bench:rb:${tag}:{user:__rand_int__}`, 'bench:!b:{user:__rand_int__}'];
-  const args = ['EVALSHA', sha, '4', ...keys, 'c', '1', '0', '', '0', String(opts.rules.length), ...ruleArgs, mask, mask];
+  const args = ['EVALSHA', sha, '4', ...keys, 'c', '1', '0', '', '0', ...ruleArgs(opts.rules, opts.algorithm).map(String), mask, mask];
+  r.cli('CONFIG', 'RESETSTAT');
   const out = execFileSync(
     'taskset',
     ['-c', String(SERVER_CORE), 'redis-benchmark', '-h', '127.0.0.1', '-p', String(r.port), '-n', String(requests),
@@ -70,7 +73,8 @@ function ceiling(r: BenchRedis, algorithm: AlgorithmName, clients: number, pipel
     { encoding: 'utf8' },
   );
   const row = out.trim().split('\n').pop()!;
-  return Number(row.split(',')[1]!.replace(/"/g, ''));
+  const usPerCall = Number(/cmdstat_evalsha:.*usec_per_call=([\d.]+)/.exec(r.cli('INFO', 'commandstats'))?.[1]);
+  return { rate: Number(row.split(',')[1]!.replace(/"/g, '')), usPerCall };
 }
 
 async function main(): Promise<void> {
@@ -84,14 +88,14 @@ async function main(): Promise<void> {
       await decisionsPerSecond(redis, algorithm, 64); // warm-up: JIT, script load
       // Each rep measures ours and the ceiling back to back, and the ratio is taken per rep: other work on
       // this machine shifts both, so the median ratio is steadier than a ratio of medians.
-      const reps: { rates: number[]; one: number; full: number }[] = [];
+      const reps: { rates: number[]; one: number; full: number; us: number }[] = [];
       for (let rep = 0; rep < REPS; rep++) {
         const rates: number[] = [];
         for (const c of CONCURRENCY) rates.push(await decisionsPerSecond(redis, algorithm, c));
         const size = (rate: number, lo: number, hi: number): number => Math.min(hi, Math.max(lo, Math.round(rate * SECONDS)));
-        const one = ceiling(r, algorithm, 1, 1, size(rates[0]! * 1.5, 2_000, 100_000));
-        const full = ceiling(r, algorithm, 50, 16, size(rates[2]! * 3, 10_000, 500_000));
-        reps.push({ rates, one, full });
+        const one = ceiling(r, algorithm, 1, 1, size(rates[0]! * 1.5, 2_000, 100_000)).rate;
+        const { rate: full, usPerCall: us } = ceiling(r, algorithm, 50, 16, size(rates[2]! * 3, 10_000, 500_000));
+        reps.push({ rates, one, full, us });
         process.stderr.write(`${algorithm} rep ${rep + 1}: ${rates.map((x) => fmt(x)).join(' / ')} decisions/s; ceilings ${fmt(one)} / ${fmt(full)}\n`);
       }
       const med = (f: (x: (typeof reps)[number]) => number): number => median(reps.map(f));
@@ -99,7 +103,7 @@ async function main(): Promise<void> {
       rows.push({
         algorithm, c1: med((x) => x.rates[0]!), ceiling1: med((x) => x.one), ratio1: med((x) => x.rates[0]! / x.one),
         c64: med((x) => x.rates[1]!), c256: med((x) => x.rates[2]!), ceilingFull: med((x) => x.full), ratio256: med((x) => x.rates[2]! / x.full),
-        memoryUsage: mem.usage, usedMemory: mem.used,
+        memoryUsage: mem.usage, usedMemory: mem.used, scriptUs: med((x) => x.us),
       });
     }
   } finally {
