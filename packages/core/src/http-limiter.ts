@@ -2,11 +2,16 @@ import { ConfigError, describeValue } from './errors';
 import type { Decision } from './decision';
 import { bindsTighter, defaultDenyMessage, errorBody, planHeaders, rateLimitHeaders, resolveHeaderMode, retryAfterSeconds, UNAVAILABLE_MESSAGE, type HeaderList, type HeaderMode, type HeaderPlan } from './http';
 import { defaultIdentifiers, identifiersFrom, resolveIpv6Subnet } from './identity';
-import { createLimiter, type Limiter } from './limiter';
+import { checkNow, createLimiter, type FloodgateLimiter, type Limiter } from './limiter';
 import { LIMITER_OPTION_KEYS, assertKnownOptions, type LimiterOptions, type Logger } from './options';
 import { resolveWarnings, warnOnce, type WarningName, type WarningsOption } from './warnings';
 
 type MaybePromise<T> = T | Promise<T>;
+
+/** Whether a user function gave a promise (or any thenable) rather than a value. */
+function isThenable<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
+  return typeof (value as { then?: unknown } | null | undefined)?.then === 'function';
+}
 
 /** Options every adapter takes, besides the core limiter options (or `limiter`). `Req` is the framework's request. */
 export interface HttpOptions<Req> extends Partial<LimiterOptions> {
@@ -41,6 +46,8 @@ export interface HttpOutcome {
   /** List headers that several limiters on one response add to. */
   append: HeaderList;
   body?: object;
+  /** `body` as JSON when Floodgate made it (the default or a string `message`), for adapters that send it as is. */
+  json?: string;
   /** The tightest decision of the limiters that ran on this request so far (for req.rateLimit). */
   decision?: Decision;
   error?: unknown;
@@ -50,10 +57,17 @@ export interface HttpLimiter<Req> {
   readonly limiter: Limiter;
   /** Decides one request. `ip` is the framework's resolved client IP; `previous` the request's decision so far. */
   run(req: Req, ip: string | undefined, previous?: Decision): Promise<HttpOutcome>;
+  /**
+   * run() without the promise when none is needed: the outcome itself when skip, identify, cost and message
+   * answer synchronously and the decision comes from the block cache (a client that is already denied),
+   * else a promise of it. Never throws: errors are the `error` outcome, as with run().
+   */
+  decide(req: Req, ip: string | undefined, previous?: Decision): HttpOutcome | Promise<HttpOutcome>;
   /** A named warning, once per process, through the limiter's logger. */
   warn(name: WarningName, message: string): void;
 }
 
+const UNAVAILABLE_JSON = JSON.stringify(errorBody(503, UNAVAILABLE_MESSAGE));
 const NOTHING: HttpOutcome = Object.freeze({ action: 'next', status: 200, set: [], append: [] }) as HttpOutcome;
 
 function fnOption<T>(value: unknown, option: string): T | undefined {
@@ -118,45 +132,97 @@ export function createHttpLimiter<Req>(options: HttpOptions<Req>, extraKeys: rea
   const message = options.message;
   const shadow = limiter.mode === 'shadow';
   const warn = (name: WarningName, text: string): void => warnOnce(logger, warnings, name, text);
+  // A limiter from createLimiter() can answer a cached denial synchronously; any other `limiter` only by check().
+  const direct = typeof (limiter as Partial<FloodgateLimiter>)[checkNow] === 'function';
 
-  async function denyBody(req: Req, decision: Decision, retryS: number): Promise<object> {
-    const custom = typeof message === 'function' ? await message(req, decision) : message;
-    if (typeof custom === 'object' && custom !== null) return custom;
-    return errorBody(statusCode, typeof custom === 'string' ? custom : defaultDenyMessage(retryS));
+  // The last default or string body as JSON: a client that stays denied gets the same text for a second.
+  let lastText: string | undefined;
+  let lastJson = '';
+
+  function denied(custom: unknown, retryS: number, set: HeaderList, append: HeaderList, decision: Decision): HttpOutcome {
+    // A fresh body object each time: the framework (Koa's ctx.body) may hand it to code that changes it.
+    if (typeof custom === 'object' && custom !== null) return { action: 'deny', status: statusCode, set, append, body: custom, decision };
+    const text = typeof custom === 'string' ? custom : defaultDenyMessage(retryS);
+    const body = errorBody(statusCode, text);
+    if (text !== lastText) {
+      lastText = text;
+      lastJson = JSON.stringify(body);
+    }
+    return { action: 'deny', status: statusCode, set, append, body, json: lastJson, decision };
   }
 
-  async function shape(req: Req, decision: Decision, previous: Decision | undefined): Promise<HttpOutcome> {
+  function denial(req: Req, decision: Decision, retryS: number, set: HeaderList, append: HeaderList): MaybePromise<HttpOutcome> {
+    set.push(['Retry-After', String(retryS)]);
+    const custom = typeof message === 'function' ? message(req, decision) : message;
+    if (!isThenable(custom)) return denied(custom, retryS, set, append, decision);
+    return Promise.resolve(custom).then((c) => denied(c, retryS, set, append, decision));
+  }
+
+  function shape(req: Req, decision: Decision, previous: Decision | undefined): MaybePromise<HttpOutcome> {
     const retryS = retryAfterSeconds(decision.retryAfterMs);
     if (!decision.allowed && decision.reason === 'store-unavailable') {
       // failure 'closed': the store could not decide, so no counts to report and no driver text to leak.
-      return { action: 'deny', status: 503, set: [['Retry-After', String(retryS)]], append: [], body: errorBody(503, UNAVAILABLE_MESSAGE), decision };
+      return { action: 'deny', status: 503, set: [['Retry-After', String(retryS)]], append: [], body: errorBody(503, UNAVAILABLE_MESSAGE), json: UNAVAILABLE_JSON, decision };
     }
     const unknowable = decision.source === 'fallback' && decision.states.length === 0;
     const quiet = shadow || decision.shadowDenied === true || unknowable;
-    const { set, append } = quiet ? { set: [], append: [] } : rateLimitHeaders(plan, decision, previous, Date.now());
+    const { set, append } = quiet ? { set: [], append: [] } : rateLimitHeaders(plan, decision, previous, plan.mode === 'legacy' ? Date.now() : 0);
+    if (!decision.allowed) return denial(req, decision, retryS, set, append);
     const tightest = previous === undefined || bindsTighter(decision, previous) ? decision : previous;
-    if (decision.allowed) return { action: 'next', status: 200, set, append, decision: tightest };
-    set.push(['Retry-After', String(retryS)]);
-    return { action: 'deny', status: statusCode, set, append, body: await denyBody(req, decision, retryS), decision };
+    return { action: 'next', status: 200, set, append, decision: tightest };
+  }
+
+  /*
+   * The steps of a request, each taking what the one before produced. A step that gets a promise (an async
+   * skip, identify, cost or message, or a decision the block cache cannot give) continues when it settles;
+   * everything else runs synchronously, so a client the block cache already denies costs no promise.
+   */
+  function limit(req: Req, ids: string[], units: number, previous: Decision | undefined): MaybePromise<HttpOutcome> {
+    const decision = direct ? (limiter as FloodgateLimiter)[checkNow](ids, units) : limiter.check(ids, { cost: units });
+    if (!isThenable(decision)) return shape(req, decision, previous);
+    return Promise.resolve(decision).then((d) => shape(req, d, previous));
+  }
+
+  function identified(req: Req, ids: string[], previous: Decision | undefined): MaybePromise<HttpOutcome> {
+    if (ids.length === 0) {
+      warn('no-identifier', 'a request had no IP, no user and no identifier from identify(); it was let through unlimited');
+      return NOTHING;
+    }
+    const units = typeof cost === 'function' ? cost(req) : cost;
+    if (!isThenable(units)) return limit(req, ids, units, previous);
+    return Promise.resolve(units).then((u) => limit(req, ids, u, previous));
+  }
+
+  function unskipped(req: Req, ip: string | undefined, previous: Decision | undefined): MaybePromise<HttpOutcome> {
+    const defaults = defaultIdentifiers({ ip, user: user?.(req) }, ipv6Subnet);
+    if (identify === undefined) return identified(req, defaults, previous);
+    const found = identify(req, defaults);
+    if (!isThenable(found)) return identified(req, identifiersFrom(found), previous);
+    return Promise.resolve(found).then((f) => identified(req, identifiersFrom(f), previous));
+  }
+
+  function start(req: Req, ip: string | undefined, previous: Decision | undefined): MaybePromise<HttpOutcome> {
+    if (skip === undefined) return unskipped(req, ip, previous);
+    const skipped = skip(req);
+    if (!isThenable(skipped)) return skipped ? NOTHING : unskipped(req, ip, previous);
+    return Promise.resolve(skipped).then((s) => (s ? NOTHING : unskipped(req, ip, previous)));
+  }
+
+  const failed = (error: unknown): HttpOutcome => ({ action: 'error', status: 500, set: [], append: [], error });
+
+  function decide(req: Req, ip: string | undefined, previous?: Decision): MaybePromise<HttpOutcome> {
+    try {
+      const outcome = start(req, ip, previous);
+      return isThenable(outcome) ? outcome.then(undefined, failed) : outcome;
+    } catch (error) {
+      return failed(error);
+    }
   }
 
   return {
     limiter,
     warn,
-    async run(req, ip, previous) {
-      try {
-        if (skip !== undefined && (await skip(req))) return NOTHING;
-        const defaults = defaultIdentifiers({ ip, user: user?.(req) }, ipv6Subnet);
-        const ids = identify === undefined ? defaults : identifiersFrom(await identify(req, defaults));
-        if (ids.length === 0) {
-          warn('no-identifier', 'a request had no IP, no user and no identifier from identify(); it was let through unlimited');
-          return NOTHING;
-        }
-        const units = typeof cost === 'function' ? await cost(req) : cost;
-        return await shape(req, await limiter.check(ids, { cost: units }), previous);
-      } catch (error) {
-        return { action: 'error', status: 500, set: [], append: [], error };
-      }
-    },
+    decide,
+    run: async (req, ip, previous) => decide(req, ip, previous),
   };
 }

@@ -46,6 +46,13 @@ export interface Limiter {
   close(): Promise<void>;
 }
 
+/**
+ * Internal (not exported from the package): `limiter[checkNow](identifiers, cost)` is check() that answers
+ * a client the block cache already denies synchronously (the Decision itself: no promise, no store call),
+ * else a promise of the decision. Invalid identifiers or cost throw the ArgumentError check() rejects with.
+ */
+export const checkNow: unique symbol = Symbol('floodgate.checkNow');
+
 export function createLimiter(options: LimiterOptions): Limiter {
   return new FloodgateLimiter(resolveOptions(options));
 }
@@ -88,11 +95,15 @@ export class FloodgateLimiter implements Limiter {
   }
 
   check(identifiers: string | readonly string[], options?: CheckOptions): Promise<Decision> {
-    return this.evaluate('c', identifiers, options);
+    return settle(() => this.start('c', identifiers, options?.cost));
   }
 
   peek(identifiers: string | readonly string[], options?: CheckOptions): Promise<Decision> {
-    return this.evaluate('p', identifiers, options);
+    return settle(() => this.start('p', identifiers, options?.cost));
+  }
+
+  [checkNow](identifiers: string | readonly string[], cost: number | undefined): Decision | Promise<Decision> {
+    return this.start('c', identifiers, cost);
   }
 
   async reset(identifiers: string | readonly string[]): Promise<void> {
@@ -149,12 +160,17 @@ export class FloodgateLimiter implements Limiter {
     }
   }
 
-  private async evaluate(op: 'c' | 'p', input: string | readonly string[], options?: CheckOptions): Promise<Decision> {
+  /** Validates, then answers from the block cache (synchronously) or asks the store. */
+  private start(op: 'c' | 'p', input: string | readonly string[], costInput: unknown): Decision | Promise<Decision> {
     const ids = this.planner.identifiers(input);
-    const cost = this.planner.cost(options?.cost);
-    // The cache first: a client answered from it costs no key encoding and no script arguments.
+    const cost = this.planner.cost(costInput);
+    // The cache first: a client answered from it costs no key encoding, no script arguments and no promise.
     const cached = this.cache?.lookup(ids, cost);
     if (cached) return cached;
+    return this.evaluate(op, ids, cost);
+  }
+
+  private async evaluate(op: 'c' | 'p', ids: string[], cost: number): Promise<Decision> {
     const call = this.planner.prepare(op, ids, cost);
     let decision: Decision;
     if (this.redis) {
@@ -215,5 +231,15 @@ export class FloodgateLimiter implements Limiter {
     } catch (err) {
       this.opts.logger.warn(`floodgate: onEvent threw: ${err instanceof Error ? err.message : String(err)}`);
     }
+  }
+}
+
+/** The promise API over start(): a synchronous answer resolved, a synchronous throw rejected. */
+function settle(start: () => Decision | Promise<Decision>): Promise<Decision> {
+  try {
+    const decision = start();
+    return decision instanceof Promise ? decision : Promise.resolve(decision);
+  } catch (err) {
+    return Promise.reject(err);
   }
 }

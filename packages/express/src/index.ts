@@ -1,5 +1,5 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { ConfigError, createHttpLimiter, describeValue, warned, type Decision, type HttpOptions } from '@floodgate/core';
+import { ConfigError, createHttpLimiter, describeValue, warned, type Decision, type HttpOptions, type HttpOutcome } from '@floodgate/core';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -41,9 +41,7 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
   if (handler !== undefined && typeof handler !== 'function') {
     throw new ConfigError('handler', `must be a function (req, res, next, decision); got ${describeValue(handler)}`);
   }
-  const middleware = async (req: Request, res: Response, next: NextFunction): Promise<void> => {
-    checkTrust(req, http.warn);
-    const outcome = await http.run(req, req.ip, req.rateLimit);
+  const respond = (req: Request, res: Response, next: NextFunction, outcome: HttpOutcome): void | Promise<void> => {
     if (outcome.action === 'error') return next(outcome.error);
     if (outcome.decision !== undefined) req.rateLimit = outcome.decision;
     for (const [name, value] of outcome.set) res.setHeader(name, value);
@@ -51,6 +49,13 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
     if (outcome.action === 'next') return next();
     if (handler !== undefined && outcome.status !== 503) return handler(req, res, next, outcome.decision!);
     res.status(outcome.status).json(outcome.body);
+  };
+  // Synchronous when the outcome is (a client the block cache already denies): no promise per request.
+  const middleware = (req: Request, res: Response, next: NextFunction): void | Promise<void> => {
+    checkTrust(req, http.warn);
+    const outcome = http.decide(req, req.ip, req.rateLimit);
+    if (outcome instanceof Promise) return outcome.then((o) => respond(req, res, next, o));
+    return respond(req, res, next, outcome);
   };
   return middleware as RequestHandler;
 }

@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { ConfigError, HTTP_OPTION_KEYS, LIMITER_OPTION_KEYS, assertKnownOptions, createHttpLimiter, describeValue, errorBody, warned } from '@floodgate/core';
@@ -81,26 +82,92 @@ function checkTrust(request: FastifyRequest, warn: HttpLimiter<FastifyRequest>['
 }
 
 type Limiters = HttpLimiter<FastifyRequest>[];
+type Done = (err?: Error) => void;
 
-/** One hook function running a route's limiters in order; the first denial is thrown. */
+/** Fastify's route context of a request (internal: found by its symbol's description, once), or undefined. */
+let contextSymbol: symbol | null | undefined;
+function routeContext(request: FastifyRequest): object | undefined {
+  contextSymbol ??= Object.getOwnPropertySymbols(request).find((s) => s.description === 'fastify.context') ?? null;
+  const context = contextSymbol === null ? undefined : (request as unknown as Record<symbol, unknown>)[contextSymbol];
+  return typeof context === 'object' && context !== null ? context : undefined;
+}
+
+/**
+ * Whether a denial thrown on this route would meet only Fastify's own error handler (no setErrorHandler, no
+ * route errorHandler), no onError hook, and no response schema (the default handler would serialize with it).
+ */
+function plainErrorHandling(context: object, request: FastifyRequest): boolean {
+  const { errorHandler, onError } = context as { errorHandler?: { func?: { name?: string } }; onError?: unknown };
+  return onError === null && typeof errorHandler === 'object' && errorHandler !== null
+    && Object.getPrototypeOf(errorHandler) === Object.prototype && errorHandler.func?.name === 'defaultErrorHandler'
+    && request.routeOptions.schema?.response === undefined;
+}
+
+/** Whether Fastify's default error handler would log nothing (it logs a 4xx at info level). */
+function quietAtInfo(log: FastifyReply['log']): boolean {
+  const { isLevelEnabled } = log as { isLevelEnabled?: unknown };
+  if (typeof isLevelEnabled === 'function') return !(isLevelEnabled as (level: string) => boolean).call(log, 'info');
+  // No logger configured: Fastify's abstract-logging stand-in, whose methods are all `noop`.
+  return log.info.name === 'noop';
+}
+
+/**
+ * One hook function running a route's limiters in order: synchronously (calling `done`) while their
+ * outcomes are synchronous, as a client the block cache already denies is; else it returns a promise.
+ *
+ * A denial is thrown as a RateLimitError, so the app's error handler and onError hooks see it. When the
+ * route has neither (and nothing would be logged), the thrown error would only reach Fastify's default
+ * handler, which answers `errorBody` as JSON: the hook sends that same response itself and skips the error
+ * machinery, the bulk of a denied request's cost. Detecting that reads Fastify internals; when they are not
+ * as expected, denials are thrown.
+ */
 function hookFor(limiters: Limiters, denied: WeakMap<FastifyRequest, RateLimitError>) {
-  return async function floodgate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    checkTrust(request, limiters[0]!.warn);
-    for (const http of limiters) {
-      const outcome = await http.run(request, request.ip, request.rateLimit);
-      if (outcome.action === 'error') throw outcome.error;
-      if (outcome.decision !== undefined) request.rateLimit = outcome.decision;
-      for (const [name, value] of outcome.set) reply.header(name, value);
-      for (const [name, value] of outcome.append) {
-        const before = reply.getHeader(name);
-        reply.header(name, before === undefined ? value : `${String(before)}, ${value}`);
-      }
-      if (outcome.action === 'deny') {
-        const error = new RateLimitError(outcome);
-        denied.set(request, error);
-        throw error;
-      }
+  let context: object | undefined;
+  let plain = false;
+
+  /** Applies one outcome: true to go on to the next limiter, false when the denial was sent; throws the rest. */
+  function apply(outcome: HttpOutcome, request: FastifyRequest, reply: FastifyReply): boolean {
+    if (outcome.action === 'error') throw outcome.error;
+    if (outcome.decision !== undefined) request.rateLimit = outcome.decision;
+    for (const [name, value] of outcome.set) reply.header(name, value);
+    for (const [name, value] of outcome.append) {
+      const before = reply.getHeader(name);
+      reply.header(name, before === undefined ? value : `${String(before)}, ${value}`);
     }
+    if (outcome.action === 'next') return true;
+    const now = routeContext(request);
+    if (now !== context) {
+      context = now;
+      plain = now !== undefined && plainErrorHandling(now, request);
+    }
+    // A status Node has no reason phrase for renders differently in Fastify's handler (no `error`): thrown.
+    if (plain && STATUS_CODES[outcome.status] !== undefined && quietAtInfo(reply.log)) {
+      reply.code(outcome.status).header('content-type', 'application/json; charset=utf-8').send(outcome.json ?? JSON.stringify(outcome.body));
+      return false;
+    }
+    const error = new RateLimitError(outcome);
+    denied.set(request, error);
+    throw error;
+  }
+
+  function from(i: number, request: FastifyRequest, reply: FastifyReply, done: Done | undefined): Promise<void> | undefined {
+    for (; i < limiters.length; i++) {
+      const outcome = limiters[i]!.decide(request, request.ip, request.rateLimit);
+      if (outcome instanceof Promise) {
+        const at = i;
+        return outcome.then((o) => (apply(o, request, reply) ? from(at + 1, request, reply, undefined) : undefined));
+      }
+      // Errors are rejected as the async hook threw them (a falsy throw value included).
+      if (outcome.action === 'error') return Promise.reject(outcome.error);
+      if (!apply(outcome, request, reply)) return undefined;
+    }
+    done?.();
+    return undefined;
+  }
+
+  return function floodgate(request: FastifyRequest, reply: FastifyReply, done: Done): Promise<void> | undefined {
+    checkTrust(request, limiters[0]!.warn);
+    return from(0, request, reply, done);
   };
 }
 

@@ -1,5 +1,5 @@
 import type { Context, Middleware, Next } from 'koa';
-import { ConfigError, createHttpLimiter, describeValue, warned, type Decision, type HttpLimiter, type HttpOptions } from '@floodgate/core';
+import { ConfigError, createHttpLimiter, describeValue, warned, type Decision, type HttpLimiter, type HttpOptions, type HttpOutcome } from '@floodgate/core';
 
 declare module 'koa' {
   interface DefaultState {
@@ -40,9 +40,7 @@ export function rateLimit(options: RateLimitOptions): Middleware {
   if (handler !== undefined && typeof handler !== 'function') {
     throw new ConfigError('handler', `must be a function (ctx, next, decision); got ${describeValue(handler)}`);
   }
-  return async function floodgate(ctx: Context, next: Next): Promise<unknown> {
-    checkTrust(ctx, http.warn);
-    const outcome = await http.run(ctx, ctx.ip, ctx.state.rateLimit);
+  const respond = (ctx: Context, next: Next, outcome: HttpOutcome): unknown => {
     if (outcome.action === 'error') throw outcome.error;
     if (outcome.decision !== undefined) ctx.state.rateLimit = outcome.decision;
     for (const [name, value] of outcome.set) ctx.set(name, value);
@@ -51,6 +49,14 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     if (handler !== undefined && outcome.status !== 503) return handler(ctx, next, outcome.decision!);
     ctx.status = outcome.status;
     ctx.body = outcome.body;
+    return undefined;
+  };
+  // Synchronous when the outcome is (a client the block cache already denies): no promise of its own.
+  return function floodgate(ctx: Context, next: Next): unknown {
+    checkTrust(ctx, http.warn);
+    const outcome = http.decide(ctx, ctx.ip, ctx.state.rateLimit);
+    if (outcome instanceof Promise) return outcome.then((o) => respond(ctx, next, o));
+    return respond(ctx, next, outcome);
   };
 }
 
