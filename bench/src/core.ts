@@ -3,7 +3,8 @@ import { createHash } from 'node:crypto';
 import Redis from 'ioredis';
 // The built package, as users run it (`npm run bench:core` builds first).
 import { createLimiter, resolveOptions, type AlgorithmName, type LimiterOptions } from '@floodgate/core';
-import { buildScript, ruleArgs } from '../../packages/core/src/algorithms/frame';
+import { ruleArgs } from '../../packages/core/src/algorithms/frame';
+import { createProgram } from '../../packages/core/src/algorithms/compile';
 import { LOAD_CORE, SERVER_CORE, pin, startBenchRedis, type BenchRedis } from './lib/machine';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -57,7 +58,8 @@ async function decisionsPerSecond(redis: Redis, algorithm: AlgorithmName, concur
  */
 function ceiling(r: BenchRedis, algorithm: AlgorithmName, clients: number, pipeline: number, requests: number): { rate: number; usPerCall: number } {
   const opts = resolveOptions({ algorithm, limits: LIMITS } as LimiterOptions);
-  const lua = buildScript(opts.algorithm.lua);
+  // The script the limiter sends: compiled for these rules where the algorithm can be (algorithms/compile.ts).
+  const { lua } = createProgram(opts.algorithm, opts.rules);
   const sha = createHash('sha1').update(lua).digest('hex');
   r.cli('SCRIPT', 'LOAD', lua);
   const mask = '1'.repeat(opts.rules.length);

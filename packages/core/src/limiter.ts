@@ -6,6 +6,7 @@ import { parseDuration, type Rule } from './rules';
 import type { Reply } from './algorithms/frame';
 import { MemoryStore, sharedMemoryStore } from './stores/memory';
 import { RedisStore } from './stores/redis';
+import { createProgram, type Program } from './algorithms/compile';
 import { ClusterStore } from './stores/cluster';
 import type { Store } from './stores/types';
 import { register, unregister } from './registry';
@@ -72,6 +73,8 @@ export class FloodgateLimiter implements Limiter {
   private readonly cache: BlockCache | undefined;
   private readonly keys: KeyScheme;
   private readonly planner: CallPlanner;
+  /** The algorithm and its scripts for these rules. */
+  private readonly program: Program;
   private readonly queues: WaitQueues = new Map();
   private failing = false;
   private closed = false;
@@ -92,6 +95,7 @@ export class FloodgateLimiter implements Limiter {
     this.cache = this.redis && !bypass ? new BlockCache(opts.prefix, opts.name, opts.blockCacheMax, clock ?? (() => performance.now())) : undefined;
     this.keys = keyScheme(opts.prefix, opts.name, opts.algorithm.tag, opts.colocate);
     this.planner = new CallPlanner(opts, this.keys);
+    this.program = createProgram(opts.algorithm, opts.rules);
   }
 
   check(identifiers: string | readonly string[], options?: CheckOptions): Promise<Decision> {
@@ -191,11 +195,11 @@ export class FloodgateLimiter implements Limiter {
   private async runRedis(store: RedisStore, call: Prepared): Promise<Reply> {
     const usable = store.usable();
     if (usable !== true) await usable;
-    return store.breaker.call(() => withDeadline(store.run(this.opts.algorithm, call.keys, call.argv), this.opts.timeoutMs));
+    return store.breaker.call(() => withDeadline(store.run(this.program, call.keys, call.argv), this.opts.timeoutMs));
   }
 
   private runMemory(store: MemoryStore, call: Prepared, source: 'memory' | 'fallback'): Decision {
-    const reply = store.run(this.opts.algorithm, call.keys, call.argv, this.now());
+    const reply = store.run(this.program, call.keys, call.argv, this.now());
     return decodeReply(reply, call.ids, call.ruleLists, this.rules, call.cost, source);
   }
 

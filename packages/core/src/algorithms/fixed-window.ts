@@ -1,3 +1,4 @@
+import { lit, str, type Compiler } from './compile';
 import type { Algorithm, FrameContext, PairEval, SavedValue } from './types';
 import { LUA_HASH_SAVE, hashReceipt, luaHashReceipt, receiptItems, savedHash } from './hash-state';
 
@@ -53,6 +54,8 @@ local function fg_commit(st, j, cost)
 end
 
 local function fg_save(key, st, js)
+  -- no rule applies to this identifier: nothing to write (as the twin, and the compiled script)
+  if #js == 0 then return end
   local f = { t = NOW }
   local args, ttl, kept = { 't', NOW }, 0, nil
   local t0 = st.t
@@ -101,6 +104,45 @@ local function fg_undo(key, receipt, cost)
   end
 end
 `;
+
+/*
+ * Compiled (compile.ts): per field v, the window's index v_I and the ms to its end v_E are computed once
+ * per call; v_c is the field's count in the current window (0 when the stamp is in another window).
+ */
+const compiler: Compiler = {
+  setup: (f) => `local ${f.v}_I = floor(NOW / ${lit(f.rule.W)})\nlocal ${f.v}_E = (${f.v}_I + 1) * ${lit(f.rule.W)} - NOW`,
+  load: (fields) => `local raw = redis.call('HGETALL', key)
+local t, stale, kept
+${fields.map((f) => `local ${f.v}_c = 0`).join('\n')}
+for k = 1, #raw, 2 do
+  local name = raw[k]
+  if name == 't' then t = tonumber(raw[k + 1])
+${fields.map((f) => `  elseif name == ${str(f.name)} then ${f.v}_c = tonumber(raw[k + 1]) or 0`).join('\n')}
+  else
+    stale = stale or {}
+    stale[#stale + 1] = name
+  end
+end
+${fields.map((f) => `if t == nil then ${f.v}_c = 0
+else
+  local h = floor(t / ${lit(f.rule.W)})
+  if h ~= ${f.v}_I then ${f.v}_c = 0 end
+  local had = (h + 1) * ${lit(f.rule.W)} - NOW
+  if kept == nil or had > kept then kept = had end
+end`).join('\n')}`,
+  locals: (fields) => ['stale', 'kept', ...fields.map((f) => `${f.v}_c`)],
+  evaluate: (r, cost) => `A = ${lit(r.L)} - ${r.field.v}_c
+if A < 0 then A = 0 end
+R, Y = 0, 0
+if ${r.field.v}_c > 0 then R = ${r.field.v}_E end
+if ${cost} > A then Y = ${r.field.v}_E end`,
+  commit: (f) => `${f.v}_c = ${f.v}_c + COST`,
+  save: (fields) => `if stale then redis.call('HDEL', key, unpack(stale)) end
+redis.call('HSET', key, 't', fmt('%d', NOW), ${fields.map((f) => `${str(f.name)}, fmt('%d', ${f.v}_c)`).join(', ')})
+local ttl = 0
+${fields.map((f) => `if ${f.v}_E > ttl then ttl = ${f.v}_E end`).join('\n')}
+if kept == nil or ttl > kept then redis.call('PEXPIRE', key, ttl + PAD) end`,
+};
 
 type Fields = Map<string, number>;
 interface State {
@@ -154,6 +196,7 @@ export const fixedWindow: Algorithm<State, Fields> = {
   name: 'fixed-window',
   tag: 'fw2',
   lua,
+  compiler,
   undo: { receipt, undo, twin: { receipt: receiptOf, undo: undoOn } },
   twin: {
     load: (stored) => ({ f: new Map(stored), n: new Map() }),

@@ -24,10 +24,15 @@ import type { Algorithm, FrameContext, PairEval, Twin } from './types';
  * per (identifier x rule) pair, the block keys are read with one MGET, and the per-pair results go
  * straight into one flat array. A check of 3 rules x 2 identifiers is TIME, MGET, and per identifier
  * one read and one write (plus a PEXPIRE only when the key must live longer than it already does).
+ *
+ * This generic frame runs sliding-log, rule sets above MAX_COMPILED_RULES, and Cluster calls that span
+ * slots (with receipts). Otherwise a limiter runs the same frame compiled for its rules (compile.ts):
+ * same KEYS, ARGV, reply and stored state, about half the Redis CPU.
  */
 export const RULE_ARGS = 4;
 
-export const LUA_PROLOGUE = `
+/** The call's own values: op, cost, penalty, the time (Redis TIME unless ARGV[4] gives a test clock), pad. */
+export const LUA_PROLOGUE_TIME = `
 local OP = ARGV[1]
 local COST = tonumber(ARGV[2])
 local PENALTY = ARGV[3] == '1'
@@ -39,6 +44,9 @@ else
   NOW = tonumber(ARGV[4])
 end
 local PAD = tonumber(ARGV[5])
+`;
+
+export const LUA_PROLOGUE = `${LUA_PROLOGUE_TIME}
 local NR = tonumber(ARGV[6])
 local W, L, P, F = {}, {}, {}, {}
 for j = 1, NR do
@@ -50,18 +58,17 @@ for j = 1, NR do
 end
 `;
 
-export const LUA_MAIN = `
+/**
+ * The identifiers' blocks, read with one MGET, into out[4 ..] (per identifier blockMs, blockReason); sets
+ * NIDS, `out`, `ok`, `blocked`, and E0, after which the pair results follow (from E0 + 1).
+ */
+export const LUA_BLOCKS = `
 local NIDS = #KEYS / 2
-local MASKS = 6 + ${RULE_ARGS} * NR
 local out = { NOW, 0, 0 }
-local sts, rules = {}, {}
 local ok, blocked = true, false
 local bkeys = {}
 for i = 1, NIDS do bkeys[i] = KEYS[2 * i] end
 local bvals = redis.call('MGET', unpack(bkeys))
--- out[4 ..] per identifier blockMs, blockReason; the pair results follow them (from E0 + 1)
-local o, E0 = 3, 3 + 2 * NIDS
-local e = E0
 for i = 1, NIDS do
   local bms, reason = 0, ''
   local b = bvals[i]
@@ -74,8 +81,25 @@ for i = 1, NIDS do
       blocked = true
     end
   end
-  out[o + 1], out[o + 2] = bms, reason
-  o = o + 2
+  out[2 * i + 2], out[2 * i + 3] = bms, reason
+end
+local E0 = 3 + 2 * NIDS
+`;
+
+/**
+ * All or nothing: a check consumes when nothing blocks and every pair admits the cost (or, with penalty,
+ * whatever they say); then the pairs are evaluated again, at cost 0 when admitted (`after`), from E0.
+ */
+export const LUA_CONSUME = `if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
+  out[3] = 1
+  local after = ok and 0 or COST
+  e = E0`;
+
+export const LUA_MAIN = `${LUA_BLOCKS}
+local MASKS = 6 + ${RULE_ARGS} * NR
+local sts, rules = {}, {}
+local e = E0
+for i = 1, NIDS do
   local st = fg_load(KEYS[2 * i - 1])
   local mask, js = ARGV[MASKS + i], {}
   for j = 1, NR do
@@ -89,10 +113,7 @@ for i = 1, NIDS do
   end
   sts[i], rules[i] = st, js
 end
-if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
-  out[3] = 1
-  local after = ok and 0 or COST
-  e = E0
+${LUA_CONSUME}
   for i = 1, NIDS do
     local st, js = sts[i], rules[i]
     for k = 1, #js do fg_commit(st, js[k], COST) end

@@ -1,4 +1,5 @@
 import { ConfigError } from '../errors';
+import { lit, str, type Compiler } from './compile';
 import type { Algorithm, FrameContext, PairEval, SavedValue } from './types';
 import { LUA_HASH_SAVE, hashReceipt, luaHashReceipt, receiptItems, savedHash } from './hash-state';
 
@@ -173,6 +174,92 @@ local function fg_undo(key, receipt, cost)
 end
 `;
 
+/*
+ * Compiled (compile.ts): per ring v, v_cur is the current bucket (once per call); v_r the ring as read
+ * (nil without one), v_n, v_d and v_y what sw_view memoises: the in-window sum, cur - last, and the index
+ * of the newest non-zero count.
+ */
+const compiler: Compiler = {
+  setup: (f) => `local ${f.v}_cur = floor(NOW / ${lit(f.rule.W / f.rule.P)})`,
+  load: (fields) => `local raw = redis.call('HMGET', key, ${fields.map((f) => str(f.name)).join(', ')})
+local kept
+${fields.map((f, k) => `local ${f.v}_r, ${f.v}_n, ${f.v}_d, ${f.v}_y = nil, 0, 0, nil
+if raw[${k + 1}] then
+  local r = { cmsgpack.unpack(raw[${k + 1}]) }
+  ${f.v}_r = r
+  ${f.v}_d = ${f.v}_cur - r[1]
+  local top = ${lit(f.rule.P + 2)}
+  if ${f.v}_d > 0 then top = top - ${f.v}_d end
+  for k = 2, top do
+    local c = r[k]
+    if c ~= 0 then
+      ${f.v}_n = ${f.v}_n + c
+      if ${f.v}_y == nil then ${f.v}_y = k end
+    end
+  end
+end`).join('\n')}`,
+  locals: (fields) => ['kept', ...fields.flatMap((f) => [`${f.v}_r`, `${f.v}_n`, `${f.v}_d`, `${f.v}_y`])],
+  evaluate: (rule, cost) => {
+    const { v, rule: { P } } = rule.field;
+    const B = lit(rule.W / P);
+    return `A = ${lit(rule.L)} - ${v}_n
+if A < 0 then A = 0 end
+R, Y = 0, 0
+if ${v}_y then
+  local bkt = ${v}_cur - ${v}_d - ${v}_y + 2
+  if bkt > ${v}_cur then bkt = ${v}_cur end
+  R = (bkt + ${lit(P + 1)}) * ${B} - NOW
+end
+if ${cost} > ${lit(rule.L)} then
+  Y = ${lit(rule.W)}
+elseif ${cost} > 0 and ${v}_n + ${cost} > ${lit(rule.L)} then
+  local n, r = ${v}_n, ${v}_r
+  local top = ${lit(P + 2)}
+  if ${v}_d > 0 then top = top - ${v}_d end
+  for k = top, 2, -1 do
+    n = n - r[k]
+    if n + ${cost} <= ${lit(rule.L)} then
+      local bkt = ${v}_cur - ${v}_d - k + 2
+      if bkt > ${v}_cur then bkt = ${v}_cur end
+      Y = (bkt + ${lit(P + 1)}) * ${B} - NOW
+      break
+    end
+  end
+end`;
+  },
+  commit: (f) => {
+    const { v, rule: { W, P } } = f;
+    return `do
+  local r = ${v}_r
+  if not r then
+    r = { ${v}_cur${', 0'.repeat(P + 1)} }
+    ${v}_r = r
+  else
+    local left = (r[1] + ${lit(P + 1)}) * ${lit(W / P)} - NOW
+    if kept == nil or left > kept then kept = left end
+  end
+  if ${v}_d > 0 then
+    local d = ${v}_d
+    for k = ${lit(P + 2)}, 2, -1 do
+      if k - d >= 2 then r[k] = r[k - d] else r[k] = 0 end
+    end
+    r[1] = ${v}_cur
+    ${v}_d = 0
+  end
+  r[2] = r[2] + COST
+  ${v}_n = ${v}_n + COST
+  if COST > 0 then ${v}_y = 2 end
+end`;
+  },
+  save: (fields) => `redis.call('HSET', key, ${fields.map((f) => `${str(f.name)}, cmsgpack.pack(unpack(${f.v}_r, 1, ${lit(f.rule.P + 2)}))`).join(', ')})
+local ttl = 0
+${fields.map((f) => `do
+  local left = (${f.v}_r[1] + ${lit(f.rule.P + 1)}) * ${lit(f.rule.W / f.rule.P)} - NOW
+  if left > ttl then ttl = left end
+end`).join('\n')}
+if kept == nil or ttl > kept then redis.call('PEXPIRE', key, ttl + PAD) end`,
+};
+
 /** A ring: `last`, the newest bucket written, and c[k] = the count of bucket last - k (k = 0..P). */
 interface Ring {
   last: number;
@@ -292,6 +379,7 @@ export const slidingWindow: Algorithm<State, Rings> = {
   name: 'sliding-window',
   tag: 'sw2',
   lua,
+  compiler,
   undo: { receipt, undo, twin: { receipt: receiptOf, undo: undoOn } },
   twin: {
     load: (stored) => ({

@@ -1,4 +1,5 @@
 import { ConfigError } from '../errors';
+import { lit, str, type Compiler } from './compile';
 import type { Algorithm, FrameContext, PairEval, SavedValue } from './types';
 import { LUA_HASH_SAVE, hashReceipt, luaHashReceipt, receiptItems, savedHash } from './hash-state';
 
@@ -97,6 +98,45 @@ local function fg_save(key, st, js)
   fg_hset(key, args, ttl)
 end
 `;
+
+/*
+ * Compiled (compile.ts): per field v, v_d is the debt in ticks (what tb_debt computes from the stored
+ * TAT; after a commit, the new debt, which the stored a + r / L gives back exactly). The same expressions
+ * as above, with W, L and C as constants.
+ */
+const compiler: Compiler = {
+  setup: () => '',
+  load: (fields) => `local raw = redis.call('HMGET', key, ${fields.map((f) => str(f.name)).join(', ')})
+${fields.map((f, k) => `local ${f.v}_d = 0
+if raw[${k + 1}] then
+  local x = raw[${k + 1}]
+  local sep = string.find(x, ':', 1, true)
+  ${f.v}_d = (tonumber(string.sub(x, 1, sep - 1)) - NOW) * ${lit(f.rule.L)} + tonumber(string.sub(x, sep + 1))
+  if ${f.v}_d < 0 then ${f.v}_d = 0 end
+end`).join('\n')}`,
+  locals: (fields) => fields.map((f) => `${f.v}_d`),
+  evaluate: ({ field: { v }, W, L, P }, cost) => `A = 0
+if ${lit(P * W)} > ${v}_d then A = floor((${lit(P * W)} - ${v}_d) / ${lit(W)}) end
+R = floor((${v}_d + ${lit(L)} - 1) / ${lit(L)})
+Y = 0
+if ${cost} > ${lit(P)} then
+  Y = ${lit(W)}
+elseif ${cost} > 0 and ${v}_d + ${cost} * ${lit(W)} > ${lit(P * W)} then
+  Y = floor((${v}_d + ${cost} * ${lit(W)} - ${lit(P * W)} + ${lit(L)} - 1) / ${lit(L)})
+end`,
+  commit: ({ v, rule: { W, P } }) => `do
+  local k = COST
+  if k > ${lit(P)} then k = ${lit(P)} end
+  local d = ${v}_d + k * ${lit(W)}
+  if d > ${lit(P * W)} then d = ${lit(P * W)} end
+  ${v}_d = d
+end`,
+  save: (fields) => `local ttl = 0
+${fields.map((f) => `local ${f.v}_q = floor(${f.v}_d / ${lit(f.rule.L)})
+if ${f.v}_q + 1 > ttl then ttl = ${f.v}_q + 1 end`).join('\n')}
+redis.call('HSET', key, ${fields.map((f) => `${str(f.name)}, fmt('%d:%d', NOW + ${f.v}_q, ${f.v}_d - ${f.v}_q * ${lit(f.rule.L)})`).join(', ')})
+redis.call('PEXPIRE', key, ttl + PAD)`,
+};
 
 /* Receipt: '<W>:<L>:<C>:<inc>:<a>:<r>' per distinct field the identifier's rules consumed. */
 const receipt = luaHashReceipt(`
@@ -202,6 +242,7 @@ export const tokenBucket: Algorithm<State, Tats> = {
   name: 'token-bucket',
   tag: 'tb1',
   lua,
+  compiler,
   undo: { receipt, undo, twin: { receipt: receiptOf, undo: undoOn } },
   twin: {
     load: (stored) => ({ f: new Map([...(stored ?? [])].map(([k, t]) => [k, { ...t }])), done: new Set(), inc: new Map() }),

@@ -1,3 +1,4 @@
+import type { Compiler } from './compile';
 export type AlgorithmName = 'fixed-window' | 'sliding-window' | 'sliding-log' | 'token-bucket';
 
 /**
@@ -52,6 +53,8 @@ export interface Algorithm<S = any, V = any> {
    * fg_commit(st, j, cost) and fg_save(key, st, js). It runs between the frame's prologue and main body.
    */
   readonly lua: string;
+  /** The same functions as Lua snippets over constants, for scripts compiled per rule set (compile.ts). */
+  readonly compiler?: Compiler;
   readonly twin: Twin<S, V>;
   /** Undo receipts, for checks split across Cluster slots (DESIGN.md invariant 2). See AlgorithmUndo. */
   readonly undo: AlgorithmUndo<S, V>;

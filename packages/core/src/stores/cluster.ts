@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Algorithm } from '../algorithms/types';
+import { receiptsScript, type Program } from '../algorithms/compile';
 import { masksAt, type Reply } from '../algorithms/frame';
 import { RedisStore } from './redis';
 
@@ -48,9 +49,7 @@ interface SlotCall {
 }
 
 export class ClusterStore extends RedisStore {
-  protected override readonly receipts = true;
-
-  override async run(algorithm: Algorithm, keys: string[], argv: (string | number)[]): Promise<Reply> {
+  override async run(program: Program, keys: string[], argv: (string | number)[]): Promise<Reply> {
     const nIds = keys.length / 2;
     const masks = masksAt(Number(argv[5]));
     const bySlot = new Map<number, SlotCall>();
@@ -61,11 +60,13 @@ export class ClusterStore extends RedisStore {
       call.keys.push(keys[2 * i]!, keys[2 * i + 1]!);
       bySlot.set(slot, call);
     }
-    if (bySlot.size === 1) return super.run(algorithm, keys, argv);
+    // One slot: the single-Redis script, compiled for the rules; nothing to give back, so no receipts.
+    if (bySlot.size === 1) return super.run(program, keys, argv);
+    const { algorithm } = program;
     const calls = [...bySlot.values()];
     const head = argv.slice(0, masks);
     const settled = await Promise.allSettled(
-      calls.map((c) => super.run(algorithm, c.keys, [...head, ...c.ids.map((i) => argv[masks + i]!)])),
+      calls.map((c) => this.runSlot(algorithm, c.keys, [...head, ...c.ids.map((i) => argv[masks + i]!)])),
     );
     settled.forEach((s, k) => {
       if (s.status === 'fulfilled') calls[k]!.reply = s.value;
@@ -76,6 +77,14 @@ export class ClusterStore extends RedisStore {
     if (!allowed && !penalty) await this.undoAll(algorithm, calls, Number(argv[1]));
     if (failed) throw failed.reason;
     return merge(calls, nIds, argv.slice(masks).map(String), allowed);
+  }
+
+  /**
+   * The generic frame with undo receipts over keys of one slot: the reply, then per identifier its receipt
+   * when the call consumed. Public for tests.
+   */
+  runSlot(algorithm: Algorithm, keys: string[], argv: (string | number)[]): Promise<Reply> {
+    return this.send(`${algorithm.tag}_r`, receiptsScript(algorithm), keys, argv);
   }
 
   /** Gives back what consumed slots took; a failed undo only under-admits, so it is not the caller's error. */

@@ -1,4 +1,4 @@
-import type { Algorithm } from '../algorithms/types';
+import type { Program } from '../algorithms/compile';
 import { runFrame, type FrameStorage, type Reply } from '../algorithms/frame';
 import type { Store } from './types';
 
@@ -47,8 +47,8 @@ export class MemoryStore implements Store, FrameStorage {
     this.liveAfterSweep = this.entries.size;
   }
 
-  run(algorithm: Algorithm, keys: string[], argv: (string | number)[], now: number): Reply {
-    return runFrame(algorithm.twin, this, keys, argv, now);
+  run(program: Program, keys: string[], argv: (string | number)[], now: number): Reply {
+    return runFrame(program.algorithm.twin, this, keys, argv, now);
   }
 
   block(key: string, durationMs: number, reason: string, nowArg: string, pad: number, now: number): void {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { Algorithm } from '../algorithms/types';
-import { buildScript, type Reply } from '../algorithms/frame';
+import type { Program } from '../algorithms/compile';
+import type { Reply } from '../algorithms/frame';
 import { StoreError } from '../errors';
 import { breakerFor, type CircuitBreaker } from '../circuit-breaker';
 import type { Store } from './types';
@@ -105,24 +105,27 @@ export class RedisStore implements Store {
     });
   }
 
+  /** The command running `lua`; `kind` names it (with the script's hash) and keys the cache with `lua`. */
   protected command(kind: string, lua: string): ScriptCommand {
-    let cmd = this.commands.get(kind);
+    let cmd = this.commands.get(lua);
     if (cmd === undefined) {
       const name = commandName(kind, lua);
       const client = this.client as unknown as Record<string, ScriptCommand | undefined>;
       // defineCommand: EVALSHA, EVAL on first use per connection and after NOSCRIPT (ioredis Script).
       if (typeof client[name] !== 'function') this.client.defineCommand(name, { lua });
       cmd = (client[name] as ScriptCommand).bind(this.client);
-      this.commands.set(kind, cmd);
+      this.commands.set(lua, cmd);
     }
     return cmd;
   }
 
-  /** Single Redis: no undo receipts (the JS twin's reply stays identical); ClusterStore adds them. */
-  protected readonly receipts: boolean = false;
+  /** Single Redis: the program's script, compiled for its rules where it can be. */
+  run(program: Program, keys: string[], argv: (string | number)[]): Promise<Reply> {
+    return this.send(program.algorithm.tag, program.lua, keys, argv);
+  }
 
-  run(algorithm: Algorithm, keys: string[], argv: (string | number)[]): Promise<Reply> {
-    const cmd = this.command(this.receipts ? `${algorithm.tag}_r` : algorithm.tag, buildScriptCached(algorithm, this.receipts));
+  protected send(kind: string, lua: string, keys: string[], argv: (string | number)[]): Promise<Reply> {
+    const cmd = this.command(kind, lua);
     coalesceWrites(this.client);
     return cmd(keys.length, ...keys, ...argv) as Promise<Reply>;
   }
@@ -135,15 +138,4 @@ export class RedisStore implements Store {
     // One DEL per key: on a Cluster, keys of different identifiers live in different slots.
     await Promise.all(keys.map((key) => this.client.del(key)));
   }
-}
-
-const scripts = [new WeakMap<Algorithm, string>(), new WeakMap<Algorithm, string>()];
-function buildScriptCached(algorithm: Algorithm, withReceipts: boolean): string {
-  const cache = scripts[withReceipts ? 1 : 0]!;
-  let lua = cache.get(algorithm);
-  if (lua === undefined) {
-    lua = buildScript(algorithm.lua, withReceipts ? algorithm.undo.receipt : undefined);
-    cache.set(algorithm, lua);
-  }
-  return lua;
 }
