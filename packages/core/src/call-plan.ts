@@ -2,6 +2,7 @@ import { ArgumentError, describeValue } from './errors';
 import { encodeIdentifier, identifierKind, type KeyScheme } from './keys';
 import type { ResolvedOptions } from './options';
 import { ruleArgs } from './algorithms/frame';
+import { ruleMask } from './algorithms/compile';
 
 const MAX_IDENTIFIERS = 64;
 const MAX_COST = 1_000_000_000;
@@ -87,13 +88,9 @@ export class CallPlanner {
     const kind = identifierKind(id);
     let plan = this.plans.get(kind);
     if (plan === undefined) {
+      const mask = ruleMask(this.opts.rules, kind);
       const rules: number[] = [];
-      let mask = '';
-      this.opts.rules.forEach((rule, j) => {
-        const applies = rule.for === undefined || rule.for === kind;
-        mask += applies ? '1' : '0';
-        if (applies) rules.push(j);
-      });
+      for (let j = 0; j < mask.length; j++) if (mask[j] === '1') rules.push(j);
       plan = { mask, rules };
       // Kinds come from callers; cap the cache so hostile identifiers cannot grow it without bound.
       if (this.plans.size < 1024) this.plans.set(kind, plan);

@@ -66,7 +66,7 @@ describe.each<AlgorithmName>(['fixed-window', 'sliding-window', 'token-bucket'])
     let replayed = 0;
     await fc.assert(
       fc.asyncProperty(
-        fc.array(ruleArb, { minLength: 1, maxLength: 4 }),
+        fc.array(ruleArb, { minLength: 1, maxLength: MAX_COMPILED_RULES }),
         fc.array(ruleArb, { minLength: 1, maxLength: 4 }),
         fc.array(opArb, { minLength: 5, maxLength: 40 }),
         fc.integer({ min: 1_600_000_000_000, max: 1_900_000_000_000 }),
