@@ -100,6 +100,8 @@ function plainErrorHandling(context: object, request: FastifyRequest): boolean {
   const { errorHandler, onError } = context as { errorHandler?: { func?: { name?: string } }; onError?: unknown };
   return onError === null && typeof errorHandler === 'object' && errorHandler !== null
     && Object.getPrototypeOf(errorHandler) === Object.prototype && errorHandler.func?.name === 'defaultErrorHandler'
+    // No routeOptions (hidden by a hook, or another Fastify): whether a response schema applies is unknown.
+    && typeof request.routeOptions === 'object' && request.routeOptions !== null
     && request.routeOptions.schema?.response === undefined;
 }
 
