@@ -125,3 +125,18 @@ test('a request whose routeOptions an earlier hook hid is still denied properly 
   expect(denied.headers['retry-after']).toBe('30');
   expect(JSON.parse(denied.text)).toMatchObject({ statusCode: 429 });
 });
+
+test("a direct denial still runs the app's onSend and onResponse hooks", async () => {
+  const finished: number[] = [];
+  const app = await appWith({}, (a) => {
+    a.addHook('onSend', async (_req, reply, payload) => {
+      void reply.header('x-on-send', 'ran');
+      return payload;
+    });
+    a.addHook('onResponse', async (_req, reply) => void finished.push(reply.statusCode));
+  });
+  const denied = await nth(app, 2);
+  expect(denied.status).toBe(429);
+  expect(denied.headers['x-on-send']).toBe('ran');
+  expect(finished).toEqual([200, 429]);
+});
