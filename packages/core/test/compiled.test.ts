@@ -116,6 +116,22 @@ describe('which scripts a limiter runs', () => {
     expect(await redis.exists(`${prefix}:s`)).toBe(0);
   });
 
+  test('the largest shapes compile and agree: 8 rules, sliding-window rings of precision 1000', async () => {
+    const limits = Array.from({ length: MAX_COMPILED_RULES }, (_, k) => ({ limit: 50 + k, window: `${k + 1}h`, precision: 1000, ...(k % 2 ? { for: 'user' } : {}) }));
+    const opts = resolveOptions({ algorithm: 'sliding-window', limits } as LimiterOptions);
+    const scripts = { generic: buildScript(opts.algorithm.lua), compiled: compileScript(opts.algorithm, opts.rules)! };
+    const prefix = uniquePrefix('compiled');
+    const ids = ['ip:10.0.0.9', 'user:zoe'];
+    for (let t = 0; t < 5; t++) {
+      const argv = ['c', 7, '0', String(1_800_000_000_000 + t * 2_000_000), PAD, ...ruleArgs(opts.rules, opts.algorithm), ...ids.map((id) => ruleMask(opts.rules, identifierKind(id)))];
+      const replies = [];
+      for (const which of ['generic', 'compiled'] as const) {
+        replies.push(await redis.eval(scripts[which], 4, ...ids.flatMap((id) => [`${prefix}:${which}:s:${id}`, `${prefix}:${which}:b:${id}`]), ...argv));
+      }
+      expect(replies[1]).toEqual(replies[0]);
+    }
+  });
+
   test('sliding-log and rule sets above the compiled maximum run the generic frame', () => {
     const many = Array.from({ length: MAX_COMPILED_RULES + 1 }, (_, k) => ({ limit: 5, window: `${k + 1}s` }));
     const compiled = (algorithm: AlgorithmName, limits: RuleInput[]): boolean => {
