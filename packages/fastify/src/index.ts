@@ -83,7 +83,6 @@ function checkTrust(request: FastifyRequest, warn: HttpLimiter<FastifyRequest>['
 
 type Limiters = HttpLimiter<FastifyRequest>[];
 type Done = (err?: Error) => void;
-type OnSend = (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) => void;
 
 /** Fastify's route context of a request (internal: found by its symbol's description, once), or undefined. */
 let contextSymbol: symbol | null | undefined;
@@ -175,7 +174,7 @@ function hookFor(limiters: Limiters, denied: WeakMap<FastifyRequest, RateLimitEr
 }
 
 /** Adds `fn` to a route's hook without mutating the array Fastify's HEAD clone shares with the GET. */
-function addHook(route: RouteOptions, hook: RateLimitHook | 'onSend', fn: ReturnType<typeof hookFor> | OnSend): void {
+function addHook(route: RouteOptions, hook: RateLimitHook, fn: ReturnType<typeof hookFor>): void {
   const existing = route[hook] as unknown;
   route[hook] = (existing === undefined ? [fn] : [...(Array.isArray(existing) ? existing : [existing]), fn]) as never;
 }
@@ -213,17 +212,6 @@ async function floodgatePlugin(fastify: FastifyInstance, options: RateLimitPlugi
     return made;
   }
 
-  // With Fastify's own error handler a denial renders as { statusCode, error, message }, which is the
-  // default body; a configured object body (message: {...}) is put back here, unless the app's handler
-  // already shaped the response into something else. Added only to limited routes (see onRoute), and in
-  // the synchronous (callback) form: an async hook costs a promise per response.
-  const restoreBody: OnSend = (request, reply, payload, done) => {
-    const error = denied.get(request);
-    if (error === undefined || reply.statusCode !== error.statusCode || typeof payload !== 'string') return done(null, payload);
-    const rendered = JSON.stringify(errorBody(error.statusCode, error.message));
-    done(null, payload === rendered ? JSON.stringify(error.body) : payload);
-  };
-
   fastify.addHook('onRoute', (route) => {
     const own: unknown = route.config?.rateLimit;
     if (own === false) return;
@@ -236,7 +224,17 @@ async function floodgatePlugin(fastify: FastifyInstance, options: RateLimitPlugi
     const made = own === undefined ? undefined : routeLimiter(own as RouteRateLimitOptions);
     if (made !== undefined) add(made.hook, made.http);
     for (const [at, limiters] of byHook) addHook(route, at, hookFor(limiters, denied));
-    if (byHook.size > 0) addHook(route, 'onSend', restoreBody);
+  });
+
+  // With Fastify's own error handler a denial renders as { statusCode, error, message }, which is the
+  // default body; a configured object body (message: {...}) is put back here, unless the app's handler
+  // already shaped the response into something else.
+  // Synchronous (callback) form: it runs on every response, and an async hook costs a promise each time.
+  fastify.addHook('onSend', (request, reply, payload, done) => {
+    const error = denied.get(request);
+    if (error === undefined || reply.statusCode !== error.statusCode || typeof payload !== 'string') return done(null, payload);
+    const rendered = JSON.stringify(errorBody(error.statusCode, error.message));
+    done(null, payload === rendered ? JSON.stringify(error.body) : payload);
   });
 }
 
