@@ -140,3 +140,16 @@ test("a direct denial still runs the app's onSend and onResponse hooks", async (
   expect(denied.headers['x-on-send']).toBe('ran');
   expect(finished).toEqual([200, 429]);
 });
+
+test("an object body is restored before the app's own onSend hooks see the payload, wherever they were added", async () => {
+  const thrown: unknown[] = [];
+  const app = await appWith({ message: { error: 'slow_down' } }, (a) => a.addHook('onError', async (_req, _reply, error) => void thrown.push(error)), (a) => {
+    a.get('/', async () => ({ ok: true }));
+    // Added after the plugin: an envelope around every JSON payload.
+    a.addHook('onSend', async (_req, _reply, payload) => (typeof payload === 'string' ? `{"data":${payload}}` : payload));
+  });
+  const denied = await nth(app, 2);
+  expect(denied.status).toBe(429);
+  expect(thrown).toHaveLength(1);
+  expect(JSON.parse(denied.text)).toEqual({ data: { error: 'slow_down' } });
+});
