@@ -20,4 +20,10 @@ export default tseslint.config(
     languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly', Buffer: 'readonly' } },
     rules: { 'no-console': 'off' },
   },
+  // test/pack.test.ts's consumers: programs as a user writes them (the CommonJS ones with require()).
+  {
+    files: ['test/pack-consumer/**'],
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', fetch: 'readonly', require: 'readonly' } },
+    rules: { 'no-console': 'off', '@typescript-eslint/no-require-imports': 'off' },
+  },
 );

@@ -16,10 +16,18 @@ for (const [id, us] of self) {
   const short = url.replace(/^.*node_modules\//, '').replace(/^.*\/packages\//, 'packages/');
   const key = `${functionName || '(anonymous)'} ${short}:${lineNumber + 1}`;
   fns.set(key, (fns.get(key) ?? 0) + us);
-  const pkg = !url ? functionName : url.startsWith('node:') ? 'node internals' : /node_modules\/(@[^/]+\/[^/]+|[^/]+)/.exec(url)?.[1] ?? short.split('/').slice(0, 2).join('/');
+  const pkg = !url
+    ? functionName
+    : url.startsWith('node:')
+      ? 'node internals'
+      : (/node_modules\/(@[^/]+\/[^/]+|[^/]+)/.exec(url)?.[1] ?? short.split('/').slice(0, 2).join('/'));
   pkgs.set(pkg, (pkgs.get(pkg) ?? 0) + us);
 }
-const show = (m, n) => [...m].sort((a, b) => b[1] - a[1]).slice(0, n).forEach(([k, us]) => console.log(`${((100 * us) / total).toFixed(1).padStart(5)}%  ${k}`));
+const show = (m, n) =>
+  [...m]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .forEach(([k, us]) => console.log(`${((100 * us) / total).toFixed(1).padStart(5)}%  ${k}`));
 console.log(`total ${(total / 1e6).toFixed(2)} s sampled\n-- by package --`);
 show(pkgs, 12);
 console.log('-- by function (self) --');

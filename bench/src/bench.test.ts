@@ -12,7 +12,10 @@ test('median of odd and even lists', () => {
 });
 
 test('MONITOR lines split wire commands from script-internal ones', () => {
-  expect(parseMonitorLine('1763787793.123456 [0 127.0.0.1:50123] "evalsha" "abc" "4"')).toEqual({ source: '127.0.0.1:50123', command: 'evalsha' });
+  expect(parseMonitorLine('1763787793.123456 [0 127.0.0.1:50123] "evalsha" "abc" "4"')).toEqual({
+    source: '127.0.0.1:50123',
+    command: 'evalsha',
+  });
   expect(parseMonitorLine('1763787793.123500 [0 lua] "HGETALL" "k"')).toEqual({ source: 'lua', command: 'hgetall' });
   expect(parseMonitorLine('OK')).toBeUndefined();
 });
@@ -33,8 +36,24 @@ test('shapes: Floodgate checks 3 rules x 2 identifiers in spread and multi, peer
 
 test('tables and the chart render a result', () => {
   const r: VariantResult = {
-    framework: 'express', shape: 'spread', variant: 'floodgate', rps: 900, baseRps: 1000, ratio: 0.9, p50Ms: 1, p99Ms: 2, baseP50Ms: 1, baseP99Ms: 2,
-    cpuUsPerReq: 50, baseCpuUsPerReq: 40, non2xxShare: 0, wirePerReq: { evalsha: 1 }, luaPerReq: 9, allCmdsPerReq: 10, bytesPerClient: 300, keys: 10,
+    framework: 'express',
+    shape: 'spread',
+    variant: 'floodgate',
+    rps: 900,
+    baseRps: 1000,
+    ratio: 0.9,
+    p50Ms: 1,
+    p99Ms: 2,
+    baseP50Ms: 1,
+    baseP99Ms: 2,
+    cpuUsPerReq: 50,
+    baseCpuUsPerReq: 40,
+    non2xxShare: 0,
+    wirePerReq: { evalsha: 1 },
+    luaPerReq: 9,
+    allCmdsPerReq: 10,
+    bytesPerClient: 300,
+    keys: 10,
   };
   expect(printTables([r])).toContain('| express | floodgate | 900 | 1,000 | 0.90 |');
   expect(markdownTable(['a'], [['1']])).toBe('| a |\n| --- |\n| 1 |');

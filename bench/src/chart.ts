@@ -37,8 +37,14 @@ export function renderChart(title: string, offered: number[], lanes: Lane[], bin
       const x = (LEFT + i * barW).toFixed(1);
       const o = offered[i]!;
       const a = lane.admitted[i]!;
-      if (o > 0) out.push(`<rect x="${x}" y="${(base - o * scale).toFixed(1)}" width="${(barW - 1).toFixed(1)}" height="${(o * scale).toFixed(1)}" fill="#ddd"/>`);
-      if (a > 0) out.push(`<rect x="${x}" y="${(base - a * scale).toFixed(1)}" width="${(barW - 1).toFixed(1)}" height="${(a * scale).toFixed(1)}" fill="${COLOURS[k % COLOURS.length]}"/>`);
+      if (o > 0)
+        out.push(
+          `<rect x="${x}" y="${(base - o * scale).toFixed(1)}" width="${(barW - 1).toFixed(1)}" height="${(o * scale).toFixed(1)}" fill="#ddd"/>`,
+        );
+      if (a > 0)
+        out.push(
+          `<rect x="${x}" y="${(base - a * scale).toFixed(1)}" width="${(barW - 1).toFixed(1)}" height="${(a * scale).toFixed(1)}" fill="${COLOURS[k % COLOURS.length]}"/>`,
+        );
     }
     out.push(`<line x1="${LEFT}" y1="${base}" x2="${LEFT + plotW}" y2="${base}" stroke="#333"/>`);
   });
@@ -48,7 +54,9 @@ export function renderChart(title: string, offered: number[], lanes: Lane[], bin
     out.push(`<line x1="${x}" y1="${TOP}" x2="${x}" y2="${axisY}" stroke="#999" stroke-dasharray="3,3"/>`);
     out.push(`<text x="${x}" y="${axisY + 16}" text-anchor="middle" fill="#333">${m / 1000}s</text>`);
   }
-  out.push(`<text x="${LEFT}" y="${axisY + 34}" fill="#555">grey: offered, colour: admitted, per ${binMs} ms; dashed lines: aligned 2 s window boundaries</text>`);
+  out.push(
+    `<text x="${LEFT}" y="${axisY + 34}" fill="#555">grey: offered, colour: admitted, per ${binMs} ms; dashed lines: aligned 2 s window boundaries</text>`,
+  );
   out.push('</svg>');
   return `${out.join('\n')}\n`;
 }

@@ -2,15 +2,17 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import Redis from 'ioredis';
 // The built package, as users run it (`npm run bench:core` builds first).
-import { createLimiter, resolveOptions, type AlgorithmName, type LimiterOptions } from '@floodgate/core';
+import { createLimiter, type AlgorithmName, type LimiterOptions } from '@floodgate/core';
+import { resolveOptions } from '../../packages/core/src/options';
 import { ruleArgs } from '../../packages/core/src/algorithms/frame';
-import { createProgram } from '../../packages/core/src/algorithms/compile';
+import { createProgram } from '../../packages/core/src/algorithms/script';
 import { LOAD_CORE, SERVER_CORE, pin, startBenchRedis, type BenchRedis } from './lib/machine';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { envInt, fmt, median } from './lib/stats';
 import { coreTable, type CoreRow } from './core-table';
 import { memoryPerIdentifier } from './lib/memory';
+import { leaseRows, leaseTable, type LeaseRow } from './lease';
 
 /*
  * `npm run bench:core`: limiter.check() decisions per second, 3 rules x 2 identifiers (ip + user of one
@@ -27,8 +29,12 @@ const CLIENTS = 10_000;
 const SECONDS = envInt('BENCH_CORE_SECONDS', 2);
 const REPS = envInt('BENCH_REPS', 3);
 // Limits no client reaches here: every check is allowed, so each one reads and writes all 6 pairs (the
-// expensive path). 10,000 is sliding-log's largest allowed limit; the same rules serve every algorithm.
-const LIMITS = [{ limit: 10_000, window: '1s' }, { limit: 10_000, window: '1m' }, { limit: 10_000, window: '1h' }];
+// expensive path). 1,000 is sliding-log's largest allowed limit; the same rules serve every algorithm.
+const LIMITS = [
+  { limit: 1_000, window: '1s' },
+  { limit: 1_000, window: '1m' },
+  { limit: 1_000, window: '1h' },
+];
 const IDS: [string, string][] = Array.from({ length: CLIENTS }, (_, c) => [`ip:10.0.${c >> 8}.${c & 255}`, `user:u${c}`]);
 
 async function decisionsPerSecond(redis: Redis, algorithm: AlgorithmName, concurrency: number): Promise<number> {
@@ -56,7 +62,13 @@ async function decisionsPerSecond(redis: Redis, algorithm: AlgorithmName, concur
  * The same EVALSHA the limiter sends, from redis-benchmark (C, no client-side work): the ceiling, in
  * calls per second, and the script's own cost inside Redis (INFO commandstats usec_per_call).
  */
-function ceiling(r: BenchRedis, algorithm: AlgorithmName, clients: number, pipeline: number, requests: number): { rate: number; usPerCall: number } {
+function ceiling(
+  r: BenchRedis,
+  algorithm: AlgorithmName,
+  clients: number,
+  pipeline: number,
+  requests: number,
+): { rate: number; usPerCall: number } {
   const opts = resolveOptions({ algorithm, limits: LIMITS } as LimiterOptions);
   // The script the limiter sends: compiled for these rules where the algorithm can be (algorithms/compile.ts).
   const { lua } = createProgram(opts.algorithm, opts.rules);
@@ -65,13 +77,35 @@ function ceiling(r: BenchRedis, algorithm: AlgorithmName, clients: number, pipel
   const mask = '1'.repeat(opts.rules.length);
   // Each __rand_int__ is drawn on its own: ip and user are independent clients, the key count is the same.
   const tag = opts.algorithm.tag;
-  const keys = [`bench:rb:${tag}:{ip:__rand_int__}`, 'bench:!b:{ip:__rand_int__}', `bench:rb:${tag}:{user:__rand_int__}`, 'bench:!b:{user:__rand_int__}'];
+  const keys = [
+    `bench:rb:${tag}:{ip:__rand_int__}`,
+    'bench:!b:{ip:__rand_int__}',
+    `bench:rb:${tag}:{user:__rand_int__}`,
+    'bench:!b:{user:__rand_int__}',
+  ];
   const args = ['EVALSHA', sha, '4', ...keys, 'c', '1', '0', '', '0', ...ruleArgs(opts.rules, opts.algorithm).map(String), mask, mask];
   r.cli('CONFIG', 'RESETSTAT');
   const out = execFileSync(
     'taskset',
-    ['-c', String(SERVER_CORE), 'redis-benchmark', '-h', '127.0.0.1', '-p', String(r.port), '-n', String(requests),
-      '-c', String(clients), '-P', String(pipeline), '-r', String(CLIENTS), '--csv', ...args],
+    [
+      '-c',
+      String(SERVER_CORE),
+      'redis-benchmark',
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(r.port),
+      '-n',
+      String(requests),
+      '-c',
+      String(clients),
+      '-P',
+      String(pipeline),
+      '-r',
+      String(CLIENTS),
+      '--csv',
+      ...args,
+    ],
     { encoding: 'utf8' },
   );
   const row = out.trim().split('\n').pop()!;
@@ -85,6 +119,7 @@ async function main(): Promise<void> {
   const autoPipelining = process.env.BENCH_AUTOPIPELINE === '1';
   const redis = new Redis(r.url, { enableAutoPipelining: autoPipelining });
   const rows: CoreRow[] = [];
+  let leases: LeaseRow[] = [];
   try {
     for (const algorithm of ALGOS) {
       await decisionsPerSecond(redis, algorithm, 64); // warm-up: JIT, script load
@@ -98,26 +133,47 @@ async function main(): Promise<void> {
         const one = ceiling(r, algorithm, 1, 1, size(rates[0]! * 1.5, 2_000, 100_000)).rate;
         const { rate: full, usPerCall: us } = ceiling(r, algorithm, 50, 16, size(rates[2]! * 3, 10_000, 500_000));
         reps.push({ rates, one, full, us });
-        process.stderr.write(`${algorithm} rep ${rep + 1}: ${rates.map((x) => fmt(x)).join(' / ')} decisions/s; ceilings ${fmt(one)} / ${fmt(full)}\n`);
+        process.stderr.write(
+          `${algorithm} rep ${rep + 1}: ${rates.map((x) => fmt(x)).join(' / ')} decisions/s; ceilings ${fmt(one)} / ${fmt(full)}\n`,
+        );
       }
       const med = (f: (x: (typeof reps)[number]) => number): number => median(reps.map(f));
       const mem = await memoryPerIdentifier(redis, algorithm, 'core-mem');
       rows.push({
-        algorithm, c1: med((x) => x.rates[0]!), ceiling1: med((x) => x.one), ratio1: med((x) => x.rates[0]! / x.one),
-        c64: med((x) => x.rates[1]!), c256: med((x) => x.rates[2]!), ceilingFull: med((x) => x.full), ratio256: med((x) => x.rates[2]! / x.full),
-        memoryUsage: mem.usage, usedMemory: mem.used, scriptUs: med((x) => x.us),
+        algorithm,
+        c1: med((x) => x.rates[0]!),
+        ceiling1: med((x) => x.one),
+        ratio1: med((x) => x.rates[0]! / x.one),
+        c64: med((x) => x.rates[1]!),
+        c256: med((x) => x.rates[2]!),
+        ceilingFull: med((x) => x.full),
+        ratio256: med((x) => x.rates[2]! / x.full),
+        memoryUsage: mem.usage,
+        usedMemory: mem.used,
+        scriptUs: med((x) => x.us),
       });
     }
+    // BENCH_LEASE=0 skips the concurrency lease's rows.
+    if (process.env.BENCH_LEASE !== '0') leases = await leaseRows(redis, r, SECONDS, REPS);
   } finally {
     redis.disconnect();
     await r.stop();
   }
   const redisVersion = execFileSync('redis-server', ['--version'], { encoding: 'utf8' }).match(/v=(\S+)/)?.[1] ?? '?';
-  const meta = { date: new Date().toISOString(), seconds: SECONDS, reps: REPS, redisVersion, node: process.version, autoPipelining, serverCore: SERVER_CORE, loadCore: LOAD_CORE };
+  const meta = {
+    date: new Date().toISOString(),
+    seconds: SECONDS,
+    reps: REPS,
+    redisVersion,
+    node: process.version,
+    autoPipelining,
+    serverCore: SERVER_CORE,
+    loadCore: LOAD_CORE,
+  };
   const dir = join(__dirname, '..', 'results');
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'core.json'), `${JSON.stringify({ meta, rows }, null, 2)}\n`);
-  process.stdout.write(coreTable(meta, rows));
+  writeFileSync(join(dir, 'core.json'), `${JSON.stringify({ meta, rows, leases }, null, 2)}\n`);
+  process.stdout.write(coreTable(meta, rows) + (leases.length > 0 ? leaseTable(leases) : ''));
 }
 
 main().catch((err: unknown) => {

@@ -12,7 +12,17 @@ import { renderRatioChart } from './ratio-chart';
  * docs/benchmarks.svg, with the machine, the versions and where each target of issue 7 stands.
  */
 const ROOT = join(__dirname, '..', '..');
-const PACKAGES = ['express', 'fastify', 'koa', 'express-rate-limit', 'rate-limit-redis', 'rate-limiter-flexible', '@fastify/rate-limit', 'koa-ratelimit', 'ioredis'];
+const PACKAGES = [
+  'express',
+  'fastify',
+  'koa',
+  'express-rate-limit',
+  'rate-limit-redis',
+  'rate-limiter-flexible',
+  '@fastify/rate-limit',
+  'koa-ratelimit',
+  'ioredis',
+];
 
 function version(pkg: string): string {
   const file = join(ROOT, 'node_modules', pkg, 'package.json');
@@ -21,9 +31,13 @@ function version(pkg: string): string {
 
 function tool(cmd: string, args: string[]): string {
   try {
-    return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).split('\n')[0]!.trim();
+    return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+      .split('\n')[0]!
+      .trim();
   } catch (err) {
-    return String((err as { stdout?: string }).stdout ?? '?').split('\n')[0]!.trim();
+    return String((err as { stdout?: string }).stdout ?? '?')
+      .split('\n')[0]!
+      .trim();
   }
 }
 
@@ -31,40 +45,73 @@ type Check = [target: string, measured: string, status: string];
 
 function targets(http: readonly VariantResult[], core: readonly CoreRow[]): Check[] {
   const out: Check[] = [];
-  const fg = (fw: string, shape: string): VariantResult | undefined => http.find((r) => r.framework === fw && r.shape === shape && r.variant === 'floodgate');
-  const peers = (fw: string, shape: string): VariantResult[] => http.filter((r) => r.framework === fw && r.shape === shape && r.variant !== 'floodgate');
+  const fg = (fw: string, shape: string): VariantResult | undefined =>
+    http.find((r) => r.framework === fw && r.shape === shape && r.variant === 'floodgate');
+  const peers = (fw: string, shape: string): VariantResult[] =>
+    http.filter((r) => r.framework === fw && r.shape === shape && r.variant !== 'floodgate');
   const verdict = (value: number, goal: number): string => (value >= goal ? 'met' : `missed by ${fmt((1 - value / goal) * 100, 0)}%`);
   for (const fw of [...new Set(http.map((r) => r.framework))]) {
     const s = fg(fw, 'spread');
     const best = peers(fw, 'spread').sort((a, b) => b.ratio - a.ratio)[0];
-    if (s && best) out.push([`${fw} spread: >= 1.15x the best peer (${best.variant})`, `${fmt(s.ratio / best.ratio, 2)}x`, verdict(s.ratio / best.ratio, 1.15)]);
+    if (s && best)
+      out.push([
+        `${fw} spread: >= 1.15x the best peer (${best.variant})`,
+        `${fmt(s.ratio / best.ratio, 2)}x`,
+        verdict(s.ratio / best.ratio, 1.15),
+      ]);
     if (s) out.push([`${fw} spread: >= 0.85x no limiter`, `${fmt(s.ratio, 2)}x`, verdict(s.ratio, 0.85)]);
     const m = fg(fw, 'multi');
-    for (const p of peers(fw, 'multi')) if (m) out.push([`${fw} multi: >= 1.5x ${p.variant} (stacked/union)`, `${fmt(m.ratio / p.ratio, 2)}x`, verdict(m.ratio / p.ratio, 1.5)]);
+    for (const p of peers(fw, 'multi'))
+      if (m)
+        out.push([`${fw} multi: >= 1.5x ${p.variant} (stacked/union)`, `${fmt(m.ratio / p.ratio, 2)}x`, verdict(m.ratio / p.ratio, 1.5)]);
     const h = fg(fw, 'hot');
     if (h) out.push([`${fw} hot: >= 0.95x no limiter`, `${fmt(h.ratio, 2)}x`, verdict(h.ratio, 0.95)]);
     if (s) {
       const wire = Object.values(s.wirePerReq).reduce((a, b) => a + b, 0);
-      out.push([`${fw}: exactly 1 Redis command per allowed check`, `${fmt(wire, 2)} (${Object.keys(s.wirePerReq).join(', ')})`, Math.abs(wire - 1) < 0.02 ? 'met' : 'missed']);
+      out.push([
+        `${fw}: exactly 1 Redis command per allowed check`,
+        `${fmt(wire, 2)} (${Object.keys(s.wirePerReq).join(', ')})`,
+        Math.abs(wire - 1) < 0.02 ? 'met' : 'missed',
+      ]);
     }
     if (h) {
       const wire = Object.values(h.wirePerReq).reduce((a, b) => a + b, 0);
-      out.push([`${fw} hot: 0 commands for a cached blocked client`, `${fmt(wire, 2)} per request`, wire < 0.02 ? 'met' : 'missed (no local block cache in this build)']);
+      out.push([
+        `${fw} hot: 0 commands for a cached blocked client`,
+        `${fmt(wire, 2)} per request`,
+        wire < 0.02 ? 'met' : 'missed (no local block cache in this build)',
+      ]);
     }
   }
-  for (const r of core) out.push([`core ${r.algorithm}: c=256 >= 50% of the EVALSHA ceiling`, `${fmt(r.ratio256 * 100, 0)}%`, verdict(r.ratio256, 0.5)]);
+  for (const r of core)
+    out.push([`core ${r.algorithm}: c=256 >= 50% of the EVALSHA ceiling`, `${fmt(r.ratio256 * 100, 0)}%`, verdict(r.ratio256, 0.5)]);
   const mem = (a: string): CoreRow | undefined => core.find((r) => r.algorithm === a);
   const fw = mem('fixed-window');
   const sw = mem('sliding-window');
-  if (fw) out.push(['memory, fixed-window, 3 rules: <= 150 B', `${fmt(fw.memoryUsage)} B`, fw.memoryUsage <= 150 ? 'met' : `missed by ${fmt(fw.memoryUsage - 150)} B`]);
-  if (sw) out.push(['memory, sliding-window, 3 rules: <= 400 B', `${fmt(sw.memoryUsage)} B`, sw.memoryUsage <= 400 ? 'met' : `missed by ${fmt(sw.memoryUsage - 400)} B`]);
+  if (fw)
+    out.push([
+      'memory, fixed-window, 3 rules: <= 150 B',
+      `${fmt(fw.memoryUsage)} B`,
+      fw.memoryUsage <= 150 ? 'met' : `missed by ${fmt(fw.memoryUsage - 150)} B`,
+    ]);
+  if (sw)
+    out.push([
+      'memory, sliding-window, 3 rules: <= 400 B',
+      `${fmt(sw.memoryUsage)} B`,
+      sw.memoryUsage <= 400 ? 'met' : `missed by ${fmt(sw.memoryUsage - 400)} B`,
+    ]);
   return out;
 }
 
 function main(): void {
   const httpFile = join(__dirname, '..', 'results', 'http.json');
   const coreFile = join(__dirname, '..', 'results', 'core.json');
-  const http = existsSync(httpFile) ? (JSON.parse(readFileSync(httpFile, 'utf8')) as { meta: { date: string; seconds: number; connections: number; reps: number; minutes: number }; results: VariantResult[] }) : undefined;
+  const http = existsSync(httpFile)
+    ? (JSON.parse(readFileSync(httpFile, 'utf8')) as {
+        meta: { date: string; seconds: number; connections: number; reps: number; minutes: number };
+        results: VariantResult[];
+      })
+    : undefined;
   const core = existsSync(coreFile) ? (JSON.parse(readFileSync(coreFile, 'utf8')) as { meta: CoreMeta; rows: CoreRow[] }) : undefined;
   const cpu = cpus()[0]?.model ?? '?';
   const lines = [
@@ -76,7 +123,9 @@ function main(): void {
     `- Placement: servers (and the core benchmark's Node) on core 0; Redis and the load generator on core 1 (\`taskset\`).`,
     `- Node ${process.version}; ${tool('redis-server', ['--version'])}; ${tool('wrk', ['-v'])}.`,
     `- Versions: ${PACKAGES.map((p) => `${p} ${version(p)}`).join(', ')}.`,
-    http ? `- HTTP run: ${http.meta.date}, ${http.meta.reps} pairs (baseline, then limiter) of ${http.meta.seconds} s, ${http.meta.connections} connections, wrk -t1; took ${fmt(http.meta.minutes, 1)} min.` : '- HTTP run: none yet.',
+    http
+      ? `- HTTP run: ${http.meta.date}, ${http.meta.reps} pairs (baseline, then limiter) of ${http.meta.seconds} s, ${http.meta.connections} connections, wrk -t1; took ${fmt(http.meta.minutes, 1)} min.`
+      : '- HTTP run: none yet.',
     core ? `- Core run: ${core.meta.date}.` : '- Core run: none yet.',
     '',
     '## Targets (issue 7)',
@@ -92,7 +141,14 @@ function main(): void {
   writeFileSync(join(__dirname, '..', 'RESULTS.md'), `${lines.join('\n')}\n`);
   if (http) {
     const bars = http.results.map((r) => ({ shape: r.shape, framework: r.framework, variant: r.variant, ratio: r.ratio }));
-    writeFileSync(join(ROOT, 'docs', 'benchmarks.svg'), renderRatioChart('Throughput with a limiter, as a ratio to the same framework without one', `median of ${http.meta.reps} back-to-back pairs, ${http.meta.date.slice(0, 10)}; higher is better`, bars));
+    writeFileSync(
+      join(ROOT, 'docs', 'benchmarks.svg'),
+      renderRatioChart(
+        'Throughput with a limiter, as a ratio to the same framework without one',
+        `median of ${http.meta.reps} back-to-back pairs, ${http.meta.date.slice(0, 10)}; higher is better`,
+        bars,
+      ),
+    );
   }
   process.stdout.write('wrote bench/RESULTS.md and docs/benchmarks.svg\n');
 }

@@ -1,7 +1,9 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Redis from 'ioredis';
-import { createLimiter, stateKey, encodeIdentifier, type AlgorithmName } from '../../packages/core/src';
+import { createLimiter, type AlgorithmName } from '../../packages/core/src';
+import { stateKey } from '../../packages/core/src/keys';
+import { encodeIdentifier } from '../../packages/core/src/keys';
 import { ALGORITHMS } from '../../packages/core/src/algorithms';
 import { startRedis } from '../../packages/testing/src';
 import { renderChart } from './chart';
@@ -53,7 +55,11 @@ async function run(algorithm: AlgorithmName, requests: number[]): Promise<number
 /** MEMORY USAGE of one identifier's state after 100 requests over a minute, with 3 rules. */
 async function memoryUsage(redis: Redis, algorithm: AlgorithmName): Promise<number> {
   let now = T0;
-  const limits = [{ limit: 10, window: '1s' }, { limit: 100, window: '1m' }, { limit: 1000, window: '1h' }];
+  const limits = [
+    { limit: 10, window: '1s' },
+    { limit: 100, window: '1m' },
+    { limit: 1000, window: '1h' },
+  ];
   const limiter = createLimiter({ redis, prefix: 'mem', name: algorithm, algorithm, limits, clock: () => now });
   for (let i = 0; i < 100; i++) {
     now = T0 + i * 600;
@@ -83,12 +89,21 @@ async function main(): Promise<void> {
   mkdirSync(docs, { recursive: true });
   const lanes = NAMES.map((name) => ({ label: name, admitted: bins(results.get(name)!) }));
   const marks = Array.from({ length: SPAN / WINDOW + 1 }, (_, i) => i * WINDOW);
-  writeFileSync(join(docs, 'algorithms.svg'), renderChart(`${requests.length} requests, limit ${LIMIT} per 2 s, one identifier`, bins(requests), lanes, BIN, marks));
+  writeFileSync(
+    join(docs, 'algorithms.svg'),
+    renderChart(`${requests.length} requests, limit ${LIMIT} per 2 s, one identifier`, bins(requests), lanes, BIN, marks),
+  );
 
   const rows = NAMES.map((name) => {
     const admitted = results.get(name)!;
     const burst = admitted.filter((t) => t >= 3_900 && t < 4_100).length;
-    return { algorithm: name, admitted: admitted.length, 'boundary burst (of 40)': burst, 'fullest 2 s': fullestWindow(admitted), 'MEMORY USAGE (3 rules)': memory.get(name) };
+    return {
+      algorithm: name,
+      admitted: admitted.length,
+      'boundary burst (of 40)': burst,
+      'fullest 2 s': fullestWindow(admitted),
+      'MEMORY USAGE (3 rules)': memory.get(name),
+    };
   });
   process.stdout.write(`offered ${requests.length} requests; picture written to docs/algorithms.svg\n`);
   console.table(rows);

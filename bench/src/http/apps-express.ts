@@ -31,18 +31,34 @@ function rlfMiddleware(limiter: RateLimiterAbstract | RateLimiterUnion): Request
 export const expressApps: Record<string, AppFactory> = {
   baseline: () => app([]),
   floodgate: (shape, redis) =>
-    app([floodgate({ redis, name: `bench-${shape.name}`, limits: floodgateLimits(shape), identify: (req) => shape.identifiers(clientOf(req.headers)) })]),
+    app([
+      floodgate({
+        redis,
+        name: `bench-${shape.name}`,
+        limits: floodgateLimits(shape),
+        identify: (req) => shape.identifiers(clientOf(req.headers)),
+      }),
+    ]),
   'express-rate-limit': (shape, redis) =>
-    app(shape.peers.map((r, i) => expressRateLimit({
-      windowMs: r.windowMs,
-      limit: r.limit,
-      standardHeaders: 'draft-8',
-      legacyHeaders: false,
-      keyGenerator: (req) => clientOf(req.headers),
-      store: new ErlRedisStore({ prefix: `erl${i}:`, sendCommand: (command: string, ...args: string[]) => redis.call(command, ...args) as Promise<RedisReply> }),
-    }))),
+    app(
+      shape.peers.map((r, i) =>
+        expressRateLimit({
+          windowMs: r.windowMs,
+          limit: r.limit,
+          standardHeaders: 'draft-8',
+          legacyHeaders: false,
+          keyGenerator: (req) => clientOf(req.headers),
+          store: new ErlRedisStore({
+            prefix: `erl${i}:`,
+            sendCommand: (command: string, ...args: string[]) => redis.call(command, ...args) as Promise<RedisReply>,
+          }),
+        }),
+      ),
+    ),
   'rate-limiter-flexible': (shape, redis) => {
-    const limiters = shape.peers.map((r, i) => new RateLimiterRedis({ storeClient: redis, keyPrefix: `rlf${i}`, points: r.limit, duration: r.windowMs / 1000 }));
+    const limiters = shape.peers.map(
+      (r, i) => new RateLimiterRedis({ storeClient: redis, keyPrefix: `rlf${i}`, points: r.limit, duration: r.windowMs / 1000 }),
+    );
     return app([rlfMiddleware(limiters.length === 1 ? limiters[0]! : new RateLimiterUnion(...limiters))]);
   },
 };

@@ -24,7 +24,10 @@ export const fastifyApps: Record<string, AppFactory> = {
   floodgate: async (shape, redis) => {
     const app = Fastify();
     await app.register(floodgate, {
-      redis, name: `bench-${shape.name}`, limits: floodgateLimits(shape), identify: (req) => shape.identifiers(clientOf(req.headers)),
+      redis,
+      name: `bench-${shape.name}`,
+      limits: floodgateLimits(shape),
+      identify: (req) => shape.identifiers(clientOf(req.headers)),
     });
     app.get('/', async () => 'ok');
     return listen(app);
@@ -34,7 +37,14 @@ export const fastifyApps: Record<string, AppFactory> = {
     // One registration per rule: hooks made by one registration's fastify.rateLimit() share a per-request
     // "already ran" flag, so only the first would count. Each registration has its own flag and nameSpace.
     for (const [i, r] of shape.peers.entries()) {
-      await app.register(fastifyRateLimit, { global: true, redis, nameSpace: `frl${i}-`, max: r.limit, timeWindow: r.windowMs, keyGenerator: (req) => clientOf(req.headers) });
+      await app.register(fastifyRateLimit, {
+        global: true,
+        redis,
+        nameSpace: `frl${i}-`,
+        max: r.limit,
+        timeWindow: r.windowMs,
+        keyGenerator: (req) => clientOf(req.headers),
+      });
     }
     app.get('/', async () => 'ok');
     return listen(app);

@@ -18,7 +18,25 @@ function app(middleware: Koa.Middleware[]): Listen {
 export const koaApps: Record<string, AppFactory> = {
   baseline: () => app([]),
   floodgate: (shape, redis) =>
-    app([floodgate({ redis, name: `bench-${shape.name}`, limits: floodgateLimits(shape), identify: (ctx) => shape.identifiers(clientOf(ctx.headers)) })]),
+    app([
+      floodgate({
+        redis,
+        name: `bench-${shape.name}`,
+        limits: floodgateLimits(shape),
+        identify: (ctx) => shape.identifiers(clientOf(ctx.headers)),
+      }),
+    ]),
   'koa-ratelimit': (shape, redis) =>
-    app(shape.peers.map((r, i) => koaRateLimit({ driver: 'redis', db: redis, namespace: `krl${i}`, duration: r.windowMs, max: r.limit, id: (ctx) => clientOf(ctx.headers) }))),
+    app(
+      shape.peers.map((r, i) =>
+        koaRateLimit({
+          driver: 'redis',
+          db: redis,
+          namespace: `krl${i}`,
+          duration: r.windowMs,
+          max: r.limit,
+          id: (ctx) => clientOf(ctx.headers),
+        }),
+      ),
+    ),
 };

@@ -41,16 +41,41 @@ export function wrk(port: number, seconds: number, connections: number, random: 
     scriptPath = join(mkdtempSync(join(tmpdir(), 'floodgate-bench-')), 'shape.lua');
     writeFileSync(scriptPath, LUA);
   }
-  const args = ['-c', String(LOAD_CORE), 'wrk', '-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '5s', '-s', scriptPath, `http://127.0.0.1:${port}/`];
+  const args = [
+    '-c',
+    String(LOAD_CORE),
+    'wrk',
+    '-t1',
+    `-c${connections}`,
+    `-d${seconds}s`,
+    '--timeout',
+    '5s',
+    '-s',
+    scriptPath,
+    `http://127.0.0.1:${port}/`,
+  ];
   return new Promise((resolve, reject) => {
-    execFile('taskset', args, { env: { ...process.env, BENCH_RANDOM: random ? '1' : '0' }, timeout: (seconds + 20) * 1000 }, (err, stdout) => {
-      if (err) return reject(err);
-      const line = stdout.split('\n').find((l) => l.startsWith('JSON '));
-      if (!line) return reject(new Error(`wrk printed no summary:\n${stdout}`));
-      const j = JSON.parse(line.slice(5)) as { requests: number; us: number; non2xx: number; errors: number; p50: number; p99: number };
-      const secs = j.us / 1e6;
-      resolve({ requests: j.requests, seconds: secs, rps: j.requests / secs, p50Ms: j.p50 / 1000, p99Ms: j.p99 / 1000, non2xx: j.non2xx, errors: j.errors });
-    });
+    execFile(
+      'taskset',
+      args,
+      { env: { ...process.env, BENCH_RANDOM: random ? '1' : '0' }, timeout: (seconds + 20) * 1000 },
+      (err, stdout) => {
+        if (err) return reject(err);
+        const line = stdout.split('\n').find((l) => l.startsWith('JSON '));
+        if (!line) return reject(new Error(`wrk printed no summary:\n${stdout}`));
+        const j = JSON.parse(line.slice(5)) as { requests: number; us: number; non2xx: number; errors: number; p50: number; p99: number };
+        const secs = j.us / 1e6;
+        resolve({
+          requests: j.requests,
+          seconds: secs,
+          rps: j.requests / secs,
+          p50Ms: j.p50 / 1000,
+          p99Ms: j.p99 / 1000,
+          non2xx: j.non2xx,
+          errors: j.errors,
+        });
+      },
+    );
   });
 }
 
@@ -64,7 +89,11 @@ export function parseMonitorLine(line: string): { source: string; command: strin
  * Commands each request sends to Redis over the wire: a MONITOR trace during a short wrk run. MONITOR
  * tags the commands a Lua script runs with `[0 lua]`: those are counted apart, as script-internal.
  */
-export async function traceCommands(redisPort: number, port: number, random: boolean): Promise<{ wire: Map<string, number>; lua: number; requests: number }> {
+export async function traceCommands(
+  redisPort: number,
+  port: number,
+  random: boolean,
+): Promise<{ wire: Map<string, number>; lua: number; requests: number }> {
   const monitor = spawn('redis-cli', ['-p', String(redisPort), 'monitor'], { stdio: ['ignore', 'pipe', 'ignore'] });
   let buffered = '';
   const wire = new Map<string, number>();

@@ -31,7 +31,9 @@ export interface VariantResult {
 }
 
 function wire(r: VariantResult): string {
-  const parts = Object.entries(r.wirePerReq).filter(([, v]) => v >= 0.005).sort((a, b) => b[1] - a[1]);
+  const parts = Object.entries(r.wirePerReq)
+    .filter(([, v]) => v >= 0.005)
+    .sort((a, b) => b[1] - a[1]);
   const total = parts.reduce((a, [, v]) => a + v, 0);
   return `${fmt(total, 2)}${parts.length ? ` (${parts.map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')})` : ''}`;
 }
@@ -41,15 +43,42 @@ export function printTables(results: readonly VariantResult[]): string {
   const out: string[] = [];
   for (const shape of [...new Set(results.map((r) => r.shape))]) {
     out.push(`\n#### ${shape}\n`);
-    out.push(markdownTable(
-      ['framework', 'limiter', 'req/s', 'baseline req/s', 'x baseline', 'p50 / p99 ms', 'baseline p50 / p99', 'server CPU µs/req (baseline)', 'Redis CPU µs/req', 'denied', 'Redis cmds/req over the wire', 'in scripts', 'bytes/client (keys)'],
-      results.filter((r) => r.shape === shape).map((r) => [
-        r.framework, r.variant, fmt(r.rps), fmt(r.baseRps), fmt(r.ratio, 2),
-        `${fmt(r.p50Ms, 2)} / ${fmt(r.p99Ms, 2)}`, `${fmt(r.baseP50Ms, 2)} / ${fmt(r.baseP99Ms, 2)}`,
-        `${fmt(r.cpuUsPerReq, 0)} (${fmt(r.baseCpuUsPerReq, 0)})`, r.redisCpuUsPerReq === undefined ? '-' : fmt(r.redisCpuUsPerReq, 0), `${fmt(100 * r.non2xxShare, 1)}%`,
-        wire(r), fmt(r.luaPerReq, 2), r.bytesPerClient === undefined ? '-' : `${fmt(r.bytesPerClient)} (${fmt(r.keys ?? 0)})`,
-      ]),
-    ));
+    out.push(
+      markdownTable(
+        [
+          'framework',
+          'limiter',
+          'req/s',
+          'baseline req/s',
+          'x baseline',
+          'p50 / p99 ms',
+          'baseline p50 / p99',
+          'server CPU µs/req (baseline)',
+          'Redis CPU µs/req',
+          'denied',
+          'Redis cmds/req over the wire',
+          'in scripts',
+          'bytes/client (keys)',
+        ],
+        results
+          .filter((r) => r.shape === shape)
+          .map((r) => [
+            r.framework,
+            r.variant,
+            fmt(r.rps),
+            fmt(r.baseRps),
+            fmt(r.ratio, 2),
+            `${fmt(r.p50Ms, 2)} / ${fmt(r.p99Ms, 2)}`,
+            `${fmt(r.baseP50Ms, 2)} / ${fmt(r.baseP99Ms, 2)}`,
+            `${fmt(r.cpuUsPerReq, 0)} (${fmt(r.baseCpuUsPerReq, 0)})`,
+            r.redisCpuUsPerReq === undefined ? '-' : fmt(r.redisCpuUsPerReq, 0),
+            `${fmt(100 * r.non2xxShare, 1)}%`,
+            wire(r),
+            fmt(r.luaPerReq, 2),
+            r.bytesPerClient === undefined ? '-' : `${fmt(r.bytesPerClient)} (${fmt(r.keys ?? 0)})`,
+          ]),
+      ),
+    );
   }
   return `${out.join('\n')}\n`;
 }

@@ -20,7 +20,8 @@ import { printTables, type VariantResult } from './report-tables';
 const SECONDS = envInt('BENCH_SECONDS', 3);
 const CONNECTIONS = envInt('BENCH_CONNECTIONS', 50);
 const REPS = envInt('BENCH_REPS', 3);
-const pick = <T extends string>(env: string, all: readonly T[]): T[] => (process.env[env] ? all.filter((x) => process.env[env]!.split(',').includes(x)) : [...all]);
+const pick = <T extends string>(env: string, all: readonly T[]): T[] =>
+  process.env[env] ? all.filter((x) => process.env[env]!.split(',').includes(x)) : [...all];
 
 interface Server {
   port: number;
@@ -32,7 +33,11 @@ interface Server {
 async function startServer(framework: string, variant: string, shape: ShapeName, redisUrl: string): Promise<Server> {
   const port = await freePort();
   const child = fork(join(__dirname, 'server.ts'), [framework, variant, shape, String(port), redisUrl], {
-    execArgv: ['-r', 'ts-node/register/transpile-only', ...(process.env.BENCH_PROFILE_DIR && variant !== 'baseline' ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [])],
+    execArgv: [
+      '-r',
+      'ts-node/register/transpile-only',
+      ...(process.env.BENCH_PROFILE_DIR && variant !== 'baseline' ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : []),
+    ],
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
   await new Promise<void>((resolve, reject) => {
@@ -56,7 +61,10 @@ type Measured = LoadResult & { cpuUsPerReq: number; redisCmdsPerReq: number; red
 
 /** One wrk run with the server's CPU time and Redis's command counts around it. */
 async function measure(server: Server, r: BenchRedis, random: boolean): Promise<Measured> {
-  const calls = (): number => [...commandCalls(r.cli('INFO', 'commandstats')).entries()].filter(([k]) => !k.startsWith('info') && !k.startsWith('config')).reduce((a, [, v]) => a + v, 0);
+  const calls = (): number =>
+    [...commandCalls(r.cli('INFO', 'commandstats')).entries()]
+      .filter(([k]) => !k.startsWith('info') && !k.startsWith('config'))
+      .reduce((a, [, v]) => a + v, 0);
   // Redis's own CPU time (user + system, INFO cpu): what a script's weight costs the shared core.
   const redisCpu = (): number => {
     const info = r.cli('INFO', 'cpu');
@@ -70,7 +78,12 @@ async function measure(server: Server, r: BenchRedis, random: boolean): Promise<
   const rc1 = redisCpu();
   const c1 = calls();
   if (load.errors > 0) process.stderr.write(`  warning: ${load.errors} socket errors\n`);
-  return { ...load, cpuUsPerReq: (cpu1 - cpu0) / load.requests, redisCmdsPerReq: (c1 - c0) / load.requests, redisCpuUsPerReq: (rc1 - rc0) / load.requests };
+  return {
+    ...load,
+    cpuUsPerReq: (cpu1 - cpu0) / load.requests,
+    redisCmdsPerReq: (c1 - c0) / load.requests,
+    redisCpuUsPerReq: (rc1 - rc0) / load.requests,
+  };
 }
 
 async function main(): Promise<void> {
@@ -81,7 +94,10 @@ async function main(): Promise<void> {
   const started = Date.now();
   try {
     for (const framework of pick('BENCH_FRAMEWORKS', Object.keys(FRAMEWORKS))) {
-      const variants = pick('BENCH_VARIANTS', Object.keys(FRAMEWORKS[framework]!).filter((v) => v !== 'baseline'));
+      const variants = pick(
+        'BENCH_VARIANTS',
+        Object.keys(FRAMEWORKS[framework]!).filter((v) => v !== 'baseline'),
+      );
       for (const shapeName of pick('BENCH_SHAPES', SHAPES)) {
         const random = SHAPE[shapeName].random;
         const base = await startServer(framework, 'baseline', shapeName, r.url);
@@ -92,16 +108,32 @@ async function main(): Promise<void> {
           try {
             await wrk(server.port, 1, CONNECTIONS, random);
             const pairs: { base: Measured; run: Measured }[] = [];
-            for (let rep = 0; rep < REPS; rep++) pairs.push({ base: await measure(base, r, random), run: await measure(server, r, random) });
+            for (let rep = 0; rep < REPS; rep++)
+              pairs.push({ base: await measure(base, r, random), run: await measure(server, r, random) });
             const trace = await traceCommands(r.port, server.port, random);
             const mem = shapeName === 'hot' ? undefined : await keyBytes(admin, '*');
-            const seen = CLIENTS * (1 - Math.pow(1 - 1 / CLIENTS, pairs.reduce((a, p) => a + p.run.requests, 0)));
+            const seen =
+              CLIENTS *
+              (1 -
+                Math.pow(
+                  1 - 1 / CLIENTS,
+                  pairs.reduce((a, p) => a + p.run.requests, 0),
+                ));
             const m = (f: (p: (typeof pairs)[number]) => number): number => median(pairs.map(f));
             const res: VariantResult = {
-              framework, shape: shapeName, variant,
-              rps: m((p) => p.run.rps), baseRps: m((p) => p.base.rps), ratio: m((p) => p.run.rps / p.base.rps),
-              p50Ms: m((p) => p.run.p50Ms), p99Ms: m((p) => p.run.p99Ms), baseP50Ms: m((p) => p.base.p50Ms), baseP99Ms: m((p) => p.base.p99Ms),
-              cpuUsPerReq: m((p) => p.run.cpuUsPerReq), baseCpuUsPerReq: m((p) => p.base.cpuUsPerReq), redisCpuUsPerReq: m((p) => p.run.redisCpuUsPerReq),
+              framework,
+              shape: shapeName,
+              variant,
+              rps: m((p) => p.run.rps),
+              baseRps: m((p) => p.base.rps),
+              ratio: m((p) => p.run.rps / p.base.rps),
+              p50Ms: m((p) => p.run.p50Ms),
+              p99Ms: m((p) => p.run.p99Ms),
+              baseP50Ms: m((p) => p.base.p50Ms),
+              baseP99Ms: m((p) => p.base.p99Ms),
+              cpuUsPerReq: m((p) => p.run.cpuUsPerReq),
+              baseCpuUsPerReq: m((p) => p.base.cpuUsPerReq),
+              redisCpuUsPerReq: m((p) => p.run.redisCpuUsPerReq),
               non2xxShare: m((p) => p.run.non2xx / p.run.requests),
               wirePerReq: Object.fromEntries([...trace.wire].map(([k, v]) => [k, v / trace.requests])),
               luaPerReq: trace.lua / trace.requests,
@@ -110,7 +142,9 @@ async function main(): Promise<void> {
               keys: mem?.keys,
             };
             results.push(res);
-            process.stderr.write(`${framework} ${shapeName} ${variant}: ${Math.round(res.rps)} req/s = ${res.ratio.toFixed(2)} x baseline ${Math.round(res.baseRps)}\n`);
+            process.stderr.write(
+              `${framework} ${shapeName} ${variant}: ${Math.round(res.rps)} req/s = ${res.ratio.toFixed(2)} x baseline ${Math.round(res.baseRps)}\n`,
+            );
           } finally {
             server.stop();
           }
@@ -122,7 +156,13 @@ async function main(): Promise<void> {
     admin.disconnect();
     await r.stop();
   }
-  const meta = { date: new Date().toISOString(), seconds: SECONDS, connections: CONNECTIONS, reps: REPS, minutes: (Date.now() - started) / 60_000 };
+  const meta = {
+    date: new Date().toISOString(),
+    seconds: SECONDS,
+    connections: CONNECTIONS,
+    reps: REPS,
+    minutes: (Date.now() - started) / 60_000,
+  };
   const dir = join(__dirname, '..', '..', 'results');
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'http.json'), `${JSON.stringify({ meta, results }, null, 2)}\n`);

@@ -29,14 +29,28 @@ export interface Shape {
   random: boolean;
 }
 
-const HIGH: RuleSpec[] = [{ limit: 1e9, windowMs: 1_000 }, { limit: 1e9, windowMs: 60_000 }, { limit: 1e9, windowMs: 3_600_000 }];
-const MULTI: RuleSpec[] = [{ limit: 10, windowMs: 1_000 }, { limit: 120, windowMs: 60_000 }, { limit: 240, windowMs: 3_600_000 }];
+const HIGH: RuleSpec[] = [
+  { limit: 1e9, windowMs: 1_000 },
+  { limit: 1e9, windowMs: 60_000 },
+  { limit: 1e9, windowMs: 3_600_000 },
+];
+const MULTI: RuleSpec[] = [
+  { limit: 10, windowMs: 1_000 },
+  { limit: 120, windowMs: 60_000 },
+  { limit: 240, windowMs: 3_600_000 },
+];
 // The second identifier: an organisation shared by 10 clients (an API key, a tenant), as real set-ups add.
 const two = (client: string): string[] => [`client:${client}`, `org:${Number(client) % 1000}`];
 
 export const SHAPE: Record<ShapeName, Shape> = {
   spread: { name: 'spread', floodgate: HIGH, identifiers: two, peers: [{ limit: 1e9, windowMs: 60_000 }], random: true },
-  hot: { name: 'hot', floodgate: [{ limit: 100, windowMs: 60_000 }], identifiers: (c) => [`client:${c}`], peers: [{ limit: 100, windowMs: 60_000 }], random: false },
+  hot: {
+    name: 'hot',
+    floodgate: [{ limit: 100, windowMs: 60_000 }],
+    identifiers: (c) => [`client:${c}`],
+    peers: [{ limit: 100, windowMs: 60_000 }],
+    random: false,
+  },
   multi: { name: 'multi', floodgate: MULTI, identifiers: two, peers: MULTI, random: true },
 };
 

@@ -46,7 +46,10 @@ export async function startBenchRedis(): Promise<BenchRedis> {
     { stdio: 'ignore' },
   );
   const cli = (...args: string[]): string =>
-    execFileSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    execFileSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
   await waitFor(() => {
     try {
       return cli('PING') === 'PONG';

@@ -2,7 +2,11 @@ import type Redis from 'ioredis';
 import { createLimiter, type AlgorithmName } from '@floodgate/core';
 
 /** The `multi` shape's rules: what "memory per identifier with 3 rules" is measured with. */
-export const MULTI_LIMITS = [{ limit: 10, window: '1s' }, { limit: 120, window: '1m' }, { limit: 240, window: '1h' }];
+export const MULTI_LIMITS = [
+  { limit: 10, window: '1s' },
+  { limit: 120, window: '1m' },
+  { limit: 240, window: '1h' },
+];
 
 /** Sum of `MEMORY USAGE key SAMPLES 0` over every key matching `pattern` (SCAN, so it is bounded per call). */
 export async function keyBytes(redis: Redis, pattern: string): Promise<{ keys: number; bytes: number }> {

@@ -11,7 +11,13 @@ export interface RouteLimit {
   message?: string;
 }
 
-export const API_LIMIT: RouteLimit = { name: 'api', limits: [{ limit: 20, window: '10s' }, { limit: 500, window: '1h' }] };
+export const API_LIMIT: RouteLimit = {
+  name: 'api',
+  limits: [
+    { limit: 20, window: '10s' },
+    { limit: 500, window: '1h' },
+  ],
+};
 export const SEARCH_LIMIT: RouteLimit = { name: 'search', limits: { limit: 3, window: '10s' } };
 export const LOGIN_LIMIT: RouteLimit = {
   name: 'login',

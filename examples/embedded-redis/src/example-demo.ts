@@ -28,7 +28,14 @@ function send(base: URL, client: Client, localAddress: string | undefined): Prom
   const payload = client.body ? JSON.stringify(client.body) : undefined;
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: '127.0.0.1', port: base.port, method: client.method, path: client.path, localAddress, headers: payload ? { 'content-type': 'application/json' } : {} },
+      {
+        host: '127.0.0.1',
+        port: base.port,
+        method: client.method,
+        path: client.path,
+        localAddress,
+        headers: payload ? { 'content-type': 'application/json' } : {},
+      },
       (res) => {
         res.resume();
         res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));

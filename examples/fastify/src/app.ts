@@ -20,9 +20,17 @@ export async function createApp({ redis, prefix = 'floodgate-example' }: AppOpti
   await app.register(rateLimit, { redis, prefix, ...API_LIMIT });
 
   app.get('/', async (request) => replies.home(request.rateLimit?.remaining));
-  app.get<{ Querystring: { q?: string } }>('/search', { config: { rateLimit: SEARCH_LIMIT } }, async (request) => replies.search(request.query.q));
+  app.get<{ Querystring: { q?: string } }>('/search', { config: { rateLimit: SEARCH_LIMIT } }, async (request) =>
+    replies.search(request.query.q),
+  );
   // preValidation: the body is parsed by then, so the limit can be per account.
-  const login = { ...LOGIN_LIMIT, hook: 'preValidation' as const, identify: (request: { body: unknown }, defaults: string[]) => loginIdentifiers(request.body, defaults) };
-  app.post('/login', { config: { rateLimit: login } }, async (_request, reply) => reply.status(replies.login.status).send(replies.login.body));
+  const login = {
+    ...LOGIN_LIMIT,
+    hook: 'preValidation' as const,
+    identify: (request: { body: unknown }, defaults: string[]) => loginIdentifiers(request.body, defaults),
+  };
+  app.post('/login', { config: { rateLimit: login } }, async (_request, reply) =>
+    reply.status(replies.login.status).send(replies.login.body),
+  );
   return app;
 }

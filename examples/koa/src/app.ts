@@ -28,7 +28,12 @@ export function createApp({ redis, prefix = 'floodgate-example' }: AppOptions = 
   router.get('/search', rateLimit({ redis, prefix, ...SEARCH_LIMIT }), (ctx) => {
     ctx.body = replies.search(ctx.query.q);
   });
-  const loginLimit = rateLimit({ redis, prefix, ...LOGIN_LIMIT, identify: (ctx, defaults) => loginIdentifiers(ctx.request.body, defaults) });
+  const loginLimit = rateLimit({
+    redis,
+    prefix,
+    ...LOGIN_LIMIT,
+    identify: (ctx, defaults) => loginIdentifiers(ctx.request.body, defaults),
+  });
   router.post('/login', loginLimit, (ctx) => {
     ctx.status = replies.login.status;
     ctx.body = replies.login.body;

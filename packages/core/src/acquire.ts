@@ -43,7 +43,11 @@ function waitUntil(ms: number, signal: AbortSignal | undefined, promise?: Promis
   });
 }
 
-function resolveOptions(options: AcquireOptions | undefined): { cost: number | undefined; maxWaitMs: number; signal: AbortSignal | undefined } {
+function resolveOptions(options: AcquireOptions | undefined): {
+  cost: number | undefined;
+  maxWaitMs: number;
+  signal: AbortSignal | undefined;
+} {
   const maxWaitMs = options?.maxWaitMs ?? DEFAULT_MAX_WAIT_MS;
   if (typeof maxWaitMs !== 'number' || Number.isNaN(maxWaitMs) || maxWaitMs < 0) {
     throw new ArgumentError(`maxWaitMs must be a non-negative number of milliseconds (or Infinity); got ${describeValue(maxWaitMs)}`);

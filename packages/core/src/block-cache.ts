@@ -1,4 +1,5 @@
 import type { Decision, PairState } from './decision';
+import { shared } from './state';
 
 /** A cached manual block is asked about again at least this often: another process may lift it. */
 export const BLOCK_RECHECK_MS = 1_000;
@@ -31,9 +32,19 @@ export class BlockCache {
     readonly name: string,
     private readonly max: number,
     private readonly now: () => number,
+    /**
+     * Remember blocks only, not denials by the rules: with a lockout, every denial must reach the script,
+     * which counts it toward the lockout (a lockout, once decided, is a block and is cached).
+     */
+    private readonly blocksOnly = false,
   ) {
-    live.add(this);
+    const ref = new WeakRef(this);
+    this.ref = ref;
+    live.add(ref);
+    collected.register(this, ref, this);
   }
+
+  private readonly ref: WeakRef<BlockCache>;
 
   /** A cached denial for a check of `ids` at `cost`, or undefined: ask the store. */
   lookup(ids: readonly string[], cost: number): Decision | undefined {
@@ -56,7 +67,22 @@ export class BlockCache {
     return best && this.answer(best, now, cost);
   }
 
-  /** Remembers a denial the store made (the caller excludes shadow mode and penalty). */
+  /**
+   * Whether any of `ids` is known to be denied now, whatever the cost: what a check that could not reach
+   * the store answers instead of its failure policy (an identifier known to be over its limit stays denied
+   * while the store is slow or failing). Does not touch the LRU order.
+   */
+  known(ids: readonly string[], cost: number): Decision | undefined {
+    const now = this.now();
+    let best: Entry | undefined;
+    for (const id of ids) {
+      const e = this.entries.get(id);
+      if (e !== undefined && e.until > now && (!best || e.until > best.until)) best = e;
+    }
+    return best && this.answer(best, now, cost);
+  }
+
+  /** Remembers a denial the store made (never one made in shadow mode: the caller passes the real decision). */
   remember(decision: Decision, cost: number): void {
     if (decision.allowed || decision.identifier === undefined) return;
     const now = this.now();
@@ -65,7 +91,7 @@ export class BlockCache {
       this.put(decision.identifier, { until, seenAt: now, minCost: 0, blocked: true, decision, state: undefined });
       return;
     }
-    if (decision.reason !== 'limit' || cost === 0) return;
+    if (decision.reason !== 'limit' || cost === 0 || this.blocksOnly) return;
     const longest = new Map<string, PairState>();
     for (const s of decision.states) {
       const prev = longest.get(s.identifier);
@@ -84,7 +110,8 @@ export class BlockCache {
 
   dispose(): void {
     this.entries.clear();
-    live.delete(this);
+    live.delete(this.ref);
+    collected.unregister(this);
   }
 
   get size(): number {
@@ -107,18 +134,40 @@ export class BlockCache {
     const s = e.state!;
     const state: PairState = { ...s, resetMs: left(s.resetMs), retryAfterMs: left(s.retryAfterMs) };
     return {
-      allowed: false, source: 'cache', reason: 'limit', identifier: s.identifier, limit: s.limit, windowMs: s.windowMs,
-      remaining: s.remaining, resetMs: state.resetMs, retryAfterMs: state.retryAfterMs, cost, states: [state],
+      allowed: false,
+      source: 'cache',
+      reason: 'limit',
+      identifier: s.identifier,
+      limit: s.limit,
+      windowMs: s.windowMs,
+      remaining: s.remaining,
+      resetMs: state.resetMs,
+      // The store's instant for this pair: the decision's own time plus the pair's reset, as it was then.
+      resetAt: e.decision.resetAt === undefined ? undefined : e.decision.resetAt - e.decision.resetMs + s.resetMs,
+      retryAfterMs: state.retryAfterMs,
+      cost,
+      states: [state],
     };
   }
 }
 
-/** Every block cache in this process: reset() and unblock() evict from all the limiters they concern. */
-const live = new Set<BlockCache>();
+/**
+ * Every block cache in this process, so reset() and unblock() evict from all the limiters they concern.
+ * Weakly held: a limiter nobody references (one built per request and never closed) is collected with its
+ * cache, instead of staying reachable from here forever (docs/security.md, "Unbounded memory").
+ */
+const live = shared('blockCaches', () => new Set<WeakRef<BlockCache>>());
+const collected = shared('blockCaches.collected', () => new FinalizationRegistry<WeakRef<BlockCache>>((ref) => live.delete(ref)));
 
 /** Evicts `ids` from the caches of every limiter with this prefix (and this name, when given). */
 export function evictEverywhere(prefix: string, name: string | undefined, ids: readonly string[]): void {
-  for (const cache of live) {
-    if (cache.prefix === prefix && (name === undefined || cache.name === name)) cache.evict(ids);
+  for (const ref of live) {
+    const cache = ref.deref();
+    if (cache !== undefined && cache.prefix === prefix && (name === undefined || cache.name === name)) cache.evict(ids);
   }
+}
+
+/** Block caches still reachable (for tests). */
+export function liveBlockCaches(): number {
+  return live.size;
 }

@@ -1,8 +1,9 @@
 import { ArgumentError, describeValue } from './errors';
 import { encodeIdentifier, identifierKind, type KeyScheme } from './keys';
 import type { ResolvedOptions } from './options';
+import type { Rule } from './rules';
 import { ruleArgs } from './algorithms/frame';
-import { ruleMask } from './algorithms/compile';
+import { ruleMask } from './algorithms/script';
 
 const MAX_IDENTIFIERS = 64;
 const MAX_COST = 1_000_000_000;
@@ -21,6 +22,8 @@ export interface Prepared {
 interface KindPlan {
   mask: string;
   rules: number[];
+  /** The most units one check of this kind can ever be admitted (the tightest applicable rule's capacity). */
+  capacity: number;
 }
 
 /**
@@ -32,13 +35,18 @@ export class CallPlanner {
   readonly nowArg: () => string;
   readonly pad: number;
   private readonly ruleArgs: (string | number)[];
-  private readonly plans = new Map<string, KindPlan>();
+  private readonly kinds = new Map<string, KindPlan>();
 
-  constructor(private readonly opts: ResolvedOptions, private readonly keys: KeyScheme) {
+  /** `rules`: the rule set of one plan (ResolvedOptions.plans), which this planner prepares checks for. */
+  constructor(
+    private readonly opts: ResolvedOptions,
+    private readonly keys: KeyScheme,
+    private readonly rules: readonly Rule[] = opts.rules,
+  ) {
     const clock = opts.clock;
     this.nowArg = clock ? () => String(clock()) : () => '';
     this.pad = clock ? CLOCK_PAD_MS : 0;
-    this.ruleArgs = ruleArgs(opts.rules, opts.algorithm);
+    this.ruleArgs = ruleArgs(rules, opts.algorithm);
   }
 
   /** Validates identifiers and removes duplicates (they would count twice). */
@@ -74,26 +82,38 @@ export class CallPlanner {
     for (const id of ids) {
       const enc = encodeIdentifier(id);
       keys.push(this.keys.state(enc), this.keys.block(enc));
-      const plan = this.plan(id);
+      const plan = this.kindPlan(id);
       masks.push(plan.mask);
       ruleLists.push(plan.rules);
     }
+    // The lockout keys follow all the identifiers' state and block keys (script.ts, Program.lockout).
+    if (this.opts.lockout !== undefined) for (const id of ids) keys.push(this.keys.lockout(encodeIdentifier(id)));
     const penalty = this.opts.penalty && this.opts.mode === 'enforce' ? '1' : '0';
     const argv = [op, cost, penalty, this.nowArg(), this.pad, ...this.ruleArgs, ...masks];
     return { ids, keys, argv, ruleLists, cost };
   }
 
+  /** The tightest capacity among the rules that apply to `id` (Infinity when none does). */
+  capacity(id: string): number {
+    return this.kindPlan(id).capacity;
+  }
+
   /** Which rules apply to an identifier: all unscoped ones and those `for` its kind. */
-  private plan(id: string): KindPlan {
+  private kindPlan(id: string): KindPlan {
     const kind = identifierKind(id);
-    let plan = this.plans.get(kind);
+    let plan = this.kinds.get(kind);
     if (plan === undefined) {
-      const mask = ruleMask(this.opts.rules, kind);
+      const mask = ruleMask(this.rules, kind);
       const rules: number[] = [];
-      for (let j = 0; j < mask.length; j++) if (mask[j] === '1') rules.push(j);
-      plan = { mask, rules };
+      let capacity = Infinity;
+      for (let j = 0; j < mask.length; j++) {
+        if (mask[j] !== '1') continue;
+        rules.push(j);
+        capacity = Math.min(capacity, this.opts.algorithm.capacity(this.rules[j]!));
+      }
+      plan = { mask, rules, capacity };
       // Kinds come from callers; cap the cache so hostile identifiers cannot grow it without bound.
-      if (this.plans.size < 1024) this.plans.set(kind, plan);
+      if (this.kinds.size < 1024) this.kinds.set(kind, plan);
     }
     return plan;
   }

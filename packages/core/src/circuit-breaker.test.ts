@@ -1,58 +1,77 @@
 import { CircuitBreaker } from './circuit-breaker';
 import { StoreError } from './errors';
 
-/** A breaker on a hand-driven clock: 3 failures open it, probes at most every 250 ms. */
+/** A breaker on a hand-driven clock: 3 faults open it, probes at most every 250 ms. */
 function rig() {
   let now = 0;
   const breaker = new CircuitBreaker(3, 250, () => now);
-  let sent = 0;
-  const ok = () => breaker.call(async () => ++sent);
-  const fail = () => breaker.call(async () => {
-    sent++;
-    throw new Error('boom');
-  });
-  return { breaker, ok, fail, advance: (ms: number) => (now += ms), sent: () => sent };
+  /** Tries to send: 'refused', or the outcome applied ('ok' | 'fault' | 'neither'). */
+  const attempt = (outcome: 'ok' | 'fault' | 'neither'): 'refused' | 'sent' => {
+    let probe: boolean;
+    try {
+      probe = breaker.admit();
+    } catch (err) {
+      expect(err).toBeInstanceOf(StoreError);
+      expect((err as StoreError).kind).toBe('circuit-open');
+      return 'refused';
+    }
+    if (outcome === 'ok') breaker.succeeded(probe);
+    else if (outcome === 'fault') breaker.failed(probe);
+    else breaker.released(probe);
+    return 'sent';
+  };
+  return { breaker, attempt, advance: (ms: number) => (now += ms) };
 }
 
-test('opens after N consecutive failures and then refuses without sending', async () => {
+test('opens after N consecutive faults and then refuses without sending', () => {
   const r = rig();
-  await expect(r.fail()).rejects.toThrow('boom');
-  await r.ok();
-  for (let i = 0; i < 3; i++) await expect(r.fail()).rejects.toThrow('boom');
+  r.attempt('fault');
+  r.attempt('ok');
+  for (let i = 0; i < 3; i++) expect(r.attempt('fault')).toBe('sent');
   expect(r.breaker.isOpen).toBe(true);
-  const before = r.sent();
-  const refused = await r.ok().catch((e: unknown) => e);
-  expect(refused).toBeInstanceOf(StoreError);
-  expect((refused as StoreError).kind).toBe('circuit-open');
-  expect(r.sent()).toBe(before);
+  expect(r.attempt('ok')).toBe('refused');
 });
 
-test('probes at most every 250 ms, one at a time, and closes on success', async () => {
+test('outcomes that say nothing about the connection (own backlog) never open it', () => {
   const r = rig();
-  for (let i = 0; i < 3; i++) await expect(r.fail()).rejects.toThrow();
+  for (let i = 0; i < 100; i++) r.attempt('neither');
+  expect(r.breaker.isOpen).toBe(false);
+  // ...and do not reset the count of real faults either.
+  r.attempt('fault');
+  r.attempt('fault');
+  r.attempt('neither');
+  r.attempt('fault');
+  expect(r.breaker.isOpen).toBe(true);
+});
+
+test('probes at most every 250 ms, one at a time, and closes on success', () => {
+  const r = rig();
+  for (let i = 0; i < 3; i++) r.attempt('fault');
   r.advance(249);
-  await expect(r.ok()).rejects.toBeInstanceOf(StoreError);
+  expect(r.attempt('ok')).toBe('refused');
   r.advance(1);
-  let release!: () => void;
-  const probe = r.breaker.call(() => new Promise<string>((res) => (release = () => res('up'))));
+  const probe = r.breaker.admit();
+  expect(probe).toBe(true);
   // While the probe is in flight, nothing else is sent, however much time passes.
   r.advance(1_000);
-  await expect(r.ok()).rejects.toBeInstanceOf(StoreError);
-  release();
-  await expect(probe).resolves.toBe('up');
+  expect(r.attempt('ok')).toBe('refused');
+  r.breaker.succeeded(probe);
   expect(r.breaker.isOpen).toBe(false);
-  await expect(r.ok()).resolves.toBeGreaterThan(0);
+  expect(r.attempt('ok')).toBe('sent');
 });
 
-test('a failed probe keeps it open and restarts the interval', async () => {
+test('a failed probe keeps it open and restarts the interval; a released probe frees the slot', () => {
   const r = rig();
-  for (let i = 0; i < 3; i++) await expect(r.fail()).rejects.toThrow();
+  for (let i = 0; i < 3; i++) r.attempt('fault');
   r.advance(250);
-  await expect(r.fail()).rejects.toThrow('boom');
+  expect(r.attempt('fault')).toBe('sent');
   expect(r.breaker.isOpen).toBe(true);
   r.advance(200);
-  await expect(r.ok()).rejects.toBeInstanceOf(StoreError);
+  expect(r.attempt('ok')).toBe('refused');
   r.advance(50);
-  await r.ok();
+  expect(r.attempt('neither')).toBe('sent');
+  expect(r.breaker.isOpen).toBe(true);
+  r.advance(250);
+  expect(r.attempt('ok')).toBe('sent');
   expect(r.breaker.isOpen).toBe(false);
 });

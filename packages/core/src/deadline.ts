@@ -39,4 +39,3 @@ export function toStoreError(err: unknown): StoreError {
   }
   return new StoreError('reply', 'Redis answered with an error', err);
 }
-

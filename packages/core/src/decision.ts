@@ -1,9 +1,12 @@
-import type { Reply } from './algorithms/frame';
 import type { StoreError } from './errors';
-import type { Rule } from './rules';
 
-export type DecisionSource = 'redis' | 'memory' | 'cache' | 'fallback';
-export type DenyReason = 'limit' | 'blocked' | 'store-unavailable';
+/**
+ * redis / memory: the store decided; cache: the block cache (a denial the store made earlier); fallback:
+ * the failure policy; local: this process, without asking the store (see localDenial).
+ */
+export type DecisionSource = 'redis' | 'memory' | 'cache' | 'fallback' | 'local';
+/** unidentified: the HTTP layer could not tell who the client is, and `unidentified: 'deny'` says deny. */
+export type DenyReason = 'limit' | 'blocked' | 'store-unavailable' | 'unidentified';
 
 /** One (identifier x rule) pair as the store saw it. */
 export interface PairState {
@@ -33,6 +36,12 @@ export interface Decision {
   remaining: number;
   /** Time until the binding pair is fully replenished. */
   resetMs: number;
+  /**
+   * When the binding pair is fully replenished, in ms since the epoch on the store's clock (Redis `TIME`):
+   * the same instant for every decision of one window, whichever process or cache answered. Absent when
+   * no rule state is known (a fallback or local decision).
+   */
+  resetAt?: number;
   /** 0 when allowed; else the largest wait over the denying pairs (a block's remaining time). */
   retryAfterMs: number;
   cost: number;
@@ -45,81 +54,23 @@ export interface Decision {
   error?: StoreError;
 }
 
-/** Reads the frame's reply (see algorithms/frame.ts) into a Decision. */
-export function decodeReply(
-  reply: Reply,
-  ids: readonly string[],
-  ruleLists: readonly (readonly number[])[],
-  rules: readonly Rule[],
-  cost: number,
-  source: DecisionSource,
-): Decision {
-  const states: PairState[] = [];
-  let p = 3;
-  let blockMs = 0;
-  let blockedId: string | undefined;
-  let blockReason = '';
-  for (const id of ids) {
-    const ms = Number(reply[p]);
-    if (ms > blockMs) {
-      blockMs = ms;
-      blockedId = id;
-      blockReason = String(reply[p + 1]);
-    }
-    p += 2;
-  }
-  ids.forEach((identifier, i) => {
-    for (const j of ruleLists[i]!) {
-      const rule = rules[j]!;
-      const retryAfterMs = Number(reply[p + 2]);
-      states.push({
-        identifier,
-        limit: rule.limit,
-        windowMs: rule.windowMs,
-        remaining: Number(reply[p]),
-        resetMs: Number(reply[p + 1]),
-        allowed: retryAfterMs === 0,
-        retryAfterMs,
-      });
-      p += 3;
-    }
-  });
-
-  if (blockedId !== undefined) {
-    const own = leastRemaining(states.filter((s) => s.identifier === blockedId));
-    return {
-      allowed: false, source, reason: 'blocked', identifier: blockedId,
-      limit: own?.limit ?? Infinity, windowMs: own?.windowMs ?? 0, remaining: 0,
-      resetMs: Math.max(blockMs, own?.resetMs ?? 0), retryAfterMs: blockMs, cost, states, blockReason,
-    };
-  }
-  const allowed = reply[1] === 1 || reply[1] === '1';
-  const binding = allowed ? leastRemaining(states) : longestRetry(states);
-  if (binding === undefined) {
-    return { allowed, source, limit: Infinity, windowMs: 0, remaining: Infinity, resetMs: 0, retryAfterMs: 0, cost, states };
-  }
-  const decision: Decision = {
-    allowed, source, identifier: binding.identifier, limit: binding.limit, windowMs: binding.windowMs,
-    remaining: binding.remaining, resetMs: binding.resetMs, retryAfterMs: allowed ? 0 : binding.retryAfterMs, cost, states,
+/**
+ * A denial made in this process without the store: a check that waited for room among its identifier's
+ * units in flight until its deadline (reason 'limit'), or an unidentified client (reason 'unidentified').
+ * No counts are known, so there are no states and no rate-limit numbers to report.
+ */
+export function localDenial(reason: DenyReason, identifier: string, retryAfterMs: number, cost: number): Decision {
+  return {
+    allowed: false,
+    source: 'local',
+    reason,
+    identifier,
+    limit: Infinity,
+    windowMs: 0,
+    remaining: 0,
+    resetMs: 0,
+    retryAfterMs,
+    cost,
+    states: [],
   };
-  if (!allowed) decision.reason = 'limit';
-  return decision;
-}
-
-/** The allowed binding pair: least remaining; on a tie, the one that takes longest to refill. */
-function leastRemaining(states: readonly PairState[]): PairState | undefined {
-  let best: PairState | undefined;
-  for (const s of states) {
-    if (!best || s.remaining < best.remaining || (s.remaining === best.remaining && s.resetMs > best.resetMs)) best = s;
-  }
-  return best;
-}
-
-/** The denied binding pair: the denying pair with the largest retry time. */
-function longestRetry(states: readonly PairState[]): PairState | undefined {
-  let best: PairState | undefined;
-  for (const s of states) {
-    if (!s.allowed && (!best || s.retryAfterMs > best.retryAfterMs)) best = s;
-  }
-  return best;
 }

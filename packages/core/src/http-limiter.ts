@@ -1,10 +1,26 @@
+import type { ServerResponse } from 'node:http';
 import { ConfigError, describeValue } from './errors';
-import type { Decision } from './decision';
-import { bindsTighter, defaultDenyMessage, errorBody, planHeaders, rateLimitHeaders, resolveHeaderMode, retryAfterSeconds, UNAVAILABLE_MESSAGE, type HeaderList, type HeaderMode, type HeaderPlan } from './http';
-import { defaultIdentifiers, identifiersFrom, resolveIpv6Subnet } from './identity';
+import { localDenial, type Decision } from './decision';
+import {
+  bindsTighter,
+  defaultDenyMessage,
+  errorBody,
+  planHeaders,
+  rateLimitHeaders,
+  resolveHeaderMode,
+  retryAfterSeconds,
+  UNAVAILABLE_MESSAGE,
+  type HeaderList,
+  type HeaderMode,
+  type HeaderPlan,
+} from './http';
+import { UNKNOWN_IP, defaultIdentifiers, identifiersFrom, resolveIpv6Subnet } from './identity';
 import { checkNow, createLimiter, type FloodgateLimiter, type Limiter } from './limiter';
-import { LIMITER_OPTION_KEYS, assertKnownOptions, type LimiterOptions, type Logger } from './options';
-import { resolveWarnings, warnOnce, type WarningName, type WarningsOption } from './warnings';
+import { LIMITER_OPTION_KEYS, assertKnownOptions, ownOptions, safeLogger, type LimiterOptions } from './options';
+import { ALGORITHMS, type AlgorithmName } from './algorithms';
+import { resolveWarnings, warnOnce, warned, type WarningName, type WarningsOption } from './warnings';
+import { shared } from './state';
+import { omitHeaders, resolveOmitHeaders, type OmittableHeader } from './header-filter';
 
 type MaybePromise<T> = T | Promise<T>;
 
@@ -25,6 +41,11 @@ export interface HttpOptions<Req> extends Partial<LimiterOptions> {
   skip?: (req: Req) => MaybePromise<boolean>;
   /** Units a request consumes: a non-negative integer or a function of the request. Default 1. */
   cost?: number | ((req: Req) => MaybePromise<number>);
+  /**
+   * Which plan of `limits: { free: [...], pro: [...] }` applies to a request (undefined: the first). A
+   * name the limiter does not have is an error the framework's error handling gets (next(err)).
+   */
+  plan?: (req: Req) => MaybePromise<string | undefined>;
   headers?: HeaderMode;
   /** Status of a denial. Default 429. */
   statusCode?: number;
@@ -32,10 +53,48 @@ export interface HttpOptions<Req> extends Partial<LimiterOptions> {
   message?: string | object | ((req: Req, decision: Decision) => MaybePromise<string | object>);
   /** IPv6 addresses are grouped by this prefix length (32..64) or not at all (false). Default 56. */
   ipv6Subnet?: number | false;
+  /**
+   * A request whose client address is unknown (the connection was reset before it could be read, a unix
+   * socket, a proxy header that is not an IP) and that nothing else identifies: 'shared' (default) limits
+   * every such request under one identifier, `ip:unknown`; 'deny' answers it with `statusCode` (reason
+   * 'unidentified'); 'allow' lets it through unlimited (the only way a request goes unlimited for want of
+   * an identity, so it must be asked for).
+   */
+  unidentified?: UnidentifiedPolicy;
+  /** Give a request's units back when its response succeeded (status < 400, or requestWasSuccessful). */
+  skipSuccessfulRequests?: boolean;
+  /** Give a request's units back when its response failed (status >= 400, or the client went away first). */
+  skipFailedRequests?: boolean;
+  /**
+   * Whether a finished response succeeded, for the two options above. Express: (req, res); Koa: (ctx);
+   * Fastify: (request, reply). Default: the status is below 400. A response the client abandoned failed.
+   */
+  requestWasSuccessful?(req: Req, ...rest: unknown[]): MaybePromise<boolean>;
   warnings?: WarningsOption;
+  /** Headers this limiter never writes, such as `['Retry-After']` or `['RateLimit-Policy']` (case-insensitive). */
+  omitHeaders?: readonly (OmittableHeader | Lowercase<OmittableHeader>)[];
 }
 
-export const HTTP_OPTION_KEYS = ['limiter', 'identify', 'user', 'skip', 'cost', 'headers', 'statusCode', 'message', 'ipv6Subnet', 'warnings'] as const;
+export type UnidentifiedPolicy = 'shared' | 'deny' | 'allow';
+
+export const HTTP_OPTION_KEYS = [
+  'limiter',
+  'identify',
+  'user',
+  'skip',
+  'cost',
+  'plan',
+  'headers',
+  'statusCode',
+  'message',
+  'ipv6Subnet',
+  'unidentified',
+  'skipSuccessfulRequests',
+  'skipFailedRequests',
+  'requestWasSuccessful',
+  'warnings',
+  'omitHeaders',
+] as const;
 
 /** What the adapter does: pass on, answer with `status` and `body`, or hand `error` to the framework. */
 export interface HttpOutcome {
@@ -50,6 +109,11 @@ export interface HttpOutcome {
   json?: string;
   /** The tightest decision of the limiters that ran on this request so far (for req.rateLimit). */
   decision?: Decision;
+  /**
+   * This limiter's own admitted decision, when its options give units back after the response: the
+   * adapter then calls `completed()` once the response is done (see whenResponseDone).
+   */
+  own?: Decision;
   error?: unknown;
 }
 
@@ -65,20 +129,69 @@ export interface HttpLimiter<Req> {
   decide(req: Req, ip: string | undefined, previous?: Decision): HttpOutcome | Promise<HttpOutcome>;
   /** A named warning, once per process, through the limiter's logger. */
   warn(name: WarningName, message: string): void;
+  /**
+   * After the response of a request whose outcome has `own`: gives its units back when the refund options
+   * say so. `finished`: the response was sent in full (else the client went away: failed); `status` its
+   * status; `args` what requestWasSuccessful takes in this framework. Never throws; a refund the store
+   * cannot take is a warning (the units stay counted: never more admissions).
+   */
+  completed(outcome: HttpOutcome, finished: boolean, status: number, args: readonly unknown[]): void;
+}
+
+/** A plan's headers: in this limiter's mode, and (draft modes) in each draft another limiter may have chosen. */
+interface HeaderPlans {
+  own: HeaderPlan;
+  drafts: Record<Draft, HeaderPlan> | undefined;
 }
 
 const UNAVAILABLE_JSON = JSON.stringify(errorBody(503, UNAVAILABLE_MESSAGE));
+
+type Draft = 'draft-6' | 'draft-7' | 'draft-8';
+const isDraft = (mode: HeaderMode): mode is Draft => mode === 'draft-6' || mode === 'draft-7' || mode === 'draft-8';
+/** Per request (Express req, Fastify request, Koa ctx): the draft the first limiter with headers wrote. */
+const dialects = shared('headerDialects', () => new WeakMap<object, Draft>());
+
+export function resolveUnidentified(value: unknown): UnidentifiedPolicy {
+  if (value === undefined) return 'shared';
+  if (value === 'shared' || value === 'deny' || value === 'allow') return value;
+  throw new ConfigError('unidentified', `must be 'shared', 'deny' or 'allow'; got ${describeValue(value)}`);
+}
 const NOTHING: HttpOutcome = Object.freeze({ action: 'next', status: 200, set: [], append: [] }) as HttpOutcome;
 
-function fnOption<T>(value: unknown, option: string): T | undefined {
+export function fnOption<T>(value: unknown, option: string): T | undefined {
   if (value === undefined || typeof value === 'function') return value as T | undefined;
   throw new ConfigError(option, `must be a function; got ${describeValue(value)}`);
 }
 
-function resolveLimiter<Req>(options: HttpOptions<Req>): Limiter {
+interface RefundOptions {
+  successful: boolean;
+  failed: boolean;
+  wasSuccessful: ((...args: unknown[]) => MaybePromise<boolean>) | undefined;
+  /** The option that asked for refunds, for messages; undefined when none did. */
+  option: string | undefined;
+}
+
+function resolveRefunds(options: HttpOptions<unknown>): RefundOptions {
+  for (const key of ['skipSuccessfulRequests', 'skipFailedRequests'] as const) {
+    const value = options[key];
+    if (value !== undefined && typeof value !== 'boolean') throw new ConfigError(key, `must be true or false; got ${describeValue(value)}`);
+  }
+  const successful = options.skipSuccessfulRequests === true;
+  const failed = options.skipFailedRequests === true;
+  const wasSuccessful = fnOption<RefundOptions['wasSuccessful']>(options.requestWasSuccessful, 'requestWasSuccessful');
+  if (wasSuccessful !== undefined && !successful && !failed) {
+    throw new ConfigError('requestWasSuccessful', 'does nothing without skipSuccessfulRequests or skipFailedRequests');
+  }
+  const option = successful ? 'skipSuccessfulRequests' : failed ? 'skipFailedRequests' : undefined;
+  return { successful, failed, wasSuccessful, option };
+}
+
+function resolveLimiter<Req>(options: HttpOptions<Req>, refunds: RefundOptions): Limiter {
   if (options.limiter === undefined) {
     const core: Record<string, unknown> = {};
     for (const key of LIMITER_OPTION_KEYS) if (options[key] !== undefined) core[key] = options[key];
+    // Giving units back needs the refundable script: this limiter's own, so it is made so.
+    if (refunds.option !== undefined) core.refunds = true;
     return createLimiter(core as unknown as LimiterOptions);
   }
   const shared = options.limiter;
@@ -86,24 +199,42 @@ function resolveLimiter<Req>(options: HttpOptions<Req>): Limiter {
     throw new ConfigError('limiter', `must be a limiter from createLimiter(); got ${describeValue(shared)}`);
   }
   for (const key of LIMITER_OPTION_KEYS) {
-    if (key !== 'logger' && options[key] !== undefined) throw new ConfigError(key, 'cannot be combined with `limiter`: set it on the shared limiter');
+    if (key !== 'logger' && options[key] !== undefined)
+      throw new ConfigError(key, 'cannot be combined with `limiter`: set it on the shared limiter');
+  }
+  if (refunds.option !== undefined && shared.refunds !== true) {
+    throw new ConfigError(refunds.option, 'needs a shared limiter made with `refunds: true` (createLimiter({ ..., refunds: true }))');
   }
   return shared;
 }
 
-function resolveStatic(options: HttpOptions<unknown>, limiter: Limiter): void {
+export function resolveStatic(options: HttpOptions<unknown>, limiter: Limiter): void {
   const { cost, statusCode } = options;
   if (typeof cost === 'number') {
-    if (!Number.isInteger(cost) || cost < 0) throw new ConfigError('cost', `must be a non-negative integer or a function; got ${describeValue(cost)}`);
+    if (!Number.isInteger(cost) || cost < 0)
+      throw new ConfigError('cost', `must be a non-negative integer or a function; got ${describeValue(cost)}`);
     // A static cost above an unscoped rule's capacity could never pass: say so now, not on every request.
-    const capacity = Math.min(...limiter.rules.filter((r) => r.for === undefined).map((r) => Math.max(r.limit, r.burst)));
+    // Capacity is the algorithm's: a token bucket holds `burst`, whatever its limit.
+    const algorithm = ALGORITHMS[limiter.algorithm as AlgorithmName];
+    const plans = limiter.plans?.length > 0 ? limiter.plans.map((p) => limiter.rulesOf(p)) : [limiter.rules];
+    const capacity = Math.min(
+      ...plans
+        .flat()
+        .filter((r) => r.for === undefined)
+        .map((r) => (algorithm ? algorithm.capacity(r) : r.limit)),
+    );
     if (cost > capacity) throw new ConfigError('cost', `${cost} exceeds the capacity ${capacity} of a rule, so no request could ever pass`);
   } else fnOption(cost, 'cost');
   if (statusCode !== undefined && (!Number.isInteger(statusCode) || statusCode < 400 || statusCode > 599)) {
     throw new ConfigError('statusCode', `must be an integer HTTP error status (400-599); got ${describeValue(statusCode)}`);
   }
   const message = options.message;
-  if (message !== undefined && typeof message !== 'string' && typeof message !== 'function' && (typeof message !== 'object' || message === null)) {
+  if (
+    message !== undefined &&
+    typeof message !== 'string' &&
+    typeof message !== 'function' &&
+    (typeof message !== 'object' || message === null)
+  ) {
     throw new ConfigError('message', `must be a string, an object or a function; got ${describeValue(message)}`);
   }
 }
@@ -112,21 +243,42 @@ function resolveStatic(options: HttpOptions<unknown>, limiter: Limiter): void {
  * Validates an adapter's options once and returns what every request needs: the shared request -> outcome
  * logic, so adapters only read the request and write the outcome. `extraKeys` are the adapter's own options.
  */
-export function createHttpLimiter<Req>(options: HttpOptions<Req>, extraKeys: readonly string[] = [], defaultUser?: (req: Req) => unknown): HttpLimiter<Req> {
+export function createHttpLimiter<Req>(
+  options: HttpOptions<Req>,
+  extraKeys: readonly string[] = [],
+  defaultUser?: (req: Req) => unknown,
+): HttpLimiter<Req> {
   if (typeof options !== 'object' || options === null) {
     throw new ConfigError('options', `must be an object with \`limits\` or \`limiter\`; got ${describeValue(options)}`);
   }
   assertKnownOptions(options, [...LIMITER_OPTION_KEYS, ...HTTP_OPTION_KEYS, ...extraKeys]);
+  options = ownOptions(options);
   const headerMode = resolveHeaderMode(options.headers);
   const ipv6Subnet = resolveIpv6Subnet(options.ipv6Subnet);
   const warnings = resolveWarnings(options.warnings);
+  const omitted = resolveOmitHeaders(options.omitHeaders);
   const identify = fnOption<HttpOptions<Req>['identify']>(options.identify, 'identify');
   const user = fnOption<(req: Req) => unknown>(options.user, 'user') ?? defaultUser;
   const skip = fnOption<HttpOptions<Req>['skip']>(options.skip, 'skip');
-  const limiter = resolveLimiter(options);
+  const planOf = fnOption<HttpOptions<Req>['plan']>(options.plan, 'plan');
+  const refunds = resolveRefunds(options as HttpOptions<unknown>);
+  const limiter = resolveLimiter(options, refunds);
   resolveStatic(options as HttpOptions<unknown>, limiter);
-  const logger: Logger = options.logger ?? { warn: (m) => process.emitWarning(m, { code: 'FLOODGATE' }) };
-  const plan: HeaderPlan = planHeaders(limiter, headerMode);
+  const logger = safeLogger(options.logger);
+  const unidentified = resolveUnidentified(options.unidentified);
+  if (planOf !== undefined && !(limiter.plans?.length > 0)) {
+    throw new ConfigError('plan', 'needs `limits` that name plans, e.g. { free: [...], pro: [...] }');
+  }
+  const headers = new Map<string | undefined, HeaderPlans>();
+  for (const name of [undefined, ...(limiter.plans ?? [])]) {
+    const rules = name === undefined ? limiter.rules : limiter.rulesOf(name);
+    const of = (mode: HeaderMode): HeaderPlan => planHeaders({ name: limiter.name, rules }, mode);
+    // Another limiter may already have written draft headers on a response: this one then writes in that
+    // draft, so the two never overwrite each other's items or mix two syntaxes in one header.
+    const drafts = isDraft(headerMode) ? { 'draft-6': of('draft-6'), 'draft-7': of('draft-7'), 'draft-8': of('draft-8') } : undefined;
+    headers.set(name, { own: of(headerMode), drafts });
+  }
+  const plan = headers.get(undefined)!.own;
   const cost = options.cost ?? 1;
   const statusCode = options.statusCode ?? 429;
   const message = options.message;
@@ -140,8 +292,10 @@ export function createHttpLimiter<Req>(options: HttpOptions<Req>, extraKeys: rea
   let lastJson = '';
 
   function denied(custom: unknown, retryS: number, set: HeaderList, append: HeaderList, decision: Decision): HttpOutcome {
-    // A fresh body object each time: the framework (Koa's ctx.body) may hand it to code that changes it.
-    if (typeof custom === 'object' && custom !== null) return { action: 'deny', status: statusCode, set, append, body: custom, decision };
+    // A fresh body object each time: the framework (Koa's ctx.body) may hand it to code that changes it,
+    // and a later middleware's edit must not reach the next client's denial.
+    if (typeof custom === 'object' && custom !== null)
+      return { action: 'deny', status: statusCode, set, append, body: structuredClone(custom), decision };
     const text = typeof custom === 'string' ? custom : defaultDenyMessage(retryS);
     const body = errorBody(statusCode, text);
     if (text !== lastText) {
@@ -158,18 +312,29 @@ export function createHttpLimiter<Req>(options: HttpOptions<Req>, extraKeys: rea
     return Promise.resolve(custom).then((c) => denied(c, retryS, set, append, decision));
   }
 
-  function shape(req: Req, decision: Decision, previous: Decision | undefined): MaybePromise<HttpOutcome> {
+  function shape(req: Req, decision: Decision, previous: Decision | undefined, planName?: string): MaybePromise<HttpOutcome> {
     const retryS = retryAfterSeconds(decision.retryAfterMs);
     if (!decision.allowed && decision.reason === 'store-unavailable') {
       // failure 'closed': the store could not decide, so no counts to report and no driver text to leak.
-      return { action: 'deny', status: 503, set: [['Retry-After', String(retryS)]], append: [], body: errorBody(503, UNAVAILABLE_MESSAGE), json: UNAVAILABLE_JSON, decision };
+      return {
+        action: 'deny',
+        status: 503,
+        set: [['Retry-After', String(retryS)]],
+        append: [],
+        body: errorBody(503, UNAVAILABLE_MESSAGE),
+        json: UNAVAILABLE_JSON,
+        decision,
+      };
     }
-    const unknowable = decision.source === 'fallback' && decision.states.length === 0;
+    const unknowable = decision.states.length === 0 && (decision.source === 'fallback' || decision.source === 'local');
     const quiet = shadow || decision.shadowDenied === true || unknowable;
-    const { set, append } = quiet ? { set: [], append: [] } : rateLimitHeaders(plan, decision, previous, plan.mode === 'legacy' ? Date.now() : 0);
+    const { set, append } = quiet
+      ? { set: [], append: [] }
+      : rateLimitHeaders(planFor(req, planName), decision, previous, plan.mode === 'legacy' ? Date.now() : 0);
     if (!decision.allowed) return denial(req, decision, retryS, set, append);
     const tightest = previous === undefined || bindsTighter(decision, previous) ? decision : previous;
-    return { action: 'next', status: 200, set, append, decision: tightest };
+    if (refunds.option === undefined) return { action: 'next', status: 200, set, append, decision: tightest };
+    return { action: 'next', status: 200, set, append, decision: tightest, own: decision };
   }
 
   /*
@@ -177,28 +342,81 @@ export function createHttpLimiter<Req>(options: HttpOptions<Req>, extraKeys: rea
    * skip, identify, cost or message, or a decision the block cache cannot give) continues when it settles;
    * everything else runs synchronously, so a client the block cache already denies costs no promise.
    */
-  function limit(req: Req, ids: string[], units: number, previous: Decision | undefined): MaybePromise<HttpOutcome> {
-    const decision = direct ? (limiter as FloodgateLimiter)[checkNow](ids, units) : limiter.check(ids, { cost: units });
-    if (!isThenable(decision)) return shape(req, decision, previous);
-    return Promise.resolve(decision).then((d) => shape(req, d, previous));
+  function limit(req: Req, ids: string[], units: number, previous: Decision | undefined, name?: string): MaybePromise<HttpOutcome> {
+    if (name !== undefined && typeof name !== 'string') {
+      throw new TypeError(`floodgate: plan(req) must return a plan name or undefined; got ${describeValue(name)}`);
+    }
+    const decision = direct
+      ? (limiter as FloodgateLimiter)[checkNow](ids, units, name)
+      : limiter.check(ids, name === undefined ? { cost: units } : { cost: units, plan: name });
+    if (!isThenable(decision)) return shape(req, decision, previous, name);
+    return Promise.resolve(decision).then((d) => shape(req, d, previous, name));
   }
 
-  function identified(req: Req, ids: string[], previous: Decision | undefined): MaybePromise<HttpOutcome> {
+  function planned(req: Req, ids: string[], units: number, previous: Decision | undefined): MaybePromise<HttpOutcome> {
+    if (planOf === undefined) return limit(req, ids, units, previous);
+    const name = planOf(req);
+    if (!isThenable(name)) return limit(req, ids, units, previous, name);
+    return Promise.resolve(name).then((n) => limit(req, ids, units, previous, n));
+  }
+
+  /** The header plan for this request: its plan's, in the draft another limiter already wrote, if one did. */
+  function planFor(req: Req, name: string | undefined): HeaderPlan {
+    const { own, drafts } = headers.get(name) ?? headers.get(undefined)!;
+    if (drafts === undefined) return own;
+    const used = dialects.get(req as object);
+    if (used === undefined) {
+      dialects.set(req as object, headerMode as Draft);
+      return own;
+    }
+    return drafts[used];
+  }
+
+  function identified(req: Req, found: string[], defaults: string[], previous: Decision | undefined): MaybePromise<HttpOutcome> {
+    let ids = found;
     if (ids.length === 0) {
-      warn('no-identifier', 'a request had no IP, no user and no identifier from identify(); it was let through unlimited');
-      return NOTHING;
+      // identify() gave nothing usable (a missing API-key header, say): never unlimited for that.
+      warn(
+        'identify-empty',
+        'identify() returned no usable identifier for a request (not a non-empty string or array of them); the default identifiers were used',
+      );
+      ids = defaults;
+    }
+    if (ids.includes(UNKNOWN_IP)) {
+      if (unidentified === 'deny')
+        return shape(req, localDenial('unidentified', UNKNOWN_IP, 1000, typeof cost === 'number' ? cost : 1), previous);
+      if (unidentified === 'allow') {
+        ids = ids.filter((id) => id !== UNKNOWN_IP);
+        if (ids.length === 0) {
+          warn(
+            'no-identifier',
+            "a request had no usable IP and nothing else identified it; it was let through unlimited (unidentified: 'allow')",
+          );
+          return NOTHING;
+        }
+      }
     }
     const units = typeof cost === 'function' ? cost(req) : cost;
-    if (!isThenable(units)) return limit(req, ids, units, previous);
-    return Promise.resolve(units).then((u) => limit(req, ids, u, previous));
+    if (!isThenable(units)) return planned(req, ids, units, previous);
+    return Promise.resolve(units).then((u) => planned(req, ids, u, previous));
   }
 
   function unskipped(req: Req, ip: string | undefined, previous: Decision | undefined): MaybePromise<HttpOutcome> {
     const defaults = defaultIdentifiers({ ip, user: user?.(req) }, ipv6Subnet);
-    if (identify === undefined) return identified(req, defaults, previous);
+    if (defaults[0] === UNKNOWN_IP && !warned('unknown-ip')) {
+      const what =
+        typeof ip === 'string' && ip.length > 0
+          ? `${describeValue(ip)}, which is not an IP address`
+          : 'no address (a connection reset before it was read, or a unix socket)';
+      warn(
+        'unknown-ip',
+        `a request's client address was ${what}; it is limited as '${UNKNOWN_IP}' (option unidentified: '${unidentified}')`,
+      );
+    }
+    if (identify === undefined) return identified(req, defaults, defaults, previous);
     const found = identify(req, defaults);
-    if (!isThenable(found)) return identified(req, identifiersFrom(found), previous);
-    return Promise.resolve(found).then((f) => identified(req, identifiersFrom(f), previous));
+    if (!isThenable(found)) return identified(req, identifiersFrom(found), defaults, previous);
+    return Promise.resolve(found).then((f) => identified(req, identifiersFrom(f), defaults, previous));
   }
 
   function start(req: Req, ip: string | undefined, previous: Decision | undefined): MaybePromise<HttpOutcome> {
@@ -208,14 +426,59 @@ export function createHttpLimiter<Req>(options: HttpOptions<Req>, extraKeys: rea
     return Promise.resolve(skipped).then((s) => (s ? NOTHING : unskipped(req, ip, previous)));
   }
 
-  const failed = (error: unknown): HttpOutcome => ({ action: 'error', status: 500, set: [], append: [], error });
+  // A function option that throws a non-error (undefined, a string) must still fail the request: an adapter
+  // handing `next(undefined)` or `next('route')` to the framework would let it through unlimited.
+  const failed = (error: unknown): HttpOutcome => ({
+    action: 'error',
+    status: 500,
+    set: [],
+    append: [],
+    error:
+      error instanceof Error
+        ? error
+        : new Error(`floodgate: an option function threw a non-error: ${describeValue(error)}`, { cause: error }),
+  });
 
   function decide(req: Req, ip: string | undefined, previous?: Decision): MaybePromise<HttpOutcome> {
     try {
-      const outcome = start(req, ip, previous);
+      let outcome = start(req, ip, previous);
+      if (omitted !== undefined)
+        outcome = isThenable(outcome) ? outcome.then((o) => omitHeaders(o, omitted)) : omitHeaders(outcome, omitted);
       return isThenable(outcome) ? outcome.then(undefined, failed) : outcome;
     } catch (error) {
       return failed(error);
+    }
+  }
+
+  const refund = (decision: Decision): void => {
+    limiter
+      .refund(decision)
+      .then(undefined, (error: unknown) =>
+        warn(
+          'refund-failed',
+          `a refund could not reach the store (${error instanceof Error ? error.message : describeValue(error)}); those units stay counted until their window passes`,
+        ),
+      );
+  };
+
+  function completed(outcome: HttpOutcome, finished: boolean, status: number, args: readonly unknown[]): void {
+    const own = outcome.own;
+    if (own === undefined) return;
+    const give = (succeeded: boolean): void => {
+      if (succeeded ? refunds.successful : refunds.failed) refund(own);
+    };
+    if (!finished || refunds.wasSuccessful === undefined) return give(finished && status < 400);
+    const judged = (error: unknown): void =>
+      warn(
+        'refund-failed',
+        `requestWasSuccessful threw (${error instanceof Error ? error.message : describeValue(error)}); the request stays counted`,
+      );
+    try {
+      const verdict = refunds.wasSuccessful(...args);
+      if (isThenable(verdict)) Promise.resolve(verdict).then((v) => give(v === true), judged);
+      else give(verdict === true);
+    } catch (error) {
+      judged(error);
     }
   }
 
@@ -223,6 +486,26 @@ export function createHttpLimiter<Req>(options: HttpOptions<Req>, extraKeys: rea
     limiter,
     warn,
     decide,
+    completed,
     run: async (req, ip, previous) => decide(req, ip, previous),
   };
+}
+
+/**
+ * Calls `done` once when a Node response is over: `finished` true when it was sent in full ('finish'),
+ * false when the connection closed first (the client went away, or the server destroyed it).
+ */
+export function whenResponseDone(res: ServerResponse, done: (finished: boolean) => void): void {
+  let over = false;
+  const end = (finished: boolean): void => {
+    if (over) return;
+    over = true;
+    res.off('finish', onFinish);
+    res.off('close', onClose);
+    done(finished);
+  };
+  const onFinish = (): void => end(true);
+  const onClose = (): void => end(res.writableFinished);
+  res.once('finish', onFinish);
+  res.once('close', onClose);
 }

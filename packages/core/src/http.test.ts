@@ -2,11 +2,33 @@ import type { Decision, PairState } from './decision';
 import { bindsTighter, errorBody, planHeaders, rateLimitHeaders, resolveHeaderMode, retryAfterSeconds } from './http';
 import { resolveRules } from './rules';
 
-const rules = resolveRules([{ limit: 10, window: '1s' }, { limit: 120, window: '1m' }, { limit: 50, window: '1h', for: 'user' }]);
-const state = (over: Partial<PairState>): PairState => ({ identifier: 'ip:1.2.3.4', limit: 10, windowMs: 1000, remaining: 9, resetMs: 400, allowed: true, retryAfterMs: 0, ...over });
+const rules = resolveRules([
+  { limit: 10, window: '1s' },
+  { limit: 120, window: '1m' },
+  { limit: 50, window: '1h', for: 'user' },
+]);
+const state = (over: Partial<PairState>): PairState => ({
+  identifier: 'ip:1.2.3.4',
+  limit: 10,
+  windowMs: 1000,
+  remaining: 9,
+  resetMs: 400,
+  allowed: true,
+  retryAfterMs: 0,
+  ...over,
+});
 const decision = (over: Partial<Decision> = {}): Decision => ({
-  allowed: true, source: 'redis', identifier: 'ip:1.2.3.4', limit: 10, windowMs: 1000, remaining: 9, resetMs: 400,
-  retryAfterMs: 0, cost: 1, states: [state({})], ...over,
+  allowed: true,
+  source: 'redis',
+  identifier: 'ip:1.2.3.4',
+  limit: 10,
+  windowMs: 1000,
+  remaining: 9,
+  resetMs: 400,
+  retryAfterMs: 0,
+  cost: 1,
+  states: [state({})],
+  ...over,
 });
 
 test('draft-8 policy lists every rule, named by window, limiter and scope', () => {
@@ -32,11 +54,17 @@ test('draft-7, draft-6 and legacy give their own single-value headers; legacy Re
     set: [['RateLimit', 'limit=120, remaining=100, reset=31']],
   });
   expect(rateLimitHeaders(planHeaders({ name: 'default', rules }, 'draft-6'), d, undefined, 0).set).toEqual([
-    ['RateLimit-Limit', '120'], ['RateLimit-Remaining', '100'], ['RateLimit-Reset', '31'],
+    ['RateLimit-Limit', '120'],
+    ['RateLimit-Remaining', '100'],
+    ['RateLimit-Reset', '31'],
   ]);
   expect(rateLimitHeaders(planHeaders({ name: 'default', rules }, 'legacy'), d, undefined, 1_700_000_000_000)).toEqual({
     append: [],
-    set: [['X-RateLimit-Limit', '120'], ['X-RateLimit-Remaining', '100'], ['X-RateLimit-Reset', '1700000031']],
+    set: [
+      ['X-RateLimit-Limit', '120'],
+      ['X-RateLimit-Remaining', '100'],
+      ['X-RateLimit-Reset', '1700000031'],
+    ],
   });
   expect(rateLimitHeaders(planHeaders({ name: 'default', rules }, false), d, undefined, 0)).toEqual({ set: [], append: [] });
 });

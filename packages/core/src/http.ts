@@ -61,7 +61,12 @@ export function retryAfterSeconds(retryAfterMs: number): number {
  * one response add to; `set` headers hold one value, so they are only given when this decision binds
  * tighter than `previous` (the tightest decision of the limiters that already ran on this request).
  */
-export function rateLimitHeaders(plan: HeaderPlan, decision: Decision, previous: Decision | undefined, nowMs: number): { set: HeaderList; append: HeaderList } {
+export function rateLimitHeaders(
+  plan: HeaderPlan,
+  decision: Decision,
+  previous: Decision | undefined,
+  nowMs: number,
+): { set: HeaderList; append: HeaderList } {
   const set: HeaderList = [];
   const append: HeaderList = [];
   if (plan.mode === false) return { set, append };
@@ -71,7 +76,9 @@ export function rateLimitHeaders(plan: HeaderPlan, decision: Decision, previous:
   const reset = Math.max(0, Math.ceil(decision.resetMs / 1000));
   if (plan.mode === 'draft-8') {
     const kind = decision.identifier === undefined ? undefined : identifierKind(decision.identifier);
-    const name = plan.itemNames.get(ruleKey(decision.limit, decision.windowMs, kind)) ?? plan.itemNames.get(ruleKey(decision.limit, decision.windowMs, undefined));
+    const name =
+      plan.itemNames.get(ruleKey(decision.limit, decision.windowMs, kind)) ??
+      plan.itemNames.get(ruleKey(decision.limit, decision.windowMs, undefined));
     if (name !== undefined) append.push(['RateLimit', `"${name}";r=${remaining};t=${reset}`]);
     return { set, append };
   }
@@ -81,8 +88,13 @@ export function rateLimitHeaders(plan: HeaderPlan, decision: Decision, previous:
   } else if (plan.mode === 'draft-6') {
     set.push(['RateLimit-Limit', String(decision.limit)], ['RateLimit-Remaining', String(remaining)], ['RateLimit-Reset', String(reset)]);
   } else {
-    const resetEpoch = Math.ceil((nowMs + decision.resetMs) / 1000);
-    set.push(['X-RateLimit-Limit', String(decision.limit)], ['X-RateLimit-Remaining', String(remaining)], ['X-RateLimit-Reset', String(resetEpoch)]);
+    // The decision's own instant (the store's clock), so every response of one window gives the same Reset.
+    const resetEpoch = Math.ceil((decision.resetAt ?? nowMs + decision.resetMs) / 1000);
+    set.push(
+      ['X-RateLimit-Limit', String(decision.limit)],
+      ['X-RateLimit-Remaining', String(remaining)],
+      ['X-RateLimit-Reset', String(resetEpoch)],
+    );
   }
   return { set, append };
 }

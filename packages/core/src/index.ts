@@ -1,23 +1,27 @@
-export { createLimiter, FloodgateLimiter } from './limiter';
-export { withDeadline } from './deadline';
+/**
+ * @floodgate/core: the application API (docs/design.md, section 8). Everything an application uses to
+ * limit: createLimiter and its options, the decision, the errors, and the helper an `identify()` calls.
+ * What adapter authors need is in @floodgate/core/adapter; the rest is internal and may change.
+ *
+ * @module @floodgate/core
+ */
+export { createLimiter } from './limiter';
 export type { Limiter, CheckOptions, BlockOptions } from './limiter';
 export type { AcquireOptions } from './acquire';
+export { createConcurrencyLimiter } from './concurrency/limiter';
+export type { ConcurrencyLimiter, Lease, LeaseSource, LeaseDenyReason } from './concurrency/limiter';
+export type { ConcurrencyLimiterOptions } from './concurrency/options';
 export type { Decision, DecisionSource, DenyReason, PairState } from './decision';
-export { resolveOptions, assertKnownOptions, LIMITER_OPTION_KEYS } from './options';
-export type { LimiterOptions, ResolvedOptions, FailurePolicy, LimiterMode, LimiterEvent, Logger } from './options';
-export { parseDuration, resolveRules, formatWindow } from './rules';
-export type { Rule, RuleInput } from './rules';
-export { encodeIdentifier, stateKey, blockKey, identifierKind } from './keys';
-export { FloodgateError, ConfigError, ArgumentError, StoreError, describeValue } from './errors';
-export type { FloodgateErrorCode, StoreErrorKind } from './errors';
-export type { RedisClient } from './stores/redis';
+export type { LimiterOptions, FailurePolicy, LimiterMode, LimiterEvent, Logger } from './options';
+export type { DecisionEvent, DecisionOutcome, RefundEvent, EventListener } from './events';
+export type { LimiterHealth, HealthStatus } from './health';
+export type { RuleInput } from './rules';
 export type { AlgorithmName } from './algorithms/types';
-export { MemoryStore } from './stores/memory';
-export { normaliseIp, userKey, defaultIdentifiers, identifiersFrom, resolveIpv6Subnet, DEFAULT_IPV6_SUBNET } from './identity';
-export type { RequestFacts } from './identity';
-export { planHeaders, rateLimitHeaders, retryAfterSeconds, errorBody, bindsTighter, resolveHeaderMode, HEADER_MODES } from './http';
-export type { HeaderMode, HeaderPlan, HeaderList } from './http';
-export { createHttpLimiter, HTTP_OPTION_KEYS } from './http-limiter';
-export type { HttpOptions, HttpOutcome, HttpLimiter } from './http-limiter';
-export { WARNING_NAMES, warnOnce, resolveWarnings, resetWarnings, warned } from './warnings';
-export type { WarningName, WarningsOption } from './warnings';
+export type { RedisClient } from './stores/redis';
+export { FloodgateError, ConfigError, ArgumentError, StoreError } from './errors';
+export type { FloodgateErrorCode, StoreErrorKind } from './errors';
+export { normaliseIp } from './identity';
+export type { HeaderMode } from './http';
+export type { HttpOptions, UnidentifiedPolicy } from './http-limiter';
+export type { OmittableHeader } from './header-filter';
+export type { WarningsOption } from './warnings';

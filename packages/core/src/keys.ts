@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 const RAW_IDENTIFIER = /^[A-Za-z0-9._:@/-]{1,64}$/;
 
 /**
- * Identifier -> the part of a key inside the hash tag (DESIGN.md invariant 5).
+ * Identifier -> the part of a key inside the hash tag (docs/design.md, section 7 and invariant 5).
  *
  * Raw when it is short and plain, else `#` + base64url(sha256) cut to 22 chars (132 bits). The raw set has
  * no `#`, `{` or `}`, so the mapping is injective and no input can leave its hash tag. Hashing the UTF-16
@@ -25,6 +25,11 @@ export function blockKey(prefix: string, enc: string): string {
   return `${prefix}:!b:{${enc}}`;
 }
 
+/** Whether a key is a block key (of either scheme): no prefix or name can contain `!`. */
+export function isBlockKey(key: string): boolean {
+  return key.includes(':!b:');
+}
+
 /** The kind of an identifier: the part before the first ':' ('' when there is none). */
 export function identifierKind(identifier: string): string {
   const colon = identifier.indexOf(':');
@@ -35,6 +40,8 @@ export function identifierKind(identifier: string): string {
 export interface KeyScheme {
   state(enc: string): string;
   block(enc: string): string;
+  /** The identifier's lockout state (the `lockout` option): `<prefix>:<name>:lo:{<enc>}`, beside its state key. */
+  lockout(enc: string): string;
 }
 
 /*
@@ -44,6 +51,16 @@ export interface KeyScheme {
  * first {...} is the hash tag and `enc` holds no braces, so the keys stay injective and inside their tag.
  */
 export function keyScheme(prefix: string, name: string, tag: string, colocate: boolean): KeyScheme {
-  if (!colocate) return { state: (enc) => stateKey(prefix, name, tag, enc), block: (enc) => blockKey(prefix, enc) };
-  return { state: (enc) => `${prefix}:${name}:${tag}:{${prefix}}:${enc}`, block: (enc) => `${prefix}:!b:{${prefix}}:${enc}` };
+  if (!colocate) {
+    return {
+      state: (enc) => stateKey(prefix, name, tag, enc),
+      block: (enc) => blockKey(prefix, enc),
+      lockout: (enc) => `${prefix}:${name}:lo:{${enc}}`,
+    };
+  }
+  return {
+    state: (enc) => `${prefix}:${name}:${tag}:{${prefix}}:${enc}`,
+    block: (enc) => `${prefix}:!b:{${prefix}}:${enc}`,
+    lockout: (enc) => `${prefix}:${name}:lo:{${prefix}}:${enc}`,
+  };
 }

@@ -1,23 +1,29 @@
-import { ConfigError, StoreError, describeValue } from './errors';
-import { decodeReply, type Decision } from './decision';
+import { ArgumentError, ConfigError, StoreError, describeValue } from './errors';
+import { toStoreError } from './deadline';
+import type { Decision } from './decision';
+import { decodeReply, type Reply } from './reply';
 import { encodeIdentifier, keyScheme, type KeyScheme } from './keys';
 import { resolveOptions, type LimiterOptions, type ResolvedOptions, type LimiterEvent } from './options';
 import { parseDuration, type Rule } from './rules';
-import type { Reply } from './algorithms/frame';
 import { MemoryStore, sharedMemoryStore } from './stores/memory';
 import { RedisStore } from './stores/redis';
-import { createProgram, type Program } from './algorithms/compile';
+import { createProgram, type Program } from './algorithms/script';
 import { ClusterStore } from './stores/cluster';
 import type { Store } from './stores/types';
-import { register, unregister } from './registry';
+import { registerLimiter, unregisterLimiter } from './registry';
 import { acquire, type AcquireOptions, type WaitQueues } from './acquire';
 import { BlockCache, evictEverywhere } from './block-cache';
 import { CallPlanner, type Prepared } from './call-plan';
-import { toStoreError, withDeadline } from './deadline';
+import { InFlight } from './inflight';
+import { localDenial } from './decision';
+import { Events, type EventListener } from './events';
+import { HealthRecorder, type LimiterHealth } from './health';
 
 export interface CheckOptions {
   /** Units this call consumes (a non-negative integer; default 1). Cost 0 consumes nothing. */
   cost?: number;
+  /** Which of the limiter's plans (`limits: { free: [...], pro: [...] }`) applies; default the first. */
+  plan?: string;
 }
 
 export interface BlockOptions {
@@ -30,20 +36,43 @@ export interface Limiter {
   readonly name: string;
   readonly prefix: string;
   readonly algorithm: string;
+  /** The default plan's rules (the only plan's, when `limits` names none). */
   readonly rules: readonly Rule[];
+  /** The plan names of `limits: { free: [...], pro: [...] }`, the default first; [] when it names none. */
+  readonly plans: readonly string[];
+  /** A plan's rules (the default plan's without a name); throws an ArgumentError for an unknown plan. */
+  rulesOf(plan?: string): readonly Rule[];
   readonly failure: ResolvedOptions['failure'];
   readonly mode: ResolvedOptions['mode'];
   /** Checks every rule for every identifier in one store call; consumes only if all admit the cost. */
   check(identifiers: string | readonly string[], options?: CheckOptions): Promise<Decision>;
+  /** Whether refund() can give anything back (the `refunds` option). */
+  readonly refunds: boolean;
+  /**
+   * Gives back exactly what an admitted check of this limiter consumed, to the windows or buckets it took
+   * it from while they still hold it, in one store call. At most once per decision: true when it was
+   * sent, false when there is nothing to give back (a denial, a cached or failure-policy decision, a
+   * peek, another limiter's decision, one already refunded, or a limiter without `refunds: true`).
+   */
+  refund(decision: Decision): Promise<boolean>;
   /** The same decision as check(), consuming nothing. */
   peek(identifiers: string | readonly string[], options?: CheckOptions): Promise<Decision>;
   /** Forgets this limiter's counts for these identifiers (manual blocks stay: see unblock). */
   reset(identifiers: string | readonly string[]): Promise<void>;
   /** Denies every check of this identifier, in every limiter with this prefix, for `duration`. */
   block(identifier: string, options: BlockOptions): Promise<void>;
+  /** Lifts a block (block()'s or a lockout's) and forgets this limiter's lockout escalation for the identifier. */
   unblock(identifier: string): Promise<void>;
   /** Waits (sleeping, first come first served) until a check passes; gives up after maxWaitMs or on abort. */
   acquire(identifiers: string | readonly string[], options?: AcquireOptions): Promise<Decision>;
+  /** Calls `listener` with every event (as the `onEvent` option does) until the returned function is called. */
+  subscribe(listener: EventListener): () => void;
+  /**
+   * The store's health for a readiness probe or a dashboard (health.ts). When the limiter has not heard from
+   * its store for a second, it first probes it (a peek of a reserved identifier, within `timeoutMs`), unless
+   * `{ probe: false }`. Never rejects.
+   */
+  health(options?: { probe?: boolean }): Promise<LimiterHealth>;
   close(): Promise<void>;
 }
 
@@ -63,20 +92,28 @@ export class FloodgateLimiter implements Limiter {
   readonly prefix: string;
   readonly algorithm: string;
   readonly rules: readonly Rule[];
+  readonly plans: readonly string[];
   readonly failure: ResolvedOptions['failure'];
   readonly mode: ResolvedOptions['mode'];
+  readonly refunds: boolean;
   private readonly opts: ResolvedOptions;
+  /** The default plan, and every plan by name. */
+  private readonly main: PlanState;
+  private readonly byName = new Map<string, PlanState>();
+  /** What each refundable decision consumed, until it is refunded (or collected with the decision). */
+  private readonly receipts = new WeakMap<Decision, Consumed>();
   private readonly store: Store;
-  private readonly redis: RedisStore | undefined;
+  /** The `failure: 'local'` limiter, made on first use. */
   private localStore: MemoryStore | undefined;
-  /** Denials remembered in-process (Redis only; never in shadow mode or with penalty: both must reach Redis). */
-  private readonly cache: BlockCache | undefined;
+  /** Whether a check asks the block cache first: not with `penalty` (a denied check must reach Redis to count). */
+  private readonly cacheFirst: boolean;
   private readonly keys: KeyScheme;
-  private readonly planner: CallPlanner;
-  /** The algorithm and its scripts for these rules. */
-  private readonly program: Program;
   private readonly queues: WaitQueues = new Map();
+  private readonly events: Events;
+  private readonly recorder = new HealthRecorder();
   private failing = false;
+  /** The last connection-level failure (timeout, unavailable, circuit open), until the store answers again. */
+  private fault: StoreError | undefined;
   private closed = false;
 
   constructor(opts: ResolvedOptions) {
@@ -85,42 +122,84 @@ export class FloodgateLimiter implements Limiter {
     this.prefix = opts.prefix;
     this.algorithm = opts.algorithm.name;
     this.rules = opts.rules;
+    this.plans = opts.plans[0]!.name === '' ? [] : opts.plans.map((p) => p.name);
     this.failure = opts.failure;
     this.mode = opts.mode;
-    register(opts);
-    this.redis = opts.redis ? new (opts.redis.isCluster ? ClusterStore : RedisStore)(opts.redis) : undefined;
-    this.store = this.redis ?? (opts.clock ? new MemoryStore() : sharedMemoryStore(opts.prefix));
-    const clock = opts.clock;
-    const bypass = opts.mode === 'shadow' || opts.penalty || opts.blockCacheMax === 0;
-    this.cache = this.redis && !bypass ? new BlockCache(opts.prefix, opts.name, opts.blockCacheMax, clock ?? (() => performance.now())) : undefined;
+    this.refunds = opts.refunds;
+    registerLimiter(this, opts);
+    this.events = new Events(opts.name, opts.onEvent, opts.eventIdentifiers, opts.logger);
+    this.store = opts.redis
+      ? new (opts.redis.isCluster ? ClusterStore : RedisStore)(opts.redis, opts.logger)
+      : opts.clock
+        ? new MemoryStore(opts.memoryMaxKeys)
+        : sharedMemoryStore(opts.prefix, opts.memoryMaxKeys);
+    this.cacheFirst = !opts.penalty;
     this.keys = keyScheme(opts.prefix, opts.name, opts.algorithm.tag, opts.colocate);
-    this.planner = new CallPlanner(opts, this.keys);
-    this.program = createProgram(opts.algorithm, opts.rules);
+    // Each plan's script is built here, once; its block cache and units in flight are its own, as its
+    // denials and capacities are. Counts are not: every plan keeps them in the identifier's one key, a
+    // field per window, so moving between plans keeps the windows they share.
+    for (const plan of opts.plans) {
+      const planner = new CallPlanner(opts, this.keys, plan.rules);
+      this.byName.set(plan.name, {
+        name: plan.name,
+        rules: plan.rules,
+        planner,
+        program: createProgram(opts.algorithm, plan.rules, opts.refunds, opts.lockout),
+        cache:
+          this.store.remote && opts.blockCacheMax > 0
+            ? new BlockCache(
+                opts.prefix,
+                opts.name,
+                opts.blockCacheMax,
+                opts.clock ?? (() => performance.now()),
+                opts.lockout !== undefined,
+              )
+            : undefined,
+        inflight: this.store.remote ? new InFlight((id) => planner.capacity(id)) : undefined,
+      });
+    }
+    this.main = this.byName.get(opts.plans[0]!.name)!;
   }
 
   check(identifiers: string | readonly string[], options?: CheckOptions): Promise<Decision> {
-    return settle(() => this.start('c', identifiers, options?.cost));
+    return settle(() => this.start('c', identifiers, options?.cost, options?.plan));
   }
 
   peek(identifiers: string | readonly string[], options?: CheckOptions): Promise<Decision> {
-    return settle(() => this.start('p', identifiers, options?.cost));
+    return settle(() => this.start('p', identifiers, options?.cost, options?.plan));
   }
 
-  [checkNow](identifiers: string | readonly string[], cost: number | undefined): Decision | Promise<Decision> {
-    return this.start('c', identifiers, cost);
+  [checkNow](identifiers: string | readonly string[], cost: number | undefined, plan?: string): Decision | Promise<Decision> {
+    return this.start('c', identifiers, cost, plan);
+  }
+
+  rulesOf(plan?: string): readonly Rule[] {
+    return this.planOf(plan).rules;
+  }
+
+  /** A plan by name (the default for undefined); an ArgumentError for any other value. */
+  private planOf(name: unknown): PlanState {
+    if (name === undefined) return this.main;
+    const plan = typeof name === 'string' && this.plans.length > 0 ? this.byName.get(name) : undefined;
+    if (plan === undefined) {
+      const known = this.plans.length > 0 ? `known: ${this.plans.join(', ')}` : 'this limiter names no plans';
+      throw new ArgumentError(`unknown plan ${describeValue(name)} (${known})`);
+    }
+    return plan;
   }
 
   async reset(identifiers: string | readonly string[]): Promise<void> {
-    const ids = this.planner.identifiers(identifiers);
-    const keys = ids.map((id) => this.keys.state(encodeIdentifier(id)));
+    const ids = this.main.planner.identifiers(identifiers);
+    // Its counts: the rules' state and, with a lockout, the denials counted toward one (not a lockout in force: a block).
+    const keys = ids.flatMap((id) => this.countKeys(encodeIdentifier(id)));
     evictEverywhere(this.prefix, this.name, ids);
     await this.admin(() => this.store.delete(keys));
   }
 
   async block(identifier: string, options: BlockOptions): Promise<void> {
-    const [id] = this.planner.identifiers(identifier);
+    const [id] = this.main.planner.identifiers(identifier);
     if (typeof options !== 'object' || options === null) {
-      throw new ConfigError('duration', 'is required: block(identifier, { duration: \'10m\', reason })');
+      throw new ConfigError('duration', "is required: block(identifier, { duration: '10m', reason })");
     }
     const durationMs = parseDuration(options.duration, 'duration');
     const reason = options.reason ?? '';
@@ -128,24 +207,67 @@ export class FloodgateLimiter implements Limiter {
       throw new ConfigError('reason', `must be a string of at most 256 characters; got ${describeValue(reason)}`);
     }
     const key = this.keys.block(encodeIdentifier(id!));
-    await this.admin(() => this.store.block(key, durationMs, reason, this.planner.nowArg(), this.planner.pad, this.now()));
+    await this.admin(() => this.store.block(key, durationMs, reason, this.main.planner.nowArg(), this.main.planner.pad, this.now()));
   }
 
   async unblock(identifier: string): Promise<void> {
-    const [id] = this.planner.identifiers(identifier);
+    const [id] = this.main.planner.identifiers(identifier);
     evictEverywhere(this.prefix, undefined, [id!]);
-    await this.admin(() => this.store.delete([this.keys.block(encodeIdentifier(id!))]));
+    const enc = encodeIdentifier(id!);
+    // A lockout is a block: lifted, and this limiter's escalation for the identifier forgotten with it.
+    const keys = this.opts.lockout ? [this.keys.block(enc), this.keys.lockout(enc)] : [this.keys.block(enc)];
+    await this.admin(() => this.store.delete(keys));
+  }
+
+  private countKeys(enc: string): string[] {
+    return this.opts.lockout ? [this.keys.state(enc), this.keys.lockout(enc)] : [this.keys.state(enc)];
+  }
+
+  async refund(decision: Decision): Promise<boolean> {
+    if (typeof decision !== 'object' || decision === null) {
+      throw new ArgumentError(`refund() takes a decision this limiter's check() returned; got ${describeValue(decision)}`);
+    }
+    const consumed = this.receipts.get(decision);
+    if (consumed === undefined) return false;
+    // At most once: forgotten before it is sent, so a second refund (or one racing this) gives nothing.
+    this.receipts.delete(decision);
+    // A denial cached since this check may no longer hold once its units are back.
+    evictEverywhere(this.prefix, this.name, consumed.ids);
+    const { keys, receipts, cost } = consumed;
+    await this.admin(() =>
+      this.store.refund(this.opts.algorithm, keys, receipts, cost, { now: this.now(), budgetMs: this.opts.timeoutMs }),
+    );
+    if (this.events.active) this.events.refund(consumed.ids, cost);
+    return true;
   }
 
   acquire(identifiers: string | readonly string[], options?: AcquireOptions): Promise<Decision> {
     return acquire(this, this.queues, identifiers, options);
   }
 
+  async health(options?: { probe?: boolean }): Promise<LimiterHealth> {
+    const probe = options?.probe ?? true;
+    let probed = false;
+    const idleMs = Date.now() - (this.recorder.lastOkAt ?? 0);
+    if (probe && this.store.remote && idleMs > 1_000) {
+      probed = true;
+      // A real call of this limiter's own script, consuming nothing: connection, ACL and scripts at once.
+      await this.peek(HEALTH_IDENTIFIER).catch(() => undefined);
+    }
+    const breaker = (this.store as { breakerOpen?: boolean }).breakerOpen;
+    return this.recorder.report(this.store.remote, breaker, this.fault !== undefined, this.opts.timeoutMs, probed);
+  }
+
+  subscribe(listener: EventListener): () => void {
+    if (typeof listener !== 'function') throw new ArgumentError(`subscribe() takes a function; got ${describeValue(listener)}`);
+    return this.events.subscribe(listener);
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.cache?.dispose();
-    unregister(this.opts);
+    for (const plan of this.byName.values()) plan.cache?.dispose();
+    unregisterLimiter(this, this.opts);
   }
 
   private now(): number {
@@ -154,10 +276,6 @@ export class FloodgateLimiter implements Limiter {
 
   private async admin(op: () => Promise<void> | void): Promise<void> {
     try {
-      if (this.redis) {
-        const usable = this.redis.usable();
-        if (usable !== true) await usable;
-      }
       await op();
     } catch (err) {
       throw err instanceof StoreError ? err : new StoreError('reply', 'Redis rejected the command', err);
@@ -165,77 +283,196 @@ export class FloodgateLimiter implements Limiter {
   }
 
   /** Validates, then answers from the block cache (synchronously) or asks the store. */
-  private start(op: 'c' | 'p', input: string | readonly string[], costInput: unknown): Decision | Promise<Decision> {
-    const ids = this.planner.identifiers(input);
-    const cost = this.planner.cost(costInput);
+  private start(op: 'c' | 'p', input: string | readonly string[], costInput: unknown, planInput: unknown): Decision | Promise<Decision> {
+    const plan = this.planOf(planInput);
+    const ids = plan.planner.identifiers(input);
+    const cost = plan.planner.cost(costInput);
     // The cache first: a client answered from it costs no key encoding, no script arguments and no promise.
-    const cached = this.cache?.lookup(ids, cost);
-    if (cached) return cached;
-    return this.evaluate(op, ids, cost);
+    const cached = this.cacheFirst ? plan.cache?.lookup(ids, cost) : undefined;
+    if (cached) return this.enforce(cached, plan);
+    return this.evaluate(plan, op, ids, cost);
   }
 
-  private async evaluate(op: 'c' | 'p', ids: string[], cost: number): Promise<Decision> {
-    const call = this.planner.prepare(op, ids, cost);
-    let decision: Decision;
-    if (this.redis) {
-      try {
-        const reply = await this.runRedis(this.redis, call);
-        decision = decodeReply(reply, call.ids, call.ruleLists, this.rules, call.cost, 'redis');
-        this.cache?.remember(decision, call.cost);
-        this.failing = false;
-      } catch (err) {
-        decision = this.fallback(call, toStoreError(err));
-      }
-    } else {
-      decision = this.runMemory(this.store as MemoryStore, call, 'memory');
+  private async evaluate(plan: PlanState, op: 'c' | 'p', ids: string[], cost: number): Promise<Decision> {
+    const call: Call = { ...plan.planner.prepare(op, ids, cost), plan };
+    const { program, cache, inflight } = plan;
+    if (!this.store.remote) {
+      const reply = this.store.run(program, call.keys, call.argv, { now: this.now(), budgetMs: Infinity }) as Reply;
+      return this.keepReceipts(call, reply, this.enforce(this.decode(call, reply, 'memory'), plan));
     }
-    return this.opts.mode === 'shadow' ? this.shadow(decision) : decision;
+    const started = performance.now();
+    // Consuming checks take a place among the identifiers' units in flight first (inflight.ts).
+    const counted = inflight !== undefined && op === 'c' && cost > 0;
+    if (counted) {
+      const entered = inflight.enter(ids, cost, this.opts.timeoutMs);
+      if (entered !== true && !(await entered)) return this.enforce(this.notSent(call, true), plan);
+      // While it waited, an earlier check of these identifiers may have been denied.
+      const cached = entered !== true && this.cacheFirst ? cache?.lookup(ids, cost) : undefined;
+      if (cached) {
+        inflight.leave(ids, cost);
+        return this.enforce(cached, plan);
+      }
+    }
+    const budgetMs = this.opts.timeoutMs - (performance.now() - started);
+    if (budgetMs < 1) {
+      // Let in with no time left to ask: not sent (it could only be counted after its caller gave up).
+      if (counted) inflight.leave(ids, cost);
+      return this.enforce(this.notSent(call, false), plan);
+    }
+    let decision: Decision;
+    let latencyMs: number | undefined;
+    try {
+      const settled = (reply: Reply | undefined, late: boolean): void => {
+        if (counted) inflight.leave(ids, cost);
+        // A reply after the deadline still teaches the cache: the next check of a denied client stays local.
+        if (late && reply !== undefined) cache?.remember(this.decode(call, reply, 'redis'), call.cost);
+      };
+      const sent = performance.now();
+      const reply = await this.store.run(program, call.keys, call.argv, { now: this.now(), budgetMs, settled });
+      latencyMs = performance.now() - sent;
+      this.recorder.answered(latencyMs);
+      decision = this.decode(call, reply, 'redis');
+      cache?.remember(decision, call.cost);
+      this.failing = false;
+      this.fault = undefined;
+      return this.keepReceipts(call, reply, this.enforce(decision, plan, latencyMs));
+    } catch (err) {
+      decision = this.fallback(call, toStoreError(err));
+    }
+    return this.enforce(decision, plan);
   }
 
-  private async runRedis(store: RedisStore, call: Prepared): Promise<Reply> {
-    const usable = store.usable();
-    if (usable !== true) await usable;
-    return store.breaker.call(() => withDeadline(store.run(this.program, call.keys, call.argv), this.opts.timeoutMs));
+  /** A refundable program's admitted, consuming check: what it consumed where, for refund(). */
+  private keepReceipts(call: Call, reply: Reply, decision: Decision): Decision {
+    if (!call.plan.program.refundable || !decision.allowed || Number(reply[2]) !== 1) return decision;
+    const n = call.ids.length;
+    const consumed: Consumed = { ids: call.ids, keys: [], receipts: [], cost: call.cost };
+    for (let i = 0; i < n; i++) {
+      const receipt = String(reply[reply.length - n + i]);
+      if (receipt === '') continue;
+      consumed.keys.push(call.keys[2 * i]!);
+      consumed.receipts.push(receipt);
+    }
+    if (consumed.keys.length > 0) this.receipts.set(decision, consumed);
+    return decision;
   }
 
-  private runMemory(store: MemoryStore, call: Prepared, source: 'memory' | 'fallback'): Decision {
-    const reply = store.run(this.program, call.keys, call.argv, this.now());
-    return decodeReply(reply, call.ids, call.ruleLists, this.rules, call.cost, source);
+  private decode(call: Call, reply: Reply, source: 'redis' | 'memory' | 'fallback'): Decision {
+    return decodeReply(reply, call.ids, call.ruleLists, call.plan.rules, call.cost, source);
   }
 
-  private fallback(call: Prepared, error: StoreError): Decision {
+  /**
+   * A check that waited for room among its identifiers' units in flight and was never sent: it gave up at
+   * its deadline (`gaveUp`), or was let in with no time left. The checks ahead of it held the identifier's
+   * whole capacity. When those failed (the store is failing), 'closed' and 'local' apply as for them, and
+   * 'open' denies: they took the policy's admissions already. Otherwise a check that gave up is denied (that
+   * many units were being decided), and one let in too late failed in this process's own backlog: overload.
+   */
+  private notSent(call: Call, gaveUp: boolean): Decision {
+    const fault = this.fault;
+    if (fault !== undefined && this.failure !== 'open') {
+      return this.fallback(call, new StoreError(fault.kind, `not sent: ${fault.message.replace(/^floodgate: /, '')}`));
+    }
+    if (fault !== undefined || gaveUp) return this.overCapacity(call);
+    return this.fallback(call, new StoreError('overload', `not sent: its ${this.opts.timeoutMs} ms went waiting in this process`));
+  }
+
+  /** Checks that waited for room among an identifier's units in flight until their deadline: denied. */
+  private overCapacity({ ids, cost, plan }: Call): Decision {
+    const id = ids.find((i) => plan.planner.capacity(i) !== Infinity) ?? ids[0]!;
+    return localDenial('limit', id, this.opts.timeoutMs, cost);
+  }
+
+  private fallback(call: Call, error: StoreError): Decision {
+    if (error.kind !== 'overload' && error.kind !== 'reply') this.fault = error;
+    this.recorder.failed(error);
     this.emit({ type: 'store-error', limiter: this.name, error, policy: this.failure });
     if (!this.failing) {
       this.failing = true;
-      this.opts.logger.warn(`floodgate: limiter '${this.name}' cannot reach its store (${error.message}); failure policy '${this.failure}' applies`);
+      this.opts.logger.warn(
+        `floodgate: limiter '${this.name}' could not get an answer from its store (${error.message}); failure policy '${this.failure}' applies`,
+      );
     }
-    if (this.failure === 'local') {
-      this.localStore ??= new MemoryStore();
-      return { ...this.runMemory(this.localStore, call, 'fallback'), error };
+    // An identifier known to be over its limit stays denied, whatever the policy (docs/security.md).
+    const known = call.plan.cache?.known(call.ids, call.cost);
+    if (known) return { ...known, error };
+    // Overload is not an outage: Redis was answering, but this process had sent more than it could answer
+    // in time. Admitting by 'open' would let load buy admissions, so overload sheds the request instead
+    // (503 with Retry-After in the adapters), as 'closed' does; 'local' decides in process as it always does.
+    const policy = error.kind === 'overload' && this.failure === 'open' ? 'closed' : this.failure;
+    if (policy === 'local') {
+      this.localStore ??= new MemoryStore(this.opts.memoryMaxKeys);
+      const reply = this.localStore.run(call.plan.program, call.keys, call.argv, { now: this.now(), budgetMs: Infinity });
+      return { ...this.decode(call, reply, 'fallback'), error };
     }
-    const allowed = this.failure === 'open';
+    const allowed = policy === 'open';
     const decision: Decision = {
-      allowed, source: 'fallback', limit: Infinity, windowMs: 0, remaining: Infinity, resetMs: 0,
-      retryAfterMs: allowed ? 0 : Math.min(1000, this.opts.timeoutMs * 4), cost: call.cost, states: [], error,
+      allowed,
+      source: 'fallback',
+      limit: Infinity,
+      windowMs: 0,
+      remaining: Infinity,
+      resetMs: 0,
+      retryAfterMs: allowed ? 0 : Math.min(1000, this.opts.timeoutMs * 4),
+      cost: call.cost,
+      states: [],
+      error,
     };
     if (!allowed) decision.reason = 'store-unavailable';
     return decision;
   }
 
-  private shadow(decision: Decision): Decision {
-    if (decision.allowed) return decision;
-    if (decision.reason !== 'store-unavailable') this.emit({ type: 'shadow-deny', limiter: this.name, decision });
-    return { ...decision, allowed: true, reason: undefined, retryAfterMs: 0, shadowDenied: true };
+  /**
+   * Every decision's last step: shadow mode turns a denial into an allowed decision marked shadowDenied
+   * (and a shadow-deny event), and listeners get the decision event.
+   */
+  private enforce(decision: Decision, plan: PlanState, latencyMs?: number): Decision {
+    if (this.opts.mode === 'shadow' && !decision.allowed) {
+      if (decision.reason !== 'store-unavailable') this.emit({ type: 'shadow-deny', limiter: this.name, decision });
+      decision = { ...decision, allowed: true, reason: undefined, retryAfterMs: 0, shadowDenied: true };
+    }
+    if (this.events.active) this.events.decision(decision, plan.name === '' ? undefined : plan.name, latencyMs);
+    return decision;
   }
 
   private emit(event: LimiterEvent): void {
-    if (!this.opts.onEvent) return;
-    try {
-      this.opts.onEvent(event);
-    } catch (err) {
-      this.opts.logger.warn(`floodgate: onEvent threw: ${err instanceof Error ? err.message : String(err)}`);
-    }
+    if (this.events.active) this.events.emit(event);
   }
+}
+
+/**
+ * One plan of a limiter (the only one when `limits` names none): its rules, its script, and the per-plan
+ * state of the checks made under it.
+ */
+interface PlanState {
+  readonly name: string;
+  readonly rules: readonly Rule[];
+  readonly planner: CallPlanner;
+  /** The algorithm and its scripts for these rules. */
+  readonly program: Program;
+  /**
+   * Denials remembered in-process (Redis only), asked first unless `penalty` is on, and by every check when
+   * the store cannot answer. Per plan: a client denied under one plan may be admitted under another.
+   */
+  readonly cache: BlockCache | undefined;
+  /** Units of checks in flight to Redis, per identifier, capped by this plan's capacities (inflight.ts). */
+  readonly inflight: InFlight | undefined;
+}
+
+/** A prepared check and the plan it runs under. */
+interface Call extends Prepared {
+  plan: PlanState;
+}
+
+/** What health() peeks at to probe an idle store (a peek consumes nothing, whoever else uses the identifier). */
+const HEALTH_IDENTIFIER = '~floodgate:health';
+
+/** What a refundable check consumed: per state key, the receipt its script answered. */
+interface Consumed {
+  ids: string[];
+  keys: string[];
+  receipts: string[];
+  cost: number;
 }
 
 /** The promise API over start(): a synchronous answer resolved, a synchronous throw rejected. */

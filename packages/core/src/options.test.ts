@@ -20,7 +20,16 @@ describe('configuration errors name the option and the bad value', () => {
     [{ limits: { limit: 0, window: '1s' } }, 'limits[0].limit', /got 0/],
     [{ limits: { limit: -3, window: '1s' } }, 'limits[0].limit', /got -3/],
     [{ limits: { limit: 1.5, window: '1s' } }, 'limits[0].limit', /got 1.5/],
-    [{ limits: [{ limit: 1, window: '1s' }, { limit: '10', window: '1s' }] }, 'limits[1].limit', /"10"/],
+    [
+      {
+        limits: [
+          { limit: 1, window: '1s' },
+          { limit: '10', window: '1s' },
+        ],
+      },
+      'limits[1].limit',
+      /"10"/,
+    ],
     [{ limits: { limit: 1, window: 0 } }, 'limits[0].window', /got 0/],
     [{ limits: { limit: 1, window: '1 minute' } }, 'limits[0].window', /"1 minute"/],
     [{ limits: { limit: 1, window: '1.5s' } }, 'limits[0].window', /"1.5s"/],

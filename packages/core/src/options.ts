@@ -1,10 +1,9 @@
 import type { Algorithm, AlgorithmName } from './algorithms/types';
 import { ALGORITHMS } from './algorithms';
 import { ConfigError, describeValue } from './errors';
-import { resolveRules, type Rule, type RuleInput } from './rules';
+import { parseDuration, resolveRules, type Rule, type RuleInput } from './rules';
+import type { LockoutSpec } from './algorithms/lockout';
 import type { RedisClient } from './stores/redis';
-import type { Decision } from './decision';
-import type { StoreError } from './errors';
 
 export type FailurePolicy = 'open' | 'closed' | 'local';
 export type LimiterMode = 'enforce' | 'shadow';
@@ -13,9 +12,8 @@ export interface Logger {
   warn(message: string): void;
 }
 
-export type LimiterEvent =
-  | { type: 'store-error'; limiter: string; error: StoreError; policy: FailurePolicy }
-  | { type: 'shadow-deny'; limiter: string; decision: Decision };
+import type { LimiterEvent } from './events';
+export type { LimiterEvent } from './events';
 
 export interface LimiterOptions {
   /** An ioredis `Redis` (or `Cluster`). Omitted: the in-memory store. Floodgate never closes it. */
@@ -25,7 +23,11 @@ export interface LimiterOptions {
   /** Key namespace; [A-Za-z0-9_.-]{1,32}. Default 'floodgate'. */
   prefix?: string;
   algorithm?: AlgorithmName;
-  limits: RuleInput | RuleInput[];
+  /**
+   * The rules: one, a list, or named plans of them (`{ free: [...], pro: [...] }`), one of which each
+   * check picks (`check(ids, { plan })`; the first is the default).
+   */
+  limits: RuleInput | RuleInput[] | Record<string, RuleInput | RuleInput[]>;
   /** What a check answers when the store cannot: 'open' (allow, default), 'closed' (deny), 'local'. */
   failure?: FailurePolicy;
   /** The limiter's own deadline for one call to the store, in ms. Default 250. */
@@ -34,6 +36,17 @@ export interface LimiterOptions {
   mode?: LimiterMode;
   /** Denied checks consume too (a client that keeps hammering stays limited). Default false. */
   penalty?: boolean;
+  /**
+   * Escalating lockouts: after `after` denials within `within`, the identifier is blocked for `duration`,
+   * then `duration x backoff` for the next lockout, up to `maxDuration` (docs/lockouts.md).
+   */
+  lockout?: LockoutOptions;
+  /**
+   * Makes limiter.refund(decision) possible: the script then answers, with each admitted check, what it
+   * consumed where (a receipt per identifier, a few bytes). Default false; the adapters turn it on for
+   * their own limiter when skipSuccessfulRequests, skipFailedRequests or requestWasSuccessful is set.
+   */
+  refunds?: boolean;
   /**
    * In-process cache of denials (see block-cache.ts): a client hammering while limited costs no Redis
    * command until its retry time. Default { max: 10000 } entries per limiter; false turns it off.
@@ -45,7 +58,15 @@ export interface LimiterOptions {
    * slot, undo receipts for all or nothing.
    */
   cluster?: { colocate?: boolean };
+  /**
+   * The in-memory store and the `failure: 'local'` fallback keep at most `maxKeys` identifiers' state each
+   * (default 100,000); the least recently used is forgotten first, which can only under-limit it.
+   */
+  memory?: { maxKeys?: number };
+  /** Every decision, refund, store error and shadow denial (events.ts); see also limiter.subscribe(). */
   onEvent?: (event: LimiterEvent) => void;
+  /** `{ identifiers: true }`: events carry the identifier itself, not only its kind. Default false. */
+  events?: { identifiers?: boolean };
   /** Warnings go here; default process.emitWarning. Floodgate never writes to the console. */
   logger?: Logger;
   /**
@@ -55,28 +76,101 @@ export interface LimiterOptions {
   clock?: () => number;
 }
 
+export interface LockoutOptions {
+  /** Denials (within `within`) that lock an identifier out: a positive integer. */
+  after: number;
+  /** The window the denials are counted in: ms or a duration string. */
+  within: number | string;
+  /** The first lockout's length: ms or a duration string. */
+  duration: number | string;
+  /** Each further lockout lasts this many times the one before (1 to 100). Default 1: no escalation. */
+  backoff?: number;
+  /**
+   * The longest lockout (default: `duration` without backoff, else 24 hours or `duration` if longer). The
+   * escalation is forgotten once an identifier has gone this long past its last lockout.
+   */
+  maxDuration?: number | string;
+}
+
+/** A named rule set of `limits: { free: [...], pro: [...] }`. */
+export interface Plan {
+  readonly name: string;
+  readonly rules: readonly Rule[];
+}
+
 export interface ResolvedOptions {
   readonly redis: RedisClient | undefined;
   readonly name: string;
   readonly prefix: string;
   readonly algorithm: Algorithm;
+  /** The default plan's rules (the only plan's, when `limits` names none). */
   readonly rules: readonly Rule[];
+  /** Every plan, the default first; one unnamed plan ('') when `limits` names none. */
+  readonly plans: readonly Plan[];
   readonly failure: FailurePolicy;
   readonly timeoutMs: number;
   readonly mode: LimiterMode;
   readonly penalty: boolean;
+  readonly refunds: boolean;
+  readonly lockout: LockoutSpec | undefined;
   /** Entries in the block cache; 0 when it is off. */
   readonly blockCacheMax: number;
   readonly colocate: boolean;
   readonly onEvent: ((event: LimiterEvent) => void) | undefined;
+  readonly eventIdentifiers: boolean;
+  /** Never throws (see safeLogger). */
   readonly logger: Logger;
   readonly clock: (() => number) | undefined;
+  /** Identifiers one in-memory store keeps (the memory store, the `local` fallback). */
+  readonly memoryMaxKeys: number;
 }
 
 export const LIMITER_OPTION_KEYS = [
-  'redis', 'name', 'prefix', 'algorithm', 'limits', 'failure', 'timeoutMs', 'mode', 'penalty', 'onEvent',
-  'logger', 'clock', 'blockCache', 'cluster',
+  'redis',
+  'name',
+  'prefix',
+  'algorithm',
+  'limits',
+  'failure',
+  'timeoutMs',
+  'mode',
+  'penalty',
+  'refunds',
+  'lockout',
+  'onEvent',
+  'events',
+  'logger',
+  'clock',
+  'blockCache',
+  'cluster',
+  'memory',
 ] as const;
+
+const RULE_OPTION_ALGORITHM = { burst: 'token-bucket', precision: 'sliding-window' } as const;
+
+/** A rule option the algorithm ignores would be a silent no-op: `precision` on fixed-window is a mistake. */
+function assertRuleOptions(limits: unknown, algorithm: Algorithm, path: string): void {
+  const list: unknown[] = Array.isArray(limits) ? limits : [limits];
+  list.forEach((rule, i) => {
+    for (const option of ['burst', 'precision'] as const) {
+      if (typeof rule === 'object' && rule !== null && Object.hasOwn(rule, option) && !algorithm.ruleOptions.includes(option)) {
+        throw new ConfigError(
+          `${path}[${i}].${option}`,
+          `applies only to algorithm '${RULE_OPTION_ALGORITHM[option]}'; this limiter's algorithm is '${algorithm.name}'`,
+        );
+      }
+    }
+  });
+}
+
+/**
+ * An options object's own enumerable properties, on a null prototype. Every option is read through this,
+ * so a polluted `Object.prototype` (`Object.prototype.mode = 'shadow'`) can never switch an option on:
+ * a property the caller did not write is absent.
+ */
+export function ownOptions<T extends object>(value: T): T {
+  return Object.assign(Object.create(null) as T, value);
+}
 
 /** What the options of express-rate-limit, rate-limiter-flexible and @fastify/rate-limit are called here. */
 const PEER_NAMES: Record<string, string> = {
@@ -98,7 +192,8 @@ const PEER_NAMES: Record<string, string> = {
   passOnStoreError: "`failure: 'open'`",
   standardHeaders: "`headers: 'draft-8' | 'draft-7' | 'draft-6' | 'legacy' | false`",
   legacyHeaders: "`headers: 'legacy'`",
-  addHeaders: '`headers`',
+  addHeaders: '`headers` (which set) and `omitHeaders` (leave some out)',
+  addHeadersOnExceeding: '`headers` (which set) and `omitHeaders` (leave some out)',
   enableDraftSpec: "`headers: 'draft-8'`",
   keyPrefixSeparator: '`prefix`',
   whitelist: '`skip(req)`',
@@ -127,10 +222,13 @@ function editDistance(a: string, b: string): number {
 export function assertKnownOptions(input: object, known: readonly string[], path = ''): void {
   for (const key of Object.keys(input)) {
     if (known.includes(key)) continue;
-    const peer = path === '' ? PEER_NAMES[key] : undefined;
+    const peer = path === '' && Object.hasOwn(PEER_NAMES, key) ? PEER_NAMES[key] : undefined;
     if (peer) throw new ConfigError(key, `is not a Floodgate option: Floodgate calls it ${peer}`);
     const close = known.filter((k) => editDistance(key, k) <= 2).sort((x, y) => editDistance(key, x) - editDistance(key, y));
-    throw new ConfigError(`${path}${key}`, `is not a Floodgate option${close[0] ? `; did you mean \`${close[0]}\`?` : ''} (known: ${known.join(', ')})`);
+    throw new ConfigError(
+      `${path}${key}`,
+      `is not a Floodgate option${close[0] ? `; did you mean \`${close[0]}\`?` : ''} (known: ${known.join(', ')})`,
+    );
   }
 }
 
@@ -159,7 +257,7 @@ function resolveBlockCache(value: unknown): number {
   if (value === false) return 0;
   if (typeof value === 'object' && value !== null) {
     assertKnownOptions(value, ['max'], 'blockCache.');
-    const max = (value as { max?: unknown }).max;
+    const max = ownOptions(value as { max?: unknown }).max;
     if (typeof max === 'number' && Number.isInteger(max) && max >= 1 && max <= 10_000_000) return max;
     throw new ConfigError('blockCache.max', `must be an integer from 1 to 10000000; got ${describeValue(max)}`);
   }
@@ -172,7 +270,7 @@ function resolveCluster(value: unknown): boolean {
     throw new ConfigError('cluster', `must be an object such as { colocate: true }; got ${describeValue(value)}`);
   }
   assertKnownOptions(value, ['colocate'], 'cluster.');
-  const colocate = (value as { colocate?: unknown }).colocate ?? false;
+  const colocate = ownOptions(value as { colocate?: unknown }).colocate ?? false;
   if (typeof colocate !== 'boolean') throw new ConfigError('cluster.colocate', `must be true or false; got ${describeValue(colocate)}`);
   return colocate;
 }
@@ -181,13 +279,116 @@ const defaultLogger: Logger = {
   warn: (message) => process.emitWarning(message, { code: 'FLOODGATE' }),
 };
 
+/**
+ * The logger as Floodgate calls it: a warn() that throws is swallowed, so a broken logger can never turn
+ * a store failure (or any warning) into a rejected check or a failed request.
+ */
+export function safeLogger(logger: Logger | undefined): Logger {
+  if (logger === undefined) return defaultLogger;
+  return {
+    warn: (message) => {
+      try {
+        logger.warn(message);
+      } catch {
+        // the warning is lost; the decision is not
+      }
+    },
+  };
+}
+
+/** Default for `memory.maxKeys`: identifiers whose state one in-memory store (or `failure: 'local'`) keeps. */
+export const DEFAULT_MEMORY_MAX_KEYS = 100_000;
+
+function resolveMemory(value: unknown): number {
+  if (value === undefined) return DEFAULT_MEMORY_MAX_KEYS;
+  if (typeof value !== 'object' || value === null) {
+    throw new ConfigError('memory', `must be an object such as { maxKeys: 100000 }; got ${describeValue(value)}`);
+  }
+  assertKnownOptions(value, ['maxKeys'], 'memory.');
+  const max = ownOptions(value as { maxKeys?: unknown }).maxKeys ?? DEFAULT_MEMORY_MAX_KEYS;
+  if (typeof max === 'number' && Number.isInteger(max) && max >= 1 && max <= 100_000_000) return max;
+  throw new ConfigError('memory.maxKeys', `must be an integer from 1 to 100000000; got ${describeValue(max)}`);
+}
+
+function resolveEventOptions(value: unknown): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'object' || value === null) {
+    throw new ConfigError('events', `must be an object such as { identifiers: true }; got ${describeValue(value)}`);
+  }
+  assertKnownOptions(value, ['identifiers'], 'events.');
+  const identifiers = ownOptions(value as { identifiers?: unknown }).identifiers ?? false;
+  if (typeof identifiers !== 'boolean')
+    throw new ConfigError('events.identifiers', `must be true or false; got ${describeValue(identifiers)}`);
+  return identifiers;
+}
+
+const DAY_MS = 86_400_000;
+
+function resolveLockout(value: unknown): LockoutSpec | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'object' || value === null) {
+    throw new ConfigError('lockout', `must be an object such as { after: 5, within: '15m', duration: '1h' }; got ${describeValue(value)}`);
+  }
+  assertKnownOptions(value, ['after', 'within', 'duration', 'backoff', 'maxDuration'], 'lockout.');
+  const o = ownOptions(value as LockoutOptions);
+  const after = o.after;
+  if (typeof after !== 'number' || !Number.isInteger(after) || after < 1 || after > 1_000_000) {
+    throw new ConfigError('lockout.after', `must be an integer from 1 to 1000000; got ${describeValue(after)}`);
+  }
+  const withinMs = parseDuration(o.within, 'lockout.within');
+  const durationMs = parseDuration(o.duration, 'lockout.duration');
+  const backoff = o.backoff ?? 1;
+  if (typeof backoff !== 'number' || !Number.isFinite(backoff) || backoff < 1 || backoff > 100) {
+    throw new ConfigError('lockout.backoff', `must be a number from 1 to 100; got ${describeValue(backoff)}`);
+  }
+  const fallback = backoff === 1 ? durationMs : Math.max(DAY_MS, durationMs);
+  const maxDurationMs = o.maxDuration === undefined ? fallback : parseDuration(o.maxDuration, 'lockout.maxDuration');
+  if (maxDurationMs < durationMs) {
+    throw new ConfigError('lockout.maxDuration', `must be at least lockout.duration (${durationMs} ms); got ${maxDurationMs} ms`);
+  }
+  return { after, withinMs, durationMs, backoff, maxDurationMs };
+}
+
+const PLAN_NAME = /^[A-Za-z0-9_.-]{1,48}$/;
+const MAX_PLANS = 64;
+
+/** Whether `limits` names plans: an object (not a rule, not a list) whose every value is a rule or a list. */
+function namesPlans(limits: unknown): limits is Record<string, unknown> {
+  if (typeof limits !== 'object' || limits === null || Array.isArray(limits)) return false;
+  const values = Object.values(limits);
+  return (
+    values.length > 0 && !Object.hasOwn(limits, 'limit') && values.every((v) => Array.isArray(v) || (typeof v === 'object' && v !== null))
+  );
+}
+
+/** `limits` as plans: named ones, or a single unnamed one. Each plan's rules are validated for the algorithm. */
+function resolvePlans(limits: unknown, algorithm: Algorithm): Plan[] {
+  const named = namesPlans(limits);
+  const entries: [string, unknown][] = named ? Object.entries(limits) : [['', limits]];
+  if (entries.length > MAX_PLANS) throw new ConfigError('limits', `names at most ${MAX_PLANS} plans; got ${entries.length}`);
+  return entries.map(([name, value]) => {
+    if (named && !PLAN_NAME.test(name)) {
+      throw new ConfigError(`limits.${name}`, `is not a plan name: plan names match [A-Za-z0-9_.-]{1,48}`);
+    }
+    const path = named ? `limits.${name}` : 'limits';
+    const rules = resolveRules(value, path);
+    assertRuleOptions(value, algorithm, path);
+    rules.forEach((rule, i) => algorithm.validate?.(rule, `${path}[${i}]`));
+    return { name, rules };
+  });
+}
+
 /** Validates and resolves limiter options once, at construction: nothing is parsed per request. */
 export function resolveOptions(input: LimiterOptions, extraKeys: readonly string[] = []): ResolvedOptions {
   if (typeof input !== 'object' || input === null) {
     throw new ConfigError('options', `must be an object with at least \`limits\`; got ${describeValue(input)}`);
   }
   assertKnownOptions(input, [...LIMITER_OPTION_KEYS, ...extraKeys]);
+  input = ownOptions(input);
   const redis = input.redis;
+  if (typeof redis === 'string') {
+    throw new ConfigError('redis', 'must be an ioredis Redis or Cluster client, not a URL: pass `new Redis(url)`');
+  }
   if (redis !== undefined && (typeof redis !== 'object' || redis === null || typeof redis.defineCommand !== 'function')) {
     throw new ConfigError('redis', `must be an ioredis Redis or Cluster client; got ${describeValue(redis)}`);
   }
@@ -199,28 +400,36 @@ export function resolveOptions(input: LimiterOptions, extraKeys: readonly string
   if (input.penalty !== undefined && typeof input.penalty !== 'boolean') {
     throw new ConfigError('penalty', `must be true or false; got ${describeValue(input.penalty)}`);
   }
-  const logger = input.logger ?? defaultLogger;
-  if (typeof logger !== 'object' || logger === null || typeof logger.warn !== 'function') {
+  if (input.refunds !== undefined && typeof input.refunds !== 'boolean') {
+    throw new ConfigError('refunds', `must be true or false; got ${describeValue(input.refunds)}`);
+  }
+  const logger = input.logger;
+  if (logger !== undefined && (typeof logger !== 'object' || logger === null || typeof logger.warn !== 'function')) {
     throw new ConfigError('logger', `must be an object with a warn(message) method; got ${describeValue(logger)}`);
   }
   const colocate = resolveCluster(input.cluster);
   const algorithm = ALGORITHMS[algorithmName];
-  const rules = resolveRules(input.limits);
-  rules.forEach((rule, i) => algorithm.validate?.(rule, `limits[${i}]`));
+  const plans = resolvePlans(input.limits, algorithm);
+  const rules = plans[0]!.rules;
   return {
     redis,
     name: pattern(input.name, 'name', /^[A-Za-z0-9_.-]{1,48}$/, '[A-Za-z0-9_.-]{1,48}', 'default'),
     prefix: pattern(input.prefix, 'prefix', /^[A-Za-z0-9_.-]{1,32}$/, '[A-Za-z0-9_.-]{1,32}', 'floodgate'),
     algorithm,
     rules,
+    plans,
     failure: oneOf(input.failure, 'failure', ['open', 'closed', 'local'] as const, 'open'),
     timeoutMs,
     mode: oneOf(input.mode, 'mode', ['enforce', 'shadow'] as const, 'enforce'),
     penalty: input.penalty ?? false,
+    refunds: input.refunds ?? false,
+    lockout: resolveLockout(input.lockout),
     blockCacheMax: resolveBlockCache(input.blockCache),
     colocate,
     onEvent: fn(input.onEvent, 'onEvent'),
-    logger,
+    eventIdentifiers: resolveEventOptions(input.events),
+    logger: safeLogger(logger),
+    memoryMaxKeys: resolveMemory(input.memory),
     clock: fn(input.clock, 'clock'),
   };
 }

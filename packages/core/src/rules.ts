@@ -55,7 +55,11 @@ function positiveInt(value: unknown, option: string, max = 1e9): number {
 
 const RULE_KEYS = new Set(['limit', 'window', 'for', 'burst', 'precision']);
 const RULE_ALIASES: Record<string, string> = {
-  max: 'limit', points: 'limit', windowMs: 'window', duration: 'window', timeWindow: 'window',
+  max: 'limit',
+  points: 'limit',
+  windowMs: 'window',
+  duration: 'window',
+  timeWindow: 'window',
 };
 
 /** Validates `limits` (one rule or an array) into resolved rules. */
@@ -72,17 +76,22 @@ export function resolveRules(input: unknown, option = 'limits'): Rule[] {
     }
     for (const key of Object.keys(raw)) {
       if (RULE_KEYS.has(key)) continue;
-      const alias = RULE_ALIASES[key];
+      const alias = Object.hasOwn(RULE_ALIASES, key) ? RULE_ALIASES[key] : undefined;
       throw new ConfigError(
         `${at}.${key}`,
-        alias ? `is not a Floodgate rule option: Floodgate calls it \`${alias}\`` : `is not a rule option (known: limit, window, for, burst, precision)`,
+        alias
+          ? `is not a Floodgate rule option: Floodgate calls it \`${alias}\``
+          : `is not a rule option (known: limit, window, for, burst, precision)`,
       );
     }
-    const r = raw as RuleInput;
+    const r = Object.assign(Object.create(null) as RuleInput, raw);
     const limit = positiveInt(r.limit, `${at}.limit`);
     const windowMs = parseDuration(r.window, `${at}.window`);
     if (r.for !== undefined && (typeof r.for !== 'string' || !KIND.test(r.for))) {
-      throw new ConfigError(`${at}.for`, `must be an identifier kind such as 'ip' or 'user' ([A-Za-z0-9_-]{1,32}); got ${describeValue(r.for)}`);
+      throw new ConfigError(
+        `${at}.for`,
+        `must be an identifier kind such as 'ip' or 'user' ([A-Za-z0-9_-]{1,32}); got ${describeValue(r.for)}`,
+      );
     }
     const burst = r.burst === undefined ? limit : positiveInt(r.burst, `${at}.burst`);
     const precision = r.precision === undefined ? 10 : positiveInt(r.precision, `${at}.precision`, 1000);
@@ -92,7 +101,12 @@ export function resolveRules(input: unknown, option = 'limits'): Rule[] {
 
 /** The label of a rule in messages and headers: '1s', '10m', '1500ms'. */
 export function formatWindow(windowMs: number): string {
-  for (const [unit, ms] of [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1_000]] as const) {
+  for (const [unit, ms] of [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1_000],
+  ] as const) {
     if (windowMs % ms === 0) return `${windowMs / ms}${unit}`;
   }
   return `${windowMs}ms`;

@@ -1,5 +1,6 @@
 import { ConfigError, describeValue } from './errors';
 import type { Logger } from './options';
+import { shared } from './state';
 
 /** Every warning Floodgate's adapters can give, each shown at most once per process. */
 export const WARNING_NAMES = [
@@ -7,8 +8,14 @@ export const WARNING_NAMES = [
   'forwarded-header-untrusted',
   /** The framework trusts every proxy hop: any client can pick its own IP with X-Forwarded-For. */
   'trust-proxy-all',
-  /** A request had neither an IP nor a user (nor identifiers from identify): it was not limited. */
+  /** With `unidentified: 'allow'`, a request had no usable IP and nothing else identified it: it was not limited. */
   'no-identifier',
+  /** A request's client address was missing or not an IP: it was limited as `ip:unknown` (or as `unidentified` says). */
+  'unknown-ip',
+  /** identify() returned nothing usable for a request: the default identifiers were used. */
+  'identify-empty',
+  /** A refund (skipSuccessfulRequests, skipFailedRequests) could not be made: those units stay counted. */
+  'refund-failed',
 ] as const;
 
 export type WarningName = (typeof WARNING_NAMES)[number];
@@ -16,7 +23,7 @@ export type WarningName = (typeof WARNING_NAMES)[number];
 /** `warnings: false` silences all; `{ 'trust-proxy-all': false }` silences one. */
 export type WarningsOption = boolean | Partial<Record<WarningName, boolean>>;
 
-const shown = new Set<WarningName>();
+const shown = shared('warningsShown', () => new Set<WarningName>());
 
 /** The set of enabled warnings, validated once at construction. */
 export function resolveWarnings(value: unknown): ReadonlySet<WarningName> {

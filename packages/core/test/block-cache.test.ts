@@ -12,7 +12,14 @@ afterAll(async () => {
 });
 
 function limiter(extra: Partial<LimiterOptions> = {}) {
-  return createLimiter({ algorithm: 'fixed-window', redis: connect(redis.url), prefix: uniquePrefix('bc'), limits: { limit: 5, window: '1h' }, logger: quiet, ...extra });
+  return createLimiter({
+    algorithm: 'fixed-window',
+    redis: connect(redis.url),
+    prefix: uniquePrefix('bc'),
+    limits: { limit: 5, window: '1h' },
+    logger: quiet,
+    ...extra,
+  });
 }
 
 const scripts = (s: Record<string, number>): number => (s.evalsha ?? 0) + (s.eval ?? 0);
@@ -91,12 +98,19 @@ test('a cached manual block is re-checked within a second (another process may l
   expect(await l.check('ip:7')).toMatchObject({ allowed: true, source: 'redis' });
 });
 
-test('shadow mode and penalty: true bypass the cache', async () => {
-  for (const extra of [{ mode: 'shadow' as const }, { penalty: true }]) {
-    const l = limiter({ limits: { limit: 1, window: '1h' }, ...extra });
-    await l.check('s');
-    for (let i = 0; i < 3; i++) expect((await l.check('s')).source).toBe('redis');
-  }
+test('penalty: true asks Redis for every check (a denied check must count)', async () => {
+  const l = limiter({ limits: { limit: 1, window: '1h' }, penalty: true });
+  await l.check('s');
+  for (let i = 0; i < 3; i++) expect((await l.check('s')).source).toBe('redis');
+});
+
+test('shadow mode answers a would-be-denied client from the cache too, allowed and reported: Redis counts the same as when enforcing', async () => {
+  const events: unknown[] = [];
+  const l = limiter({ limits: { limit: 1, window: '1h' }, mode: 'shadow', onEvent: (e) => events.push(e) });
+  await l.check('s');
+  expect(await l.check('s')).toMatchObject({ allowed: true, shadowDenied: true, source: 'redis' });
+  for (let i = 0; i < 3; i++) expect(await l.check('s')).toMatchObject({ allowed: true, shadowDenied: true, source: 'cache' });
+  expect(events).toHaveLength(4);
 });
 
 test('the cache is a bounded LRU', async () => {

@@ -16,7 +16,10 @@ async function checksIn(skewMs: number, prefix: string, count: number): Promise<
     env: {
       ...process.env,
       TS_NODE_COMPILER_OPTIONS: JSON.stringify({ module: 'commonjs', moduleResolution: 'node' }),
-      SKEW_MS: String(skewMs), PREFIX: prefix, COUNT: String(count), REDIS_URL: testRedisUrl(),
+      SKEW_MS: String(skewMs),
+      PREFIX: prefix,
+      COUNT: String(count),
+      REDIS_URL: testRedisUrl(),
     },
   });
   return JSON.parse(stdout.trim().split('\n').pop()!).allowed;

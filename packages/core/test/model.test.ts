@@ -1,6 +1,8 @@
 import fc from 'fast-check';
-import { createLimiter, identifierKind, type AlgorithmName, type Decision, type RuleInput } from '@floodgate/core';
+import { createLimiter, type AlgorithmName, type Decision, type RuleInput } from '@floodgate/core';
+import { identifierKind } from '../src/keys';
 import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
+import { onlyOptionsOf } from './fixtures/rule-options';
 
 /*
  * The model check (issue 3): random sequences of checks, peeks, blocks and clock jumps run through the
@@ -18,7 +20,8 @@ type Op =
   | { op: 'advance'; ms: number }
   | { op: 'align'; offset: number }
   | { op: 'block'; id: string; ms: number }
-  | { op: 'unblock'; id: string };
+  | { op: 'unblock'; id: string }
+  | { op: 'refund'; k: number };
 
 interface Admitted {
   t: number;
@@ -37,14 +40,33 @@ const ruleArb: fc.Arbitrary<RuleInput> = fc
   .map(({ user, ...r }) => (user ? { ...r, for: 'user' } : r));
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ op: fc.constant('check' as const), ids: fc.subarray(IDS, { minLength: 1, maxLength: 3 }), cost: fc.integer({ min: 0, max: 3 }) }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('peek' as const), ids: fc.subarray(IDS, { minLength: 1, maxLength: 3 }), cost: fc.integer({ min: 0, max: 3 }) }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      op: fc.constant('check' as const),
+      ids: fc.subarray(IDS, { minLength: 1, maxLength: 3 }),
+      cost: fc.integer({ min: 0, max: 3 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('peek' as const),
+      ids: fc.subarray(IDS, { minLength: 1, maxLength: 3 }),
+      cost: fc.integer({ min: 0, max: 3 }),
+    }),
+  },
   { weight: 5, arbitrary: fc.record({ op: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 400 }) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('advance' as const), ms: fc.integer({ min: 1_000, max: 1_000_000 }) }) },
   // Just before or after the next 500 ms boundary: where windows and buckets turn over.
   { weight: 2, arbitrary: fc.record({ op: fc.constant('align' as const), offset: fc.integer({ min: -60, max: 60 }) }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('block' as const), id: fc.constantFrom(...IDS), ms: fc.integer({ min: 1, max: 3_000 }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ op: fc.constant('block' as const), id: fc.constantFrom(...IDS), ms: fc.integer({ min: 1, max: 3_000 }) }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('unblock' as const), id: fc.constantFrom(...IDS) }) },
+  // Gives back the k-th earlier decision (mod their number): admitted or not, refunded already or not.
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('refund' as const), k: fc.nat(40) }) },
 );
 
 // The clock stepping back (an NTP correction, a failover to a Redis whose clock is behind): only the
@@ -58,6 +80,19 @@ const scenarioArb = fc.record({
   rules: fc.array(ruleArb, { minLength: 1, maxLength: 3 }),
   ops: fc.array(opArb, { minLength: 5, maxLength: 40 }),
   start: fc.integer({ min: 1_600_000_000_000, max: 1_900_000_000_000 }),
+  // The refundable script (limiter.refund()) in a third of the runs; a refund op is a no-op without it.
+  refunds: fc.constantFrom(false, false, true),
+  // Escalating lockouts in a third of the runs.
+  lockout: fc.option(
+    fc.record({
+      after: fc.integer({ min: 1, max: 3 }),
+      within: fc.constantFrom(300, 1000, 5000),
+      duration: fc.constantFrom(100, 700, 2000),
+      backoff: fc.constantFrom(1, 1.5, 2, 3),
+      maxDuration: fc.constantFrom(2000, 6000),
+    }),
+    { freq: 2 },
+  ),
 });
 
 function comparable(d: Decision): Omit<Decision, 'source'> {
@@ -114,44 +149,72 @@ afterAll(closeClients);
 describe.each<AlgorithmName>(['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket'])('model: %s', (algorithm) => {
   test.each([
     ['and the guarantee holds', scenarioArb, RUNS, true],
-    ['also when the clock steps back', scenarioArb.chain((sc) => fc.array(backArb, { minLength: 5, maxLength: 40 }).map((ops) => ({ ...sc, ops }))), Math.ceil(RUNS / 4), false],
-  ] as const)(`Redis and memory decide alike over random sequences, %s`, async (_name, arb, runs, guarantee) => {
-    let replayed = 0;
-    await fc.assert(
-      fc.asyncProperty(arb, async ({ rules, ops, start }) => {
-        let now = start;
-        const clock = (): number => now;
-        const common = { prefix: uniquePrefix('model'), algorithm, limits: rules, clock };
-        const onRedis = createLimiter({ ...common, redis, failure: 'closed', timeoutMs: 10_000, blockCache: false }); // the twins, not the cache
-        const onMemory = createLimiter(common);
-        const admitted: Admitted[] = [];
-        try {
-          for (const op of ops) {
-            if (op.op === 'advance') now += op.ms;
-            else if (op.op === 'align') now = Math.max(now, (Math.floor(now / 500) + 1) * 500 + op.offset);
-            else if (op.op === 'block') {
-              await onRedis.block(op.id, { duration: op.ms });
-              await onMemory.block(op.id, { duration: op.ms });
-            } else if (op.op === 'unblock') {
-              await onRedis.unblock(op.id);
-              await onMemory.unblock(op.id);
-            } else {
-              const r = await onRedis[op.op](op.ids, { cost: op.cost });
-              const m = await onMemory[op.op](op.ids, { cost: op.cost });
-              expect(r.source).toBe('redis');
-              expect(comparable(r)).toEqual(comparable(m));
-              if (op.op === 'check' && r.allowed && op.cost > 0) admitted.push({ t: now, ids: op.ids, cost: op.cost });
+    [
+      'also when the clock steps back',
+      scenarioArb.chain((sc) => fc.array(backArb, { minLength: 5, maxLength: 40 }).map((ops) => ({ ...sc, ops }))),
+      Math.ceil(RUNS / 4),
+      false,
+    ],
+  ] as const)(
+    `Redis and memory decide alike over random sequences, %s`,
+    async (_name, arb, runs, guarantee) => {
+      let replayed = 0;
+      await fc.assert(
+        fc.asyncProperty(arb, async ({ rules, ops, start, refunds, lockout }) => {
+          let now = start;
+          const clock = (): number => now;
+          const common = {
+            prefix: uniquePrefix('model'),
+            algorithm,
+            limits: onlyOptionsOf(algorithm, rules),
+            clock,
+            refunds,
+            ...(lockout === null ? {} : { lockout }),
+          };
+          const onRedis = createLimiter({ ...common, redis, failure: 'closed', timeoutMs: 10_000, blockCache: false }); // the twins, not the cache
+          const onMemory = createLimiter(common);
+          const admitted: Admitted[] = [];
+          // Every check's decisions, and what it admitted (removed from `admitted` once refunded).
+          const decided: Array<{ r: Decision; m: Decision; admitted?: Admitted }> = [];
+          try {
+            for (const op of ops) {
+              if (op.op === 'advance') now += op.ms;
+              else if (op.op === 'align') now = Math.max(now, (Math.floor(now / 500) + 1) * 500 + op.offset);
+              else if (op.op === 'block') {
+                await onRedis.block(op.id, { duration: op.ms });
+                await onMemory.block(op.id, { duration: op.ms });
+              } else if (op.op === 'unblock') {
+                await onRedis.unblock(op.id);
+                await onMemory.unblock(op.id);
+              } else if (op.op === 'refund') {
+                if (decided.length === 0) continue;
+                const d = decided[op.k % decided.length]!;
+                const gave = await onRedis.refund(d.r);
+                expect(await onMemory.refund(d.m)).toBe(gave);
+                // Only an admitted check that consumed (some rule applied) of a refundable limiter gives back, once.
+                expect(gave).toBe(refunds && d.admitted !== undefined && admitted.includes(d.admitted) && d.r.states.length > 0);
+                if (gave) admitted.splice(admitted.indexOf(d.admitted!), 1);
+              } else {
+                const r = await onRedis[op.op](op.ids, { cost: op.cost });
+                const m = await onMemory[op.op](op.ids, { cost: op.cost });
+                expect(r.source).toBe('redis');
+                expect(comparable(r)).toEqual(comparable(m));
+                const entry = op.op === 'check' && r.allowed && op.cost > 0 ? { t: now, ids: op.ids, cost: op.cost } : undefined;
+                if (entry) admitted.push(entry);
+                decided.push({ r, m, admitted: entry });
+              }
             }
+            if (guarantee) assertGuarantee(algorithm, rules, admitted);
+            replayed++;
+          } finally {
+            await onRedis.close();
+            await onMemory.close();
           }
-          if (guarantee) assertGuarantee(algorithm, rules, admitted);
-          replayed++;
-        } finally {
-          await onRedis.close();
-          await onMemory.close();
-        }
-      }),
-      { numRuns: runs },
-    );
-    expect(replayed).toBeGreaterThanOrEqual(runs);
-  }, 240_000);
+        }),
+        { numRuns: runs },
+      );
+      expect(replayed).toBeGreaterThanOrEqual(runs);
+    },
+    240_000,
+  );
 });

@@ -31,8 +31,15 @@ async function settle(): Promise<void> {
 test('3 rules x 2 identifiers cost exactly one EVALSHA per check, and nothing else over the wire', async () => {
   const redis = connect(server.url);
   const limiter = createLimiter({
-    redis, prefix: uniquePrefix('rt'), algorithm: 'fixed-window', timeoutMs: 5000,
-    limits: [{ limit: 10, window: '1s' }, { limit: 120, window: '1m' }, { limit: 240, window: '1h' }],
+    redis,
+    prefix: uniquePrefix('rt'),
+    algorithm: 'fixed-window',
+    timeoutMs: 5000,
+    limits: [
+      { limit: 10, window: '1s' },
+      { limit: 120, window: '1m' },
+      { limit: 240, window: '1h' },
+    ],
   });
   await limiter.check(['ip:203.0.113.7', 'user:42']); // first use on this socket: EVAL loads the script
   await settle();
@@ -68,8 +75,14 @@ test('the checks started in one turn of the event loop leave in one write, and R
   const socket = (redis as unknown as { stream: { _write: (...a: unknown[]) => void; _writev: (...a: unknown[]) => void } }).stream;
   const writes = { one: 0, many: 0 };
   const { _write, _writev } = socket;
-  socket._write = function (this: unknown, ...a: unknown[]) { writes.one++; return _write.apply(this, a); };
-  socket._writev = function (this: unknown, ...a: unknown[]) { writes.many++; return _writev.apply(this, a); };
+  socket._write = function (this: unknown, ...a: unknown[]) {
+    writes.one++;
+    return _write.apply(this, a);
+  };
+  socket._writev = function (this: unknown, ...a: unknown[]) {
+    writes.many++;
+    return _writev.apply(this, a);
+  };
   const reads = async (): Promise<number> => Number(/total_reads_processed:(\d+)/.exec(await redis.info('stats'))![1]);
   const n = 200;
   const before = await reads();

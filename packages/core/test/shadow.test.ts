@@ -7,12 +7,17 @@ test('shadow mode allows everything and reports each would-be denial through onE
   const events: LimiterEvent[] = [];
   const l = createLimiter({
     algorithm: 'fixed-window',
-    redis: connect(), prefix: uniquePrefix('shadow'), mode: 'shadow', limits: { limit: 3, window: '1h' },
+    redis: connect(),
+    prefix: uniquePrefix('shadow'),
+    mode: 'shadow',
+    limits: { limit: 3, window: '1h' },
     onEvent: (e) => events.push(e),
   });
   const decisions = [];
   for (let i = 0; i < 5; i++) decisions.push(await l.check('ip:1'));
-  expect(decisions.every((d) => d.allowed && d.source === 'redis' && d.retryAfterMs === 0)).toBe(true);
+  expect(decisions.every((d) => d.allowed && d.retryAfterMs === 0)).toBe(true);
+  // The first would-be denial from Redis, the next from the block cache (as an enforcing limiter would).
+  expect(decisions.map((d) => d.source)).toEqual(['redis', 'redis', 'redis', 'redis', 'cache']);
   expect(decisions.map((d) => d.shadowDenied ?? false)).toEqual([false, false, false, true, true]);
   expect(events).toHaveLength(2);
   for (const e of events) {
@@ -27,8 +32,14 @@ test('shadow mode reports a manual block as a would-be denial too', async () => 
   const events: LimiterEvent[] = [];
   const l = createLimiter({
     algorithm: 'fixed-window',
-    redis: connect(), prefix: uniquePrefix('shadow'), name: 'sb', mode: 'shadow', limits: { limit: 3, window: '1h' },
-    onEvent: (e) => events.push(e), failure: 'closed', logger: { warn: () => undefined },
+    redis: connect(),
+    prefix: uniquePrefix('shadow'),
+    name: 'sb',
+    mode: 'shadow',
+    limits: { limit: 3, window: '1h' },
+    onEvent: (e) => events.push(e),
+    failure: 'closed',
+    logger: { warn: () => undefined },
   });
   await l.block('ip:2', { duration: '1m', reason: 'test' });
   expect(await l.check('ip:2')).toMatchObject({ allowed: true, shadowDenied: true });

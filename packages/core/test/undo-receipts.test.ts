@@ -3,16 +3,19 @@ import { slidingWindow } from '../src/algorithms/sliding-window';
 import { slidingLog } from '../src/algorithms/sliding-log';
 import { tokenBucket } from '../src/algorithms/token-bucket';
 import type { Algorithm, FrameContext } from '../src/algorithms/types';
-import { runFrame, type Reply } from '../src/algorithms/frame';
+import { ruleArgs, runSplitFrame } from '../src/algorithms/frame';
+import type { Reply, UndoReceipt } from '../src/reply';
+import { createProgram } from '../src/algorithms/script';
 import { ClusterStore } from '../src/stores/cluster';
 import { MemoryStore } from '../src/stores/memory';
 import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
 
 /*
- * Undo receipts (DESIGN.md invariant 2) on one Redis: ClusterStore works on a plain client too, where a
- * check never splits, so these drive its receipts and undo script directly. Every step also runs through
- * the JavaScript twins on a memory store with the same clock: the same replies, the same receipt text,
- * the same give-back.
+ * Undo receipts (docs/design.md, section 6) on one Redis: ClusterStore works on a plain client too, where a
+ * check never splits, so these drive its split frame and give-back script directly. Every step also runs
+ * through the JavaScript twins on a memory store with the same clock: the same replies (runSplitFrame),
+ * the same receipt text, the same give-back. The snapshot that follows the receipts in the Lua reply
+ * (Redis's own bytes) is checked against Redis itself.
  */
 afterAll(closeClients);
 
@@ -24,11 +27,21 @@ const CASES: Array<[string, Algorithm, number[], string]> = [
   // the window index per distinct window
   ['fixed-window', fixedWindow, [60_000, 5, 0, 3_600_000, 10, 0], `60000:${Math.floor(T0 / 60_000)},3600000:${Math.floor(T0 / 3_600_000)}`],
   // the bucket per ring (W:P)
-  ['sliding-window', slidingWindow, [60_000, 5, 6, 3_600_000, 10, 10], `60000:6:${Math.floor(T0 / 10_000)},3600000:10:${Math.floor(T0 / 360_000)}`],
+  [
+    'sliding-window',
+    slidingWindow,
+    [60_000, 5, 6, 3_600_000, 10, 10],
+    `60000:6:${Math.floor(T0 / 10_000)},3600000:10:${Math.floor(T0 / 360_000)}`,
+  ],
   // the timestamp and how many entries
   ['sliding-log', slidingLog, [60_000, 5, 0, 3_600_000, 10, 0], `${T0}:1`],
   // per field W:L:C the increment in ticks (1/L ms; one unit is W ticks) and the TAT it left (ms:ticks)
-  ['token-bucket', tokenBucket, [60_000, 5, 5, 3_600_000, 10, 10], `60000:5:5:60000:${T0 + 12_000}:0,3600000:10:10:3600000:${T0 + 360_000}:0`],
+  [
+    'token-bucket',
+    tokenBucket,
+    [60_000, 5, 5, 3_600_000, 10, 10],
+    `60000:5:5:60000:${T0 + 12_000}:0,3600000:10:10:3600000:${T0 + 360_000}:0`,
+  ],
 ];
 
 /** One identifier's key on Redis (Lua) and in memory (JS twins), driven in lockstep. */
@@ -39,22 +52,66 @@ function twins(algorithm: Algorithm, rules: number[]) {
   const keys = [key, `${key}:b`];
   const nr = rules.length / 3;
   const pick = (k: number) => rules.filter((_, i) => i % 3 === k);
-  const F = pick(0).map((w, j) => algorithm.field({ windowMs: w, limit: pick(1)[j]!, burst: pick(2)[j]!, precision: pick(2)[j]! }));
-  const ctxAt = (now: number): FrameContext => ({ now, pad: PAD, W: pick(0), L: pick(1), P: pick(2), F });
+  // Each case gives (window, limit, parameter) per rule: the parameter is precision for sliding-window and
+  // burst for token-bucket; the other takes its default.
+  const resolved = pick(0).map((w, j) => ({
+    windowMs: w,
+    limit: pick(1)[j]!,
+    for: undefined,
+    burst: algorithm.name === 'token-bucket' ? pick(2)[j]! : pick(1)[j]!,
+    precision: algorithm.name === 'sliding-window' ? pick(2)[j]! : 10,
+  }));
+  const F = resolved.map((r) => algorithm.field(r));
+  const ctxAt = (now: number): FrameContext => ({
+    now,
+    pad: PAD,
+    window: resolved.map((r) => r.windowMs),
+    limit: resolved.map((r) => r.limit),
+    burst: resolved.map((r) => r.burst),
+    precision: resolved.map((r) => r.precision),
+    field: F,
+  });
   const js = [...Array(nr).keys()];
-  const ruleArgv = pick(0).flatMap((w, j) => [w, pick(1)[j]!, pick(2)[j]!, F[j]!]);
-  const argv = (op: string, now: number, cost: number) => [op, cost, '0', String(now), PAD, nr, ...ruleArgv, '1'.repeat(nr)];
+  const argv = (op: string, now: number, cost: number) => [
+    op,
+    cost,
+    '0',
+    String(now),
+    PAD,
+    ...ruleArgs(resolved, algorithm),
+    '1'.repeat(nr),
+  ];
+  // The split script generated for these rules.
+  const program = createProgram(algorithm, resolved);
 
-  /** Runs op on both; the Lua reply must be the twin's plus, when consumed, the twin's receipt. */
-  async function run(op: 'c' | 'p', now: number, cost: number): Promise<{ reply: Reply; receipt: string }> {
+  /**
+   * Runs op on both; the Lua reply must be the twin's, then, when consumed, the snapshot of the key as it
+   * was before (type, expiry, items) and the digest of the key as the check left it.
+   */
+  async function run(op: 'c' | 'p', now: number, cost: number): Promise<Checked> {
+    const memoryBefore = memory.get(key, now);
     const st = algorithm.twin.load(memory.get(key, now), ctxAt(now));
     for (const j of js) algorithm.twin.commit(st, j, cost, ctxAt(now));
     const jsReceipt = algorithm.undo.twin.receipt(st, js, ctxAt(now));
-    const lua = await redis.runSlot(algorithm, keys, argv(op, now, cost));
-    const reply = runFrame(algorithm.twin, memory, keys, argv(op, now, cost), now);
+    const before = await stored(key);
+    const lua = await redis.runSlot(program, keys, argv(op, now, cost));
+    const reply = runSplitFrame(algorithm, memory, keys, argv(op, now, cost), now);
     expect(lua.slice(0, reply.length)).toEqual(reply);
-    expect(lua.slice(reply.length)).toEqual(reply[2] === 1 ? [jsReceipt] : []);
-    return { reply, receipt: reply[2] === 1 ? jsReceipt : '' };
+    if (reply[2] !== 1) {
+      expect(lua.slice(reply.length)).toEqual([]);
+      return { reply, receipt: '' };
+    }
+    // pre, at 0, at COST: three evaluations per rule, then the receipt
+    expect(reply).toHaveLength(5 + 9 * nr + 1);
+    expect(reply[reply.length - 1]).toBe(jsReceipt);
+    const [digest, type, expireAt, n, ...items] = lua.slice(reply.length);
+    expect(items).toHaveLength(Number(n));
+    expect(digest).toMatch(/^[0-9a-f]{40}$/);
+    expect({ type, items }).toEqual({ type: before.type, items: before.items });
+    if (before.expireAt < 0) expect(expireAt).toBe(before.expireAt);
+    else expect(Math.abs(Number(expireAt) - before.expireAt)).toBeLessThan(50);
+    const full = { receipt: jsReceipt, digest: String(digest), type: String(type), expireAt: Number(expireAt), items: items.map(String) };
+    return { reply, receipt: jsReceipt, full, memoryBefore };
   }
 
   return {
@@ -62,13 +119,48 @@ function twins(algorithm: Algorithm, rules: number[]) {
     check: (now: number, cost: number) => run('c', now, cost),
     /** Per rule [available, resetMs, retryMs] for a cost of 1, after both agreed. */
     peek: async (now: number) => (await run('p', now, 1)).reply.slice(5),
-    /** The undo script on Redis (1 when it ran, 0 when that id already had), the JS twin in memory. */
-    async undo(now: number, receipt: string, cost: number, id: string): Promise<number> {
-      const ran = await redis.giveBack(algorithm, [key], [receipt], cost, id);
-      if (ran === 1) algorithm.undo.twin.undo(memory.get(key, now) as never, receipt, cost);
-      return ran;
+    /** The give-back with the receipt alone on Redis (it reports 2: the receipt ran), the JS twin in memory. */
+    async undo(now: number, receipt: string, cost: number): Promise<void> {
+      expect(await redis.giveBack(algorithm, [key], [receipt], cost)).toEqual([2]);
+      algorithm.undo.twin.undo(memory.get(key, now) as never, receipt, cost);
+    },
+    /**
+     * The give-back with the snapshot: 1 when it restored the snapshot (the twin then restores the value
+     * the check loaded), 2 when the receipt ran (the twin then runs its receipt).
+     */
+    async restore(now: number, checked: Checked, cost: number): Promise<number> {
+      const [how] = await redis.giveBack(algorithm, [key], [checked.full!], cost);
+      if (how === 1) {
+        memory.delete([key]);
+        if (checked.memoryBefore !== undefined) memory.set(key, checked.memoryBefore, PAD, now);
+      } else algorithm.undo.twin.undo(memory.get(key, now) as never, checked.receipt, cost);
+      return how!;
     },
   };
+}
+
+interface Checked {
+  reply: Reply;
+  receipt: string;
+  /** When the check consumed: its receipt and snapshot, as the split frame returned them. */
+  full?: UndoReceipt;
+  /** The twin's stored value before the check. */
+  memoryBefore?: unknown;
+}
+
+/** A key as the split frame snapshots it (items as fg_enc writes them), for comparing with Redis itself. */
+async function stored(key: string): Promise<{ type: string; items: string[]; expireAt: number; pttl: number }> {
+  const c = connect();
+  const type = await c.type(key);
+  let raw: Buffer[] = [];
+  if (type === 'hash') raw = (await c.callBuffer('HGETALL', key)) as Buffer[];
+  else if (type === 'list') raw = await c.lrangeBuffer(key, 0, -1);
+  const enc = (b: Buffer) =>
+    [...b]
+      .map((x) => (/[A-Za-z0-9:.-]/.test(String.fromCharCode(x)) ? String.fromCharCode(x) : `%${x.toString(16).padStart(2, '0')}`))
+      .join('');
+  const pttl = await c.pttl(key);
+  return { type, items: raw.map(enc), expireAt: pttl < 0 ? -1 : Date.now() + pttl, pttl };
 }
 
 const available = (evals: Reply) => evals.filter((_, i) => i % 3 === 0);
@@ -83,23 +175,51 @@ describe.each(CASES)('%s', (_name, algorithm, rules, first) => {
     expect(denied.reply[2]).toBe(0);
   });
 
-  test('undo gives back exactly the cost, once per undo id', async () => {
+  test('the receipt alone gives back exactly the cost', async () => {
     const t = twins(algorithm, rules);
     await t.check(T0, 1);
     const before = await t.peek(T0);
     const { receipt } = await t.check(T0, 3);
     expect(available(await t.peek(T0))).not.toEqual(available(before));
-    expect(await t.undo(T0, receipt, 3, 'id-1')).toBe(1);
-    expect(await t.peek(T0)).toEqual(before);
-    expect(await t.undo(T0, receipt, 3, 'id-1')).toBe(0);
+    await t.undo(T0, receipt, 3);
     expect(await t.peek(T0)).toEqual(before);
   });
 
-  test('an undo of a key that expired or was reset writes nothing', async () => {
+  test('the snapshot restores the key exactly (bytes and expiry), and a key that did not exist is deleted', async () => {
     const t = twins(algorithm, rules);
-    const { receipt } = await t.check(T0, 2);
+    const first = await t.check(T0, 1);
+    expect(first.full).toMatchObject({ type: 'none', items: [], expireAt: -1 });
+    expect(await t.restore(T0, first, 1)).toBe(1);
+    expect(await connect().exists(t.key)).toBe(0);
+    await t.check(T0 + 5, 1);
+    await t.check(T0 + 1_500, 2);
+    const before = await stored(t.key);
+    const third = await t.check(T0 + 70_000, 3);
+    expect(await stored(t.key)).not.toEqual(before);
+    expect(await t.restore(T0 + 70_000, third, 3)).toBe(1);
+    const after = await stored(t.key);
+    expect({ ...after, expireAt: 0, pttl: 0 }).toEqual({ ...before, expireAt: 0, pttl: 0 });
+    expect(Math.abs(after.expireAt - before.expireAt)).toBeLessThan(50);
+    // Redis and the twin still agree.
+    await t.peek(T0 + 70_000);
+  });
+
+  test('once another check wrote the key, the snapshot is not restored: the receipt runs instead', async () => {
+    const t = twins(algorithm, rules);
+    await t.check(T0, 1);
+    const second = await t.check(T0 + 10, 2);
+    await t.check(T0 + 20, 1);
+    expect(await t.restore(T0 + 20, second, 2)).toBe(2);
+    await t.peek(T0 + 20);
+  });
+
+  test('a give-back of a key that expired or was reset writes nothing', async () => {
+    const t = twins(algorithm, rules);
+    const checked = await t.check(T0, 2);
     await connect().del(t.key);
-    expect(await t.undo(T0, receipt, 2, 'id-gone')).toBe(1);
+    await t.undo(T0, checked.receipt, 2);
+    expect(await connect().exists(t.key)).toBe(0);
+    expect(await t.restore(T0, checked, 2)).toBe(2);
     expect(await connect().exists(t.key)).toBe(0);
   });
 });
@@ -109,7 +229,7 @@ test('fixed-window: undo only applies while its window is current', async () => 
   const { receipt } = await t.check(T0, 2);
   // A minute later: the 1-minute window has moved on and counts 1 there; the hour window still holds 3.
   await t.check(T0 + 60_000, 1);
-  expect(await t.undo(T0 + 60_000, receipt, 2, 'id-2')).toBe(1);
+  await t.undo(T0 + 60_000, receipt, 2);
   expect(available(await t.peek(T0 + 60_000))).toEqual([4, 9]);
 });
 
@@ -118,13 +238,13 @@ test('sliding-window: undo applies while the ring still holds the bucket, not on
   // 10 s buckets in a ring of 7 slots for the minute; 6-minute buckets for the hour.
   const old = await t.check(T0, 2);
   await t.check(T0 + 20_000, 1);
-  expect(await t.undo(T0 + 20_000, old.receipt, 2, 'id-3')).toBe(1);
+  await t.undo(T0 + 20_000, old.receipt, 2);
   expect(available(await t.peek(T0 + 20_000))).toEqual([4, 9]);
   const moved = await t.check(T0 + 20_000, 2);
   // 70 s later the minute ring's slot holds a new bucket (its count is the new check's); the hour's does not.
   await t.check(T0 + 90_000, 1);
   expect(available(await t.peek(T0 + 90_000))).toEqual([4, 6]);
-  expect(await t.undo(T0 + 90_000, moved.receipt, 2, 'id-4')).toBe(1);
+  await t.undo(T0 + 90_000, moved.receipt, 2);
   expect(available(await t.peek(T0 + 90_000))).toEqual([4, 8]);
 });
 
@@ -134,12 +254,12 @@ test('token-bucket: undo applies only while the TAT is the one the check left (u
   const y = await t.check(T0 + 1, 1);
   const afterY = await t.peek(T0 + 2);
   // Y moved the TAT on: X's undo gives nothing back (a partial give-back could over-admit; see the file).
-  expect(await t.undo(T0 + 2, x.receipt, 2, 'id-5')).toBe(1);
+  await t.undo(T0 + 2, x.receipt, 2);
   expect(await t.peek(T0 + 2)).toEqual(afterY);
   // Y is on top: its undo restores X's TAT, and X's undo (a later retry, new id) then applies.
-  expect(await t.undo(T0 + 2, y.receipt, 1, 'id-6')).toBe(1);
+  await t.undo(T0 + 2, y.receipt, 1);
   expect(available(await t.peek(T0 + 2))).toEqual([3, 8]);
-  expect(await t.undo(T0 + 2, x.receipt, 2, 'id-7')).toBe(1);
+  await t.undo(T0 + 2, x.receipt, 2);
   expect(available(await t.peek(T0 + 2))).toEqual([5, 10]);
 });
 
@@ -147,7 +267,7 @@ test('sliding-log: undo removes the entries of its millisecond, none once they w
   const t = twins(slidingLog, CASES[2]![2]);
   const x = await t.check(T0, 2);
   await t.check(T0 + 1_000, 1);
-  expect(await t.undo(T0 + 1_000, x.receipt, 2, 'id-8')).toBe(1);
+  await t.undo(T0 + 1_000, x.receipt, 2);
   expect(available(await t.peek(T0 + 1_000))).toEqual([4, 9]);
   const old = await t.check(T0 + 2_000, 1);
   // An hour later ten new entries fill the log (it keeps the largest limit): the old ones are trimmed.
@@ -155,8 +275,22 @@ test('sliding-log: undo removes the entries of its millisecond, none once they w
   await t.check(T0 + 3_760_000, 5);
   const full = await t.peek(T0 + 3_760_000);
   expect(available(full)).toEqual([0, 0]);
-  expect(await t.undo(T0 + 3_760_000, old.receipt, 1, 'id-9')).toBe(1);
+  await t.undo(T0 + 3_760_000, old.receipt, 1);
   expect(await t.peek(T0 + 3_760_000)).toEqual(full);
+});
+
+test('sliding-log: a snapshot of thousands of entries is restored exactly (in chunks)', async () => {
+  const t = twins(slidingLog, [60_000, 2_500, 0, 3_600_000, 3_000, 0]);
+  await t.check(T0, 1_300);
+  await t.check(T0 + 500, 1_100);
+  const before = await stored(t.key);
+  expect(before.items).toHaveLength(2_400);
+  const checked = await t.check(T0 + 1_000, 100);
+  expect(await t.restore(T0 + 1_000, checked, 100)).toBe(1);
+  const after = await stored(t.key);
+  expect(after.items).toEqual(before.items);
+  expect(Math.abs(after.expireAt - before.expireAt)).toBeLessThan(50);
+  await t.peek(T0 + 1_000);
 });
 
 test('token-bucket: a fractional emission interval (W / L ms) is given back to the tick', async () => {
@@ -166,7 +300,7 @@ test('token-bucket: a fractional emission interval (W / L ms) is given back to t
   // TAT T0 + 333 ms + 1 tick, then 2 units of 1000 ticks: the undo borrows a tick from the milliseconds.
   const { receipt } = await t.check(T0 + 1, 2);
   expect(receipt).toBe(`1000:3:3:2000:${T0 + 1_000}:0`);
-  expect(await t.undo(T0 + 1, receipt, 2, 'id-10')).toBe(1);
+  await t.undo(T0 + 1, receipt, 2);
   expect(await t.peek(T0 + 1)).toEqual(before);
   expect(await connect().hget(t.key, '1000:3:3')).toBe(`${T0 + 333}:1`);
 });

@@ -1,33 +1,53 @@
 import express, { type Request } from 'express';
-import { serveHttp, type AdapterFactory, type RoutePath } from '@floodgate/testing';
-import { rateLimit } from '@floodgate/express';
+import express4 from 'express4';
+import { answerOf, serveHttp, type AdapterFactory, type RoutePath } from '@floodgate/testing';
+import { concurrency, rateLimit } from '@floodgate/express';
 
-/** The suite's app in Express: trust proxy 'loopback' stands in for a reverse proxy on this host. */
-export const expressFactory: AdapterFactory = {
-  name: 'express',
-  async makeApp(spec) {
-    const app = express();
-    let hits = 0;
-    if (spec.trustProxy) app.set('trust proxy', 'loopback');
-    app.use(express.json());
-    app.use((req, _res, next) => {
-      const id = req.headers['x-user'];
-      if (typeof id === 'string') (req as Request & { user?: { id: string } }).user = { id };
-      next();
-    });
-    if (spec.global) app.use(rateLimit(spec.global));
-    const routes: [RoutePath, 'get' | 'post'][] = [['/', 'get'], ['/search', 'get'], ['/login', 'post']];
-    for (const [path, method] of routes) {
-      const own = spec.routes?.[path];
-      const handler = (_req: Request, res: express.Response): void => {
+/**
+ * The suite's app in Express, built with `framework` (Express 5, or Express 4 through its `express4` alias):
+ * trust proxy 'loopback' stands in for a reverse proxy on this host.
+ */
+function expressAppFactory(name: string, framework: typeof express): AdapterFactory {
+  return {
+    name,
+    async makeApp(spec) {
+      const app = framework();
+      let hits = 0;
+      if (spec.trustProxy) app.set('trust proxy', 'loopback');
+      app.use(framework.json());
+      app.use((req, _res, next) => {
+        const id = req.headers['x-user'];
+        if (typeof id === 'string') (req as Request & { user?: { id: string } }).user = { id };
+        next();
+      });
+      if (spec.concurrency) app.use(concurrency(spec.concurrency));
+      if (spec.global) app.use(rateLimit(spec.global));
+      app.get('/slow', (_req, res) => {
         hits++;
-        res.json({ ok: true });
-      };
-      if (own) app[method](path, rateLimit(own), handler);
-      else app[method](path, handler);
-    }
-    const served = await serveHttp(app.listen(0, '127.0.0.1'));
-    return { ...served, hits: () => hits };
-  },
-};
+        void (spec.slow?.() ?? Promise.resolve()).then(() => res.json({ ok: true }));
+      });
+      const routes: [RoutePath, 'get' | 'post'][] = [
+        ['/', 'get'],
+        ['/search', 'get'],
+        ['/login', 'post'],
+      ];
+      for (const [path, method] of routes) {
+        const own = spec.routes?.[path];
+        const handler = (req: Request, res: express.Response): void => {
+          hits++;
+          const { status, delay } = answerOf(req.headers);
+          const answer = (): void => void res.status(status).json({ ok: status < 400 });
+          if (delay > 0) setTimeout(answer, delay);
+          else answer();
+        };
+        if (own) app[method](path, rateLimit(own), handler);
+        else app[method](path, handler);
+      }
+      const served = await serveHttp(spec.socketPath ? app.listen(spec.socketPath) : app.listen(0, '127.0.0.1'));
+      return { ...served, hits: () => hits };
+    },
+  };
+}
 
+export const expressFactory = expressAppFactory('express', express);
+export const express4Factory = expressAppFactory('express4', express4);

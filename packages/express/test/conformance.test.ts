@@ -1,4 +1,5 @@
-import { conformance } from '@floodgate/testing';
+import { conformance, policyConformance } from '@floodgate/testing';
 import { expressFactory } from './app-factory';
 
 conformance(expressFactory);
+policyConformance(expressFactory);

@@ -1,13 +1,20 @@
 import type { AddressInfo } from 'node:net';
 import express, { type RequestHandler } from 'express';
+import express4 from 'express4';
 import request from 'supertest';
-import { createLimiter, resetWarnings, type Decision } from '@floodgate/core';
+import { createLimiter, type Decision } from '@floodgate/core';
+import { resetWarnings } from '@floodgate/core/adapter';
 import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
-import { rateLimit } from '@floodgate/express';
+import { rateLimit, type RateLimitOptions } from '@floodgate/express';
 
 const redis = connect();
 const servers: ReturnType<express.Express['listen']>[] = [];
-afterEach(() => servers.splice(0).forEach((s) => { s.closeAllConnections(); s.close(); }));
+afterEach(() =>
+  servers.splice(0).forEach((s) => {
+    s.closeAllConnections();
+    s.close();
+  }),
+);
 afterAll(closeClients);
 
 async function serve(app: express.Express): Promise<string> {
@@ -17,76 +24,171 @@ async function serve(app: express.Express): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-function appWith(...mw: RequestHandler[]): express.Express {
-  const app = express();
-  app.get('/', ...mw, (req, res) => {
-    res.json({ remaining: req.rateLimit?.remaining ?? null });
-  });
-  return app;
-}
-
-test('req.rateLimit carries the decision to handlers', async () => {
-  const url = await serve(appWith(rateLimit({ redis, prefix: uniquePrefix('ex'), limits: { limit: 5, window: '1m' } })));
-  expect((await request(url).get('/')).body).toEqual({ remaining: 4 });
-  expect((await request(url).get('/')).body).toEqual({ remaining: 3 });
-});
-
-test('handler replaces the denial response, after Retry-After is set', async () => {
-  const seen: Decision[] = [];
-  const limit = rateLimit({
-    redis, prefix: uniquePrefix('ex'), limits: { limit: 1, window: '1m' },
-    handler: (_req, res, _next, decision) => {
-      seen.push(decision);
-      res.status(418).send('teapot');
-    },
-  });
-  const url = await serve(appWith(limit));
-  await request(url).get('/');
-  const denied = await request(url).get('/');
-  expect(denied.status).toBe(418);
-  expect(denied.text).toBe('teapot');
-  expect(denied.headers['retry-after']).toMatch(/^\d+$/);
-  expect(seen).toHaveLength(1);
-  expect(seen[0]).toMatchObject({ allowed: false, reason: 'limit' });
-});
-
-test('limiter: a shared limiter counts across middlewares, and core options beside it are an error', async () => {
-  const limiter = createLimiter({ redis, prefix: uniquePrefix('ex'), limits: { limit: 2, window: '1m' } });
-  const a = await serve(appWith(rateLimit({ limiter })));
-  const b = await serve(appWith(rateLimit({ limiter, headers: 'legacy' })));
-  expect((await request(a).get('/')).status).toBe(200);
-  expect((await request(b).get('/')).status).toBe(200);
-  expect((await request(a).get('/')).status).toBe(429);
-  expect(() => rateLimit({ limiter, limits: { limit: 1, window: '1s' } })).toThrow(expect.objectContaining({ option: 'limits' }));
-});
-
 test('options used by peers are explained; bad handler is a ConfigError', () => {
-  expect(() => rateLimit({ limits: { limit: 1, window: '1s' }, keyGenerator: () => 'x' } as never)).toThrow(/keyGenerator.*identify\(req, defaults\)/);
+  expect(() => rateLimit({ limits: { limit: 1, window: '1s' }, keyGenerator: () => 'x' } as never)).toThrow(
+    /keyGenerator.*identify\(req, defaults\)/,
+  );
   expect(() => rateLimit({ limits: { limit: 1, window: '1s' }, max: 5 } as never)).toThrow(/`max` is not a Floodgate option/);
-  expect(() => rateLimit({ limits: { limit: 1, window: '1s' }, handler: 'x' as never })).toThrow(expect.objectContaining({ option: 'handler' }));
+  expect(() => rateLimit({ limits: { limit: 1, window: '1s' }, handler: 'x' as never })).toThrow(
+    expect.objectContaining({ option: 'handler' }),
+  );
 });
 
-test("trust proxy true is warned about once per process; the warning can be turned off", async () => {
-  resetWarnings();
-  const warnings: string[] = [];
-  const logger = { warn: (m: string) => warnings.push(m) };
-  const quiet = appWith(rateLimit({ redis, prefix: uniquePrefix('ex'), limits: { limit: 9, window: '1m' }, logger, warnings: { 'trust-proxy-all': false } }));
-  quiet.set('trust proxy', true);
-  const quietUrl = await serve(quiet);
-  await request(quietUrl).get('/');
-  expect(warnings).toEqual([]);
-  const loud = appWith(rateLimit({ redis, prefix: uniquePrefix('ex'), limits: { limit: 9, window: '1m' }, logger }));
-  loud.set('trust proxy', true);
-  const url = await serve(loud);
-  await request(url).get('/');
-  await request(url).get('/');
-  expect(warnings).toHaveLength(1);
-  expect(warnings[0]).toMatch(/\[trust-proxy-all\].*'trust proxy' is true/);
-});
+// Express 4 ignores the promise a middleware returns and Express 5 handles it: every case that runs an app runs on both.
+describe.each([
+  ['Express 5', express],
+  ['Express 4', express4],
+] as const)('%s', (_name, framework) => {
+  function appWith(...mw: RequestHandler[]): express.Express {
+    const app = framework();
+    app.get('/', ...mw, (req, res) => {
+      res.json({ remaining: req.rateLimit?.remaining ?? null });
+    });
+    return app;
+  }
 
-test('an error thrown by identify() reaches the Express error handler, not the client as a 429', async () => {
-  const app = appWith(rateLimit({ redis, prefix: uniquePrefix('ex'), limits: { limit: 9, window: '1m' }, identify: () => { throw new Error('boom'); } }));
-  app.use(((err, _req, res, _next) => { res.status(500).json({ caught: (err as Error).message }); }) as express.ErrorRequestHandler);
-  const url = await serve(app);
-  expect((await request(url).get('/')).body).toEqual({ caught: 'boom' });
+  test('req.rateLimit carries the decision to handlers', async () => {
+    const url = await serve(appWith(rateLimit({ redis, prefix: uniquePrefix('ex'), limits: { limit: 5, window: '1m' } })));
+    expect((await request(url).get('/')).body).toEqual({ remaining: 4 });
+    expect((await request(url).get('/')).body).toEqual({ remaining: 3 });
+  });
+
+  test('handler replaces the denial response, after Retry-After is set', async () => {
+    const seen: Decision[] = [];
+    const limit = rateLimit({
+      redis,
+      prefix: uniquePrefix('ex'),
+      limits: { limit: 1, window: '1m' },
+      handler: (_req, res, _next, decision) => {
+        seen.push(decision);
+        res.status(418).send('teapot');
+      },
+    });
+    const url = await serve(appWith(limit));
+    await request(url).get('/');
+    const denied = await request(url).get('/');
+    expect(denied.status).toBe(418);
+    expect(denied.text).toBe('teapot');
+    expect(denied.headers['retry-after']).toMatch(/^\d+$/);
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toMatchObject({ allowed: false, reason: 'limit' });
+  });
+
+  test('statusCode 503 is a denial like any other: the custom handler still answers it (decided by reason)', async () => {
+    const limit = rateLimit({
+      redis,
+      prefix: uniquePrefix('ex'),
+      limits: { limit: 1, window: '1m' },
+      statusCode: 503,
+      handler: (_req, res, _next, decision) => void res.status(599).json({ reason: decision.reason }),
+    });
+    const url = await serve(appWith(limit));
+    await request(url).get('/');
+    // Before: status 503 made the adapter skip the handler, as if the store were unavailable.
+    const denied = await request(url).get('/');
+    expect([denied.status, denied.body]).toEqual([599, { reason: 'limit' }]);
+  });
+
+  test('limiter: a shared limiter counts across middlewares, and core options beside it are an error', async () => {
+    const limiter = createLimiter({ redis, prefix: uniquePrefix('ex'), limits: { limit: 2, window: '1m' } });
+    const a = await serve(appWith(rateLimit({ limiter })));
+    const b = await serve(appWith(rateLimit({ limiter, headers: 'legacy' })));
+    expect((await request(a).get('/')).status).toBe(200);
+    expect((await request(b).get('/')).status).toBe(200);
+    expect((await request(a).get('/')).status).toBe(429);
+    // @ts-expect-error core options beside a shared limiter do not compile either
+    expect(() => rateLimit({ limiter, limits: { limit: 1, window: '1s' } })).toThrow(expect.objectContaining({ option: 'limits' }));
+  });
+
+  test('trust proxy true is warned about once per process; the warning can be turned off', async () => {
+    resetWarnings();
+    const warnings: string[] = [];
+    const logger = { warn: (m: string) => warnings.push(m) };
+    const quiet = appWith(
+      rateLimit({ redis, prefix: uniquePrefix('ex'), limits: { limit: 9, window: '1m' }, logger, warnings: { 'trust-proxy-all': false } }),
+    );
+    quiet.set('trust proxy', true);
+    const quietUrl = await serve(quiet);
+    await request(quietUrl).get('/');
+    expect(warnings).toEqual([]);
+    const loud = appWith(rateLimit({ redis, prefix: uniquePrefix('ex'), limits: { limit: 9, window: '1m' }, logger }));
+    loud.set('trust proxy', true);
+    const url = await serve(loud);
+    await request(url).get('/');
+    await request(url).get('/');
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/\[trust-proxy-all\].*'trust proxy' is true/);
+  });
+
+  test('an error thrown by identify() reaches the Express error handler, not the client as a 429', async () => {
+    const app = appWith(
+      rateLimit({
+        redis,
+        prefix: uniquePrefix('ex'),
+        limits: { limit: 9, window: '1m' },
+        identify: () => {
+          throw new Error('boom');
+        },
+      }),
+    );
+    app.use(((err, _req, res, _next) => {
+      res.status(500).json({ caught: (err as Error).message });
+    }) as express.ErrorRequestHandler);
+    const url = await serve(app);
+    expect((await request(url).get('/')).body).toEqual({ caught: 'boom' });
+  });
+
+  /**
+   * An app whose limiter (1 a minute) denies through `handler`, with an error handler that answers 500 and
+   * records each error it gets. The first denial comes from Redis (asynchronously), the next from the block
+   * cache (synchronously). Express 4 ignores a promise a middleware returns, so an error there would leave
+   * the request hanging (supertest's timeout fails the test) and be an unhandled rejection (jest fails the
+   * running test on one).
+   */
+  async function denyingThrough(handler: RateLimitOptions['handler']): Promise<{ url: string; caught: string[] }> {
+    const caught: string[] = [];
+    const app = appWith(rateLimit({ redis, prefix: uniquePrefix('ex'), limits: { limit: 1, window: '1m' }, handler }));
+    app.use(((err: Error, _req, res, _next) => {
+      caught.push(err.message);
+      res.status(500).json({ caught: err.message });
+    }) as express.ErrorRequestHandler);
+    const url = await serve(app);
+    expect((await request(url).get('/')).status).toBe(200);
+    return { url, caught };
+  }
+
+  test.each([
+    ['throws', 'redis'],
+    ['throws', 'cache'],
+    ['returns a rejected promise', 'redis'],
+    ['returns a rejected promise', 'cache'],
+  ] as const)('a handler that %s for a denial from %s: the error handler answers 500', async (how, source) => {
+    const { url, caught } = await denyingThrough((_req, res, _next, decision) => {
+      if (decision.source !== source) return void res.status(429).end();
+      if (how === 'throws') throw new Error('boom');
+      return Promise.reject(new Error('boom'));
+    });
+    const redisDenial = await request(url).get('/').timeout(2000);
+    const cacheDenial = await request(url).get('/').timeout(2000);
+    const failed = source === 'redis' ? redisDenial : cacheDenial;
+    expect([redisDenial.status, cacheDenial.status]).toEqual(source === 'redis' ? [500, 429] : [429, 500]);
+    expect(failed.body).toEqual({ caught: 'boom' });
+    expect(caught).toEqual(['boom']);
+  });
+
+  test('a handler that calls next(err) and then rejects: next runs once; the later error becomes a process warning', async () => {
+    const warn = jest.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    try {
+      const { url, caught } = await denyingThrough(async (_req, _res, next) => {
+        next(new Error('first'));
+        throw new Error('second');
+      });
+      expect((await request(url).get('/').timeout(2000)).body).toEqual({ caught: 'first' });
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(caught).toEqual(['first']);
+      expect(warn).toHaveBeenCalledWith(expect.stringContaining('second'), expect.anything());
+    } finally {
+      warn.mockRestore();
+    }
+  });
 });

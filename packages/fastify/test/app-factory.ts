@@ -1,6 +1,6 @@
 import Fastify, { type FastifyRequest } from 'fastify';
-import { type AdapterFactory, type RoutePath } from '@floodgate/testing';
-import rateLimit from '@floodgate/fastify';
+import { answerOf, type AdapterFactory, type RoutePath } from '@floodgate/testing';
+import rateLimit, { concurrency } from '@floodgate/fastify';
 
 /** The suite's app in Fastify: trustProxy '127.0.0.1' stands in for a reverse proxy on this host. */
 export const fastifyFactory: AdapterFactory = {
@@ -14,11 +14,35 @@ export const fastifyFactory: AdapterFactory = {
         const id = request.headers['x-user'];
         if (typeof id === 'string') (request as FastifyRequest & { user?: { id: string } }).user = { id };
       });
+      if (spec.concurrency) await app.register(concurrency, spec.concurrency);
       await app.register(rateLimit, spec.global ?? { global: false });
-      const routes: [RoutePath, 'GET' | 'POST'][] = [['/', 'GET'], ['/search', 'GET'], ['/login', 'POST']];
+      app.get('/slow', async () => {
+        hits++;
+        await spec.slow?.();
+        return { ok: true };
+      });
+      const routes: [RoutePath, 'GET' | 'POST'][] = [
+        ['/', 'GET'],
+        ['/search', 'GET'],
+        ['/login', 'POST'],
+      ];
       for (const [url, method] of routes) {
         const own = spec.routes?.[url];
-        app.route({ method, url, config: own ? { rateLimit: own } : {}, handler: async () => (hits++, { ok: true }) });
+        app.route({
+          method,
+          url,
+          config: own ? { rateLimit: own } : {},
+          handler: async (request, reply) => {
+            hits++;
+            const { status, delay } = answerOf(request.headers);
+            if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+            return reply.code(status).send({ ok: status < 400 });
+          },
+        });
+      }
+      if (spec.socketPath) {
+        await app.listen({ path: spec.socketPath });
+        return { url: 'http://localhost', socketPath: spec.socketPath, hits: () => hits, close: () => app.close() };
       }
       const url = await app.listen({ port: 0, host: '127.0.0.1' });
       return { url, hits: () => hits, close: () => app.close() };
@@ -28,4 +52,3 @@ export const fastifyFactory: AdapterFactory = {
     }
   },
 };
-

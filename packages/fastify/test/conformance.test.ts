@@ -1,4 +1,5 @@
-import { conformance } from '@floodgate/testing';
+import { conformance, policyConformance } from '@floodgate/testing';
 import { fastifyFactory } from './app-factory';
 
 conformance(fastifyFactory);
+policyConformance(fastifyFactory);

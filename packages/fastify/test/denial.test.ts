@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import request from 'supertest';
 import { Writable } from 'node:stream';
 import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
-import rateLimit, { RateLimitError, type RateLimitPluginOptions } from '@floodgate/fastify';
+import rateLimit, { RateLimitError, type RateLimitPluginBaseOptions, type RateLimitPluginOptions } from '@floodgate/fastify';
 
 /*
  * How a denial leaves Fastify. When nothing but Fastify's default error handler would see the thrown
@@ -24,11 +24,23 @@ const clock = (): number => T;
 type Setup = (app: FastifyInstance) => void;
 
 /** An app limiting 1 per minute (fixed window, so Retry-After is 30 at T), `before` run before the plugin registers. */
-async function appWith(options: Partial<RateLimitPluginOptions>, before: Setup = () => undefined, route?: Setup, fastifyOptions: FastifyServerOptions = {}): Promise<FastifyInstance> {
+async function appWith(
+  options: RateLimitPluginBaseOptions,
+  before: Setup = () => undefined,
+  route?: Setup,
+  fastifyOptions: FastifyServerOptions = {},
+): Promise<FastifyInstance> {
   const app = Fastify(fastifyOptions);
   apps.push(app);
   before(app);
-  await app.register(rateLimit, { redis, prefix: uniquePrefix('fyd'), clock, algorithm: 'fixed-window', limits: { limit: 1, window: '1m' }, ...options });
+  await app.register(rateLimit, {
+    redis,
+    prefix: uniquePrefix('fyd'),
+    clock,
+    algorithm: 'fixed-window',
+    limits: { limit: 1, window: '1m' },
+    ...options,
+  } as RateLimitPluginOptions);
   if (route) route(app);
   else app.get('/', async () => ({ ok: true }));
   await app.ready();
@@ -43,7 +55,7 @@ async function nth(app: FastifyInstance, n: number): Promise<{ status: number; h
   return { status: res!.status, headers, text: res!.text };
 }
 
-const MESSAGES: [string, Partial<RateLimitPluginOptions>][] = [
+const MESSAGES: [string, RateLimitPluginBaseOptions][] = [
   ['the default message', {}],
   ['a string message', { message: 'Slow down, please.' }],
   ['an object message', { message: { error: 'slow_down', docs: 'https://example.com/limits' } }],
@@ -73,12 +85,17 @@ describe('the RateLimitError still reaches', () => {
   test("a route's own errorHandler", async () => {
     const seen: unknown[] = [];
     const app = await appWith({}, undefined, (a) =>
-      a.get('/', {
-        errorHandler: (error, _req, reply) => {
-          seen.push(error);
-          void reply.status(429).send({ route: 'handled' });
+      a.get(
+        '/',
+        {
+          errorHandler: (error, _req, reply) => {
+            seen.push(error);
+            void reply.status(429).send({ route: 'handled' });
+          },
         },
-      }, async () => ({ ok: true })));
+        async () => ({ ok: true }),
+      ),
+    );
     const denied = await nth(app, 2);
     expect(denied.status).toBe(429);
     expect(JSON.parse(denied.text)).toEqual({ route: 'handled' });
@@ -88,9 +105,14 @@ describe('the RateLimitError still reaches', () => {
 
   test("a 429 response schema: Fastify's default handler serialises its error payload through it", async () => {
     const app = await appWith({ message: { error: 'slow_down', secret: 'not in the schema' } }, undefined, (a) =>
-      a.get('/', {
-        schema: { response: { 429: { type: 'object', properties: { error: { type: 'string' } } } } },
-      }, async () => ({ ok: true })));
+      a.get(
+        '/',
+        {
+          schema: { response: { 429: { type: 'object', properties: { error: { type: 'string' } } } } },
+        },
+        async () => ({ ok: true }),
+      ),
+    );
     const denied = await nth(app, 2);
     expect(denied.status).toBe(429);
     // Fastify's { statusCode, code, error, message } for the thrown error, cut to what the schema names (a
@@ -117,7 +139,8 @@ test('a request whose routeOptions an earlier hook hid is still denied properly 
   const app = await appWith({}, (a) =>
     a.addHook('onRequest', async (req) => {
       Object.defineProperty(req, 'routeOptions', { value: undefined, configurable: true });
-    }));
+    }),
+  );
   const first = await nth(app, 1);
   expect(first.status).toBe(200);
   const denied = await nth(app, 1);
@@ -143,11 +166,15 @@ test("a direct denial still runs the app's onSend and onResponse hooks", async (
 
 test("an object body is restored before the app's own onSend hooks see the payload, wherever they were added", async () => {
   const thrown: unknown[] = [];
-  const app = await appWith({ message: { error: 'slow_down' } }, (a) => a.addHook('onError', async (_req, _reply, error) => void thrown.push(error)), (a) => {
-    a.get('/', async () => ({ ok: true }));
-    // Added after the plugin: an envelope around every JSON payload.
-    a.addHook('onSend', async (_req, _reply, payload) => (typeof payload === 'string' ? `{"data":${payload}}` : payload));
-  });
+  const app = await appWith(
+    { message: { error: 'slow_down' } },
+    (a) => a.addHook('onError', async (_req, _reply, error) => void thrown.push(error)),
+    (a) => {
+      a.get('/', async () => ({ ok: true }));
+      // Added after the plugin: an envelope around every JSON payload.
+      a.addHook('onSend', async (_req, _reply, payload) => (typeof payload === 'string' ? `{"data":${payload}}` : payload));
+    },
+  );
   const denied = await nth(app, 2);
   expect(denied.status).toBe(429);
   expect(thrown).toHaveLength(1);

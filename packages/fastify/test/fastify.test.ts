@@ -1,8 +1,14 @@
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import request from 'supertest';
-import { resetWarnings, type Logger } from '@floodgate/core';
+import { type Logger } from '@floodgate/core';
+import { resetWarnings } from '@floodgate/core/adapter';
 import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
-import rateLimit, { RateLimitError, rateLimit as named, type RateLimitPluginOptions } from '@floodgate/fastify';
+import rateLimit, {
+  RateLimitError,
+  rateLimit as named,
+  type RateLimitPluginBaseOptions,
+  type RateLimitPluginOptions,
+} from '@floodgate/fastify';
 
 const redis = connect();
 const apps: FastifyInstance[] = [];
@@ -11,9 +17,19 @@ afterEach(async () => {
 });
 afterAll(closeClients);
 
-const base = (extra: Partial<RateLimitPluginOptions> = {}): RateLimitPluginOptions => ({ redis, prefix: uniquePrefix('fy'), limits: { limit: 2, window: '1m' }, ...extra });
+const base = (extra: RateLimitPluginBaseOptions = {}): RateLimitPluginOptions =>
+  ({
+    redis,
+    prefix: uniquePrefix('fy'),
+    limits: { limit: 2, window: '1m' },
+    ...extra,
+  }) as RateLimitPluginOptions;
 
-async function appWith(options: RateLimitPluginOptions, routes: (app: FastifyInstance) => void, fastifyOptions = {}): Promise<FastifyInstance> {
+async function appWith(
+  options: RateLimitPluginOptions,
+  routes: (app: FastifyInstance) => void,
+  fastifyOptions = {},
+): Promise<FastifyInstance> {
   const app = Fastify(fastifyOptions);
   apps.push(app);
   await app.register(rateLimit, options);
@@ -92,7 +108,12 @@ test("an automatic HEAD route shares its GET route's limiter (one budget, no dup
 });
 
 test('hook: preHandler sees a user that a later auth hook sets; onRequest does not', async () => {
-  const userRules = { limits: [{ limit: 1, window: '1m', for: 'user' }, { limit: 100, window: '1m', for: 'ip' }] };
+  const userRules = {
+    limits: [
+      { limit: 1, window: '1m', for: 'user' },
+      { limit: 100, window: '1m', for: 'ip' },
+    ],
+  };
   const auth = (a: FastifyInstance): void => {
     a.addHook('preValidation', async (req) => {
       (req as FastifyRequest & { user?: { id: string } }).user = { id: 'ada' };
@@ -109,7 +130,9 @@ test('hook: preHandler sees a user that a later auth hook sets; onRequest does n
 test('a route limiter may run in its own hook, e.g. preValidation to identify by the parsed body', async () => {
   const app = await appWith(base({ limits: { limit: 50, window: '1m' } }), (a) => {
     const login = {
-      name: 'login', limits: { limit: 1, window: '1m' }, hook: 'preValidation' as const,
+      name: 'login',
+      limits: { limit: 1, window: '1m' },
+      hook: 'preValidation' as const,
       identify: (req: FastifyRequest) => `account:${String((req.body as { username?: string }).username)}`,
     };
     a.post('/login', { config: { rateLimit: login } }, async () => ({ ok: true }));
@@ -123,13 +146,33 @@ test('a route limiter may run in its own hook, e.g. preValidation to identify by
 });
 
 test('bad options fail at register time, bad route config at route time, each naming the option', async () => {
-  await expect(Fastify().register(rateLimit, base({ hook: 'onSend' as 'onRequest' })).ready()).rejects.toMatchObject({ code: 'ERR_FLOODGATE_CONFIG', option: 'hook' });
-  await expect(Fastify().register(rateLimit, base({ global: 'yes' as unknown as boolean })).ready()).rejects.toMatchObject({ option: 'global' });
-  await expect(Fastify().register(rateLimit, { ...base(), max: 5 } as RateLimitPluginOptions).ready()).rejects.toMatchObject({ option: 'max' });
+  await expect(
+    Fastify()
+      .register(rateLimit, base({ hook: 'onSend' as 'onRequest' }))
+      .ready(),
+  ).rejects.toMatchObject({ code: 'ERR_FLOODGATE_CONFIG', option: 'hook' });
+  await expect(
+    Fastify()
+      .register(rateLimit, base({ global: 'yes' as unknown as boolean }))
+      .ready(),
+  ).rejects.toMatchObject({ option: 'global' });
+  await expect(
+    Fastify()
+      .register(rateLimit, { ...base(), max: 5 } as unknown as RateLimitPluginOptions)
+      .ready(),
+  ).rejects.toMatchObject({ option: 'max' });
   const app = Fastify();
   await app.register(rateLimit, base());
-  expect(() => app.get('/', { config: { rateLimit: 5 as unknown as false } }, async () => 'x')).toThrow(expect.objectContaining({ option: 'config.rateLimit' }));
-  expect(() => app.get('/b', { config: { rateLimit: { name: 'b', limits: { limit: 1, window: '1m' }, hook: 'late' as 'onRequest' } } }, async () => 'x')).toThrow(expect.objectContaining({ option: 'config.rateLimit.hook' }));
+  expect(() => app.get('/', { config: { rateLimit: 5 as unknown as false } }, async () => 'x')).toThrow(
+    expect.objectContaining({ option: 'config.rateLimit' }),
+  );
+  expect(() =>
+    app.get(
+      '/b',
+      { config: { rateLimit: { name: 'b', limits: { limit: 1, window: '1m' }, hook: 'late' as 'onRequest' } } },
+      async () => 'x',
+    ),
+  ).toThrow(expect.objectContaining({ option: 'config.rateLimit.hook' }));
   await app.close();
 });
 
@@ -137,7 +180,9 @@ test('trustProxy: true is warned about once, when the leftmost X-Forwarded-For e
   resetWarnings();
   const warnings: string[] = [];
   const logger: Logger = { warn: (m) => warnings.push(m) };
-  const app = await appWith(base({ limits: { limit: 1, window: '1m' }, logger }), (a) => a.get('/', async (req) => ({ ip: req.ip })), { trustProxy: true });
+  const app = await appWith(base({ limits: { limit: 1, window: '1m' }, logger }), (a) => a.get('/', async (req) => ({ ip: req.ip })), {
+    trustProxy: true,
+  });
   const first = await request(app.server).get('/').set('X-Forwarded-For', '6.6.6.6, 10.0.0.1');
   expect(first.body).toEqual({ ip: '6.6.6.6' });
   // The spoofed leftmost entry is a fresh identity each time: exactly what the warning is about.

@@ -1,5 +1,24 @@
+/**
+ * `rateLimit(options)`: Floodgate rate limiting middleware for Koa 2 and 3 (docs/koa.md).
+ *
+ * @module @floodgate/koa
+ */
 import type { Context, Middleware, Next } from 'koa';
-import { ConfigError, createHttpLimiter, describeValue, warned, type Decision, type HttpLimiter, type HttpOptions, type HttpOutcome } from '@floodgate/core';
+import {
+  ConfigError,
+  createHttpLimiter,
+  describeValue,
+  ownOptions,
+  warned,
+  watchServerOf,
+  whenResponseDone,
+  type Decision,
+  type HttpLimiter,
+  type HttpOptions,
+  type HttpOutcome,
+  type Limiter,
+  type LimitsOrLimiter,
+} from '@floodgate/core/adapter';
 
 declare module 'koa' {
   interface DefaultState {
@@ -8,10 +27,22 @@ declare module 'koa' {
   }
 }
 
-export interface RateLimitOptions extends HttpOptions<Context> {
+/** Every option, each optional (`RateLimitOptions` requires `limits` or `limiter`). */
+export interface RateLimitBaseOptions extends HttpOptions<Context> {
   /** Replaces the default denial response; headers (Retry-After included) are already set. */
   handler?: (ctx: Context, next: Next, decision: Decision) => unknown;
 }
+
+/** `rateLimit()`'s options: `limits` (with any core option), or a shared `limiter`. */
+export type RateLimitOptions = LimitsOrLimiter<RateLimitBaseOptions>;
+
+/** The middleware, with the limiter it checks and a way to close it (tests, hot reload: build it again with other rules). */
+export type RateLimitMiddleware = Middleware & {
+  /** The limiter this middleware checks: its own, or the shared `limiter` it was given. */
+  readonly limiter: Limiter;
+  /** Closes the limiter this middleware created, which frees its name; a shared `limiter` passed in stays open. */
+  close(): Promise<void>;
+};
 
 /** Default user: `ctx.state.user.id`, where koa-passport and koa-jwt leave the user. */
 function defaultUser(ctx: Context): unknown {
@@ -27,16 +58,22 @@ function checkTrust(ctx: Context, warn: HttpLimiter<Context>['warn']): void {
   const xff = ctx.get('X-Forwarded-For');
   if (xff === '') return;
   if (ctx.app.proxy && !ctx.app.maxIpsCount && xff.includes(',') && !warned('trust-proxy-all')) {
-    warn('trust-proxy-all', 'Koa app.proxy is true with no app.maxIpsCount, so the leftmost X-Forwarded-For entry, which any client can choose, is the IP; set maxIpsCount to the number of proxies');
+    warn(
+      'trust-proxy-all',
+      'Koa app.proxy is true with no app.maxIpsCount, so the leftmost X-Forwarded-For entry, which any client can choose, is the IP; set maxIpsCount to the number of proxies',
+    );
   } else if (!ctx.app.proxy && !warned('forwarded-header-untrusted')) {
-    warn('forwarded-header-untrusted', 'X-Forwarded-For arrived but Koa app.proxy is false, so every client behind that proxy shares one limit; set app.proxy = true and app.maxIpsCount to your proxy count');
+    warn(
+      'forwarded-header-untrusted',
+      'X-Forwarded-For arrived but Koa app.proxy is false, so every client behind that proxy shares one limit; set app.proxy = true and app.maxIpsCount to your proxy count',
+    );
   }
 }
 
 /** Koa middleware: `app.use(rateLimit(opts))` or `router.post('/search', rateLimit(opts), handler)`. */
-export function rateLimit(options: RateLimitOptions): Middleware {
+export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const http = createHttpLimiter<Context>(options, ['handler'], defaultUser);
-  const handler = options.handler;
+  const handler = ownOptions(options).handler;
   if (handler !== undefined && typeof handler !== 'function') {
     throw new ConfigError('handler', `must be a function (ctx, next, decision); got ${describeValue(handler)}`);
   }
@@ -45,19 +82,25 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     if (outcome.decision !== undefined) ctx.state.rateLimit = outcome.decision;
     for (const [name, value] of outcome.set) ctx.set(name, value);
     for (const [name, value] of outcome.append) ctx.append(name, value);
+    if (outcome.own !== undefined) whenResponseDone(ctx.res, (finished) => http.completed(outcome, finished, ctx.res.statusCode, [ctx]));
     if (outcome.action === 'next') return next();
-    if (handler !== undefined && outcome.status !== 503) return handler(ctx, next, outcome.decision!);
+    // Decided by reason, not status: `statusCode: 503` is a denial like any other.
+    if (handler !== undefined && outcome.decision?.reason !== 'store-unavailable') return handler(ctx, next, outcome.decision!);
     ctx.status = outcome.status;
     ctx.body = outcome.body;
     return undefined;
   };
   // Synchronous when the outcome is (a client the block cache already denies): no promise of its own.
-  return function floodgate(ctx: Context, next: Next): unknown {
+  const floodgate = function floodgate(ctx: Context, next: Next): unknown {
+    watchServerOf(ctx.req.socket);
     checkTrust(ctx, http.warn);
     const outcome = http.decide(ctx, ctx.ip, ctx.state.rateLimit);
     if (outcome instanceof Promise) return outcome.then((o) => respond(ctx, next, o));
     return respond(ctx, next, outcome);
   };
+  const owned = ownOptions(options).limiter === undefined;
+  return Object.assign(floodgate as Middleware, { limiter: http.limiter, close: async () => (owned ? http.limiter.close() : undefined) });
 }
 
-export type { Decision, HeaderMode } from '@floodgate/core';
+export type { Decision, HeaderMode } from '@floodgate/core/adapter';
+export { concurrency, type ConcurrencyOptions } from './concurrency';

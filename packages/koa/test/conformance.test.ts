@@ -1,4 +1,5 @@
-import { conformance } from '@floodgate/testing';
+import { conformance, policyConformance } from '@floodgate/testing';
 import { koaFactory } from './app-factory';
 
 conformance(koaFactory);
+policyConformance(koaFactory);

@@ -1,29 +1,50 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import request from 'supertest';
-import { resetWarnings, type HttpOptions, type Logger } from '@floodgate/core';
+import { resetWarnings, type ConcurrencyHttpOptions, type HttpOptions, type LimitsOrLimiter, type Logger } from '@floodgate/core/adapter';
 import { closeClients, connect, uniquePrefix } from './clients';
 import { startRedis } from './redis-server';
+import { concurrencyConformance } from './concurrency-conformance';
 
 /** Options as every adapter takes them; functions see only what all three frameworks' requests share. */
-export type NeutralOptions = HttpOptions<{ headers: IncomingHttpHeaders }>;
+export type NeutralOptions = LimitsOrLimiter<HttpOptions<{ headers: IncomingHttpHeaders }>>;
+export type NeutralConcurrencyOptions = ConcurrencyHttpOptions<{ headers: IncomingHttpHeaders }>;
 export type RoutePath = '/' | '/search' | '/login';
 
 /**
  * The app each adapter builds for the suite: an auth stand-in that sets the user to `{ id: <x-user header> }`
  * (Express `req.user`, Fastify `request.user`, Koa `ctx.state.user`), a JSON body parser, the `global`
  * limiter on every route, `GET /`, `GET /search` and `POST /login`, each with its own limiter from `routes`.
- * Handlers answer 200 `{ ok: true }` and count themselves in hits().
+ * Handlers count themselves in hits() and answer `{ ok: status < 400 }` with the status the `x-status` header
+ * asks for (default 200), after `x-delay` ms (default 0): see answerOf().
  */
 export interface AppSpec {
   global?: NeutralOptions;
   routes?: Partial<Record<RoutePath, NeutralOptions>>;
   /** Trust the loopback proxy, so X-Forwarded-For decides the client IP. Default: trust nothing. */
   trustProxy?: boolean;
+  /** Listen on this unix socket instead of a loopback port (requests then have no client IP). */
+  socketPath?: string;
+  /** The adapter's `concurrency(...)` on every route, before `global`. */
+  concurrency?: NeutralConcurrencyOptions;
+  /** `GET /slow` counts itself, then answers 200 `{ ok: true }` once this resolves (default: at once). */
+  slow?: () => Promise<void>;
+}
+
+/** What a suite app's handler answers a request: the status of `x-status` (200), after `x-delay` ms (0). */
+export function answerOf(headers: IncomingHttpHeaders): { status: number; delay: number } {
+  const status = Number(headers['x-status'] ?? 200);
+  const delay = Number(headers['x-delay'] ?? 0);
+  return {
+    status: Number.isInteger(status) && status >= 200 && status <= 599 ? status : 200,
+    delay: Math.min(Math.max(delay, 0), 10_000) || 0,
+  };
 }
 
 export interface TestApp {
   /** Base URL of the listening server. */
   url: string;
+  /** The unix socket it listens on, when AppSpec.socketPath was given. */
+  socketPath?: string;
   hits(): number;
   close(): Promise<void>;
 }
@@ -36,7 +57,7 @@ export interface AdapterFactory {
 
 const header = (res: request.Response, name: string): string | undefined => res.headers[name.toLowerCase()] as string | undefined;
 
-/** The behaviours of DESIGN.md "HTTP behaviour", identical for every adapter (run with describe per adapter). */
+/** The behaviours of docs/design.md section 10, "HTTP behaviour", identical for every adapter (run with describe per adapter). */
 export function conformance(factory: AdapterFactory): void {
   describe(`${factory.name} conformance`, () => {
     const redis = connect();
@@ -74,7 +95,14 @@ export function conformance(factory: AdapterFactory): void {
     });
 
     test('draft-8 headers list every rule and report the binding one', async () => {
-      const app = await start({ global: base({ limits: [{ limit: 10, window: '1s' }, { limit: 120, window: '1m' }] }) });
+      const app = await start({
+        global: base({
+          limits: [
+            { limit: 10, window: '1s' },
+            { limit: 120, window: '1m' },
+          ],
+        }),
+      });
       const res = await request(app.url).get('/');
       expect(res.status).toBe(200);
       expect(header(res, 'RateLimit-Policy')).toBe('"1s";q=10;w=1, "1m";q=120;w=60');
@@ -90,7 +118,9 @@ export function conformance(factory: AdapterFactory): void {
     ] as const)('headers: %s sends exactly its own headers', async (mode, expected) => {
       const app = await start({ global: base({ headers: mode }) });
       const res = await request(app.url).get('/');
-      const seen = Object.keys(res.headers).filter((h) => /ratelimit|retry-after/.test(h)).sort();
+      const seen = Object.keys(res.headers)
+        .filter((h) => /ratelimit|retry-after/.test(h))
+        .sort();
       expect(seen).toEqual(Object.keys(expected).sort());
       for (const [name, value] of Object.entries(expected)) expect(res.headers[name]).toMatch(value);
       if (mode === 'legacy') {
@@ -98,6 +128,20 @@ export function conformance(factory: AdapterFactory): void {
         expect(reset).toBeGreaterThanOrEqual(Math.floor(Date.now() / 1000));
         expect(reset).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000) + 67);
       }
+    });
+
+    test('omitHeaders leaves out the headers it names: Retry-After on a denial, RateLimit-Policy', async () => {
+      const app = await start({ global: base({ limits: { limit: 1, window: '1m' }, omitHeaders: ['retry-after', 'RateLimit-Policy'] }) });
+      const allowed = await request(app.url).get('/');
+      expect(header(allowed, 'RateLimit')).toMatch(/^"1m";r=0;t=\d+$/);
+      expect(header(allowed, 'RateLimit-Policy')).toBeUndefined();
+      const denied = await request(app.url).get('/');
+      expect(denied.status).toBe(429);
+      expect(header(denied, 'Retry-After')).toBeUndefined();
+      expect(header(denied, 'RateLimit')).toMatch(/^"1m";r=0;t=\d+$/);
+      await expect(factory.makeApp({ global: base({ omitHeaders: ['X-Powered-By' as 'RateLimit'] }) })).rejects.toMatchObject({
+        option: 'omitHeaders',
+      });
     });
 
     test('a route limit adds to the global one, and each is counted on its own', async () => {
@@ -115,11 +159,19 @@ export function conformance(factory: AdapterFactory): void {
     });
 
     test('custom identifiers: identify() replaces or extends the defaults', async () => {
-      const byKey = await start({ global: base({ limits: { limit: 2, window: '1m' }, identify: (req) => `key:${String(req.headers['x-api-key'])}` }) });
+      const byKey = await start({
+        global: base({ limits: { limit: 2, window: '1m' }, identify: (req) => `key:${String(req.headers['x-api-key'])}` }),
+      });
       expect(await burst(byKey.url, 3, '/', { 'x-api-key': 'a' })).toEqual([200, 200, 429]);
       expect(await burst(byKey.url, 2, '/', { 'x-api-key': 'b' })).toEqual([200, 200]);
       const extended = await start({
-        global: base({ limits: [{ limit: 3, window: '1m', for: 'ip' }, { limit: 2, window: '1m', for: 'tenant' }], identify: (req, ids) => [...ids, `tenant:${String(req.headers['x-tenant'])}`] }),
+        global: base({
+          limits: [
+            { limit: 3, window: '1m', for: 'ip' },
+            { limit: 2, window: '1m', for: 'tenant' },
+          ],
+          identify: (req, ids) => [...ids, `tenant:${String(req.headers['x-tenant'])}`],
+        }),
       });
       expect(await burst(extended.url, 3, '/', { 'x-tenant': 't1' })).toEqual([200, 200, 429]);
       // The default ip: identifier is still counted: one IP, 3 admitted in all.
@@ -127,7 +179,10 @@ export function conformance(factory: AdapterFactory): void {
     });
 
     test('IP and user are both counted: users behind one IP share it; one user across IPs is bound by the user rule', async () => {
-      const limits = [{ limit: 3, window: '1m', for: 'ip' }, { limit: 2, window: '1m', for: 'user' }];
+      const limits = [
+        { limit: 3, window: '1m', for: 'ip' },
+        { limit: 2, window: '1m', for: 'user' },
+      ];
       const app = await start({ global: base({ limits }), trustProxy: true });
       const from = (ip: string, user: string) => ({ 'x-forwarded-for': ip, 'x-user': user });
       expect(await burst(app.url, 2, '/', from('10.0.0.1', 'alice'))).toEqual([200, 200]);
@@ -152,7 +207,8 @@ export function conformance(factory: AdapterFactory): void {
       const logger: Logger = { warn: (m) => warnings.push(m) };
       const app = await start({ global: base({ limits: { limit: 2, window: '1m' }, logger }) });
       const statuses = [];
-      for (const ip of ['1.1.1.1', '2.2.2.2', '3.3.3.3']) statuses.push((await request(app.url).get('/').set('X-Forwarded-For', ip)).status);
+      for (const ip of ['1.1.1.1', '2.2.2.2', '3.3.3.3'])
+        statuses.push((await request(app.url).get('/').set('X-Forwarded-For', ip)).status);
       expect(statuses).toEqual([200, 200, 429]);
       expect(warnings.filter((w) => w.includes('[forwarded-header-untrusted]'))).toHaveLength(1);
     });
@@ -207,16 +263,23 @@ export function conformance(factory: AdapterFactory): void {
       const object = await start({ global: base({ limits: { limit: 1, window: '1m' }, message: { code: 'E_RATE' } }) });
       await burst(object.url, 1);
       expect((await request(object.url).get('/')).body).toEqual({ code: 'E_RATE' });
-      const fn = await start({ global: base({ limits: { limit: 1, window: '1m' }, message: (_req, d) => `wait ${d.retryAfterMs > 0}`, cost: () => 1 }) });
+      const fn = await start({
+        global: base({ limits: { limit: 1, window: '1m' }, message: (_req, d) => `wait ${d.retryAfterMs > 0}`, cost: () => 1 }),
+      });
       await burst(fn.url, 1);
       expect((await request(fn.url).get('/')).body.message).toBe('wait true');
     });
 
     test('bad options fail at construction with a ConfigError naming the option', async () => {
-      await expect(factory.makeApp({ global: { ...base(), windowMs: 60_000 } as NeutralOptions })).rejects.toMatchObject({ code: 'ERR_FLOODGATE_CONFIG', option: 'windowMs' });
+      await expect(factory.makeApp({ global: { ...base(), windowMs: 60_000 } as unknown as NeutralOptions })).rejects.toMatchObject({
+        code: 'ERR_FLOODGATE_CONFIG',
+        option: 'windowMs',
+      });
       await expect(factory.makeApp({ global: base({ headers: 'draft-9' as 'draft-8' }) })).rejects.toMatchObject({ option: 'headers' });
       await expect(factory.makeApp({ global: base({ ipv6Subnet: 128 }) })).rejects.toMatchObject({ option: 'ipv6Subnet' });
       await expect(factory.makeApp({ global: base({ cost: 6 }) })).rejects.toMatchObject({ option: 'cost' });
     });
+
+    concurrencyConformance({ factory, redis, start });
   });
 }

@@ -47,12 +47,15 @@ export async function startSentinels(): Promise<SentinelSetup> {
   for (let i = 0; i < 3; i++) {
     const dir = mkdtempSync(join(tmpdir(), 'floodgate-sentinel-'));
     const conf = join(dir, 'sentinel.conf');
-    writeFileSync(conf, [
-      `sentinel monitor ${SENTINEL_MASTER} 127.0.0.1 ${master.port} 2`,
-      `sentinel down-after-milliseconds ${SENTINEL_MASTER} 1000`,
-      `sentinel failover-timeout ${SENTINEL_MASTER} 5000`,
-      '',
-    ].join('\n'));
+    writeFileSync(
+      conf,
+      [
+        `sentinel monitor ${SENTINEL_MASTER} 127.0.0.1 ${master.port} 2`,
+        `sentinel down-after-milliseconds ${SENTINEL_MASTER} 1000`,
+        `sentinel failover-timeout ${SENTINEL_MASTER} 5000`,
+        '',
+      ].join('\n'),
+    );
     const s = new RedisProcess(await freePort(), [conf, '--sentinel'], dir);
     await s.start();
     sentinels.push(s);
@@ -65,7 +68,9 @@ export async function startSentinels(): Promise<SentinelSetup> {
   await until('sentinels to see the replica and each other', async () => (await Promise.all(sentinels.map(ready))).every(Boolean));
   await until('the replica to sync', async () => /master_link_status:up/.test(await ask(replica.port, (c) => c.info('replication'))));
   return {
-    master, replica, sentinels,
+    master,
+    replica,
+    sentinels,
     sentinelAddresses: sentinels.map((s) => ({ host: s.host, port: s.port })),
     stop: async () => {
       await Promise.all([master, replica, ...sentinels].map((p) => p.stop()));

@@ -16,20 +16,39 @@ afterEach(async () => {
 });
 afterAll(closeClients);
 
-const traffic: [path: '/' | '/search', user?: string][] = [['/'], ['/search', 'ada'], ['/search', 'ada'], ['/search', 'bob'], ['/'], ['/', 'ada'], ['/search'], ['/']];
+const traffic: [path: '/' | '/search', user?: string][] = [
+  ['/'],
+  ['/search', 'ada'],
+  ['/search', 'ada'],
+  ['/search', 'bob'],
+  ['/'],
+  ['/', 'ada'],
+  ['/search'],
+  ['/'],
+];
 
 async function transcript(factory: AdapterFactory, headers: HeaderMode): Promise<string[]> {
   const prefix = uniquePrefix(`same-${factory.name}`);
-  const options = (extra: Partial<NeutralOptions>): NeutralOptions => ({ redis, prefix, headers, limits: { limit: 5, window: '1m' }, ...extra }) as NeutralOptions;
+  const options = (extra: Partial<NeutralOptions>): NeutralOptions =>
+    ({ redis, prefix, headers, limits: { limit: 5, window: '1m' }, ...extra }) as NeutralOptions;
   const app = await factory.makeApp({
-    global: options({ limits: [{ limit: 5, window: '1m', for: 'ip' }, { limit: 2, window: '1m', for: 'user' }] }),
+    global: options({
+      limits: [
+        { limit: 5, window: '1m', for: 'ip' },
+        { limit: 2, window: '1m', for: 'user' },
+      ],
+    }),
     routes: { '/search': options({ name: 'search', limits: { limit: 2, window: '1m' } }) },
   });
   apps.push(app);
   const lines: string[] = [];
   for (const [path, user] of traffic) {
-    const res = await request(app.url).get(path).set(user ? { 'x-user': user } : {});
-    const shown = Object.keys(res.headers).filter((h) => /ratelimit|retry-after/.test(h)).sort();
+    const res = await request(app.url)
+      .get(path)
+      .set(user ? { 'x-user': user } : {});
+    const shown = Object.keys(res.headers)
+      .filter((h) => /ratelimit|retry-after/.test(h))
+      .sort();
     // Reset and Retry-After count down with the clock: compare that they are there, not their value.
     const timed = (h: string): boolean => h.endsWith('reset') || h === 'retry-after';
     const values = shown.map((h) => `${h}: ${timed(h) ? '#' : String(res.headers[h]).replace(/(t|reset)=\d+/g, '$1=#')}`);
@@ -39,9 +58,12 @@ async function transcript(factory: AdapterFactory, headers: HeaderMode): Promise
   return lines;
 }
 
-test.each(['draft-8', 'draft-6', 'legacy'] as const)('headers %s: Express, Fastify and Koa answer the same traffic identically', async (mode) => {
-  const [express, fastify, koa] = await Promise.all([expressFactory, fastifyFactory, koaFactory].map((f) => transcript(f, mode)));
-  expect(express!.some((l) => l.includes('-> 429'))).toBe(true);
-  expect(fastify).toEqual(express);
-  expect(koa).toEqual(express);
-});
+test.each(['draft-8', 'draft-6', 'legacy'] as const)(
+  'headers %s: Express, Fastify and Koa answer the same traffic identically',
+  async (mode) => {
+    const [express, fastify, koa] = await Promise.all([expressFactory, fastifyFactory, koaFactory].map((f) => transcript(f, mode)));
+    expect(express!.some((l) => l.includes('-> 429'))).toBe(true);
+    expect(fastify).toEqual(express);
+    expect(koa).toEqual(express);
+  },
+);

@@ -1,6 +1,6 @@
-import { lit, str, type Compiler } from './compile';
+import { lit, str, type LuaTemplates } from './script';
 import type { Algorithm, FrameContext, PairEval, SavedValue } from './types';
-import { LUA_HASH_SAVE, hashReceipt, luaHashReceipt, receiptItems, savedHash } from './hash-state';
+import { hashReceipt, receiptItems, savedHash } from './hash-state';
 
 /*
  * Fixed window: one counter per aligned window floor(now / W), as in the INCR + EXPIRE pattern, but all
@@ -17,80 +17,57 @@ import { LUA_HASH_SAVE, hashReceipt, luaHashReceipt, receiptItems, savedHash } f
  * never be read against a newer stamp.
  * Guarantee: never more than `limit` per aligned window; up to 2x limit across a boundary.
  */
-const lua = `${LUA_HASH_SAVE}
-local FW_IDX = {}
-for j = 1, NR do FW_IDX[j] = math.floor(NOW / W[j]) end
-
-local function fg_load(key)
-  local raw = redis.call('HGETALL', key)
-  local f = {}
-  for i = 1, #raw, 2 do f[raw[i]] = raw[i + 1] end
-  return { f = f, t = tonumber(f['t']), n = {} }
-end
-
-local function fw_count(st, j)
-  local t = st.t
-  if t == nil or math.floor(t / W[j]) ~= FW_IDX[j] then return 0 end
-  return tonumber(st.f[F[j]]) or 0
-end
-
--- -> available now, ms until the count is back to zero, ms until cost fits (0: fits now)
-local function fg_eval(st, j, cost)
-  local lim = L[j]
-  local n = fw_count(st, j)
-  local avail = lim - n
-  if avail < 0 then avail = 0 end
-  local left = (FW_IDX[j] + 1) * W[j] - NOW
-  local reset, retry = 0, 0
-  if n > 0 then reset = left end
-  if cost > avail then retry = left end
-  return avail, reset, retry
-end
-
-local function fg_commit(st, j, cost)
-  local name = F[j]
-  if st.n[name] then return end
-  st.n[name] = fw_count(st, j) + cost
-end
-
-local function fg_save(key, st, js)
-  -- no rule applies to this identifier: nothing to write (as the twin, and the compiled script)
-  if #js == 0 then return end
-  local f = { t = NOW }
-  local args, ttl, kept = { 't', NOW }, 0, nil
-  local t0 = st.t
-  for _, j in ipairs(js) do
-    local name, w = F[j], W[j]
-    if f[name] == nil then
-      f[name] = st.n[name]
-      args[#args + 1] = name
-      args[#args + 1] = st.n[name]
-    end
-    local left = (FW_IDX[j] + 1) * w - NOW
-    if left > ttl then ttl = left end
-    -- the key already lives to the end of the windows its previous stamp was in
-    if t0 then
-      local had = (math.floor(t0 / w) + 1) * w - NOW
-      if kept == nil or had > kept then kept = had end
-    end
-  end
-  local stale = {}
-  for name in pairs(st.f) do
-    if f[name] == nil then stale[#stale + 1] = name end
-  end
-  if #stale > 0 then redis.call('HDEL', key, unpack(stale)) end
-  st.f, st.t = f, NOW
-  fg_hset(key, args, ttl, kept)
-end
-`;
-
 /*
- * Receipt: 'w:idx' per distinct window consumed (idx = floor(now / w)). Undo gives the cost back only while
- * the stored stamp t is still in window idx: the counter then still holds this check's cost.
+ * The Lua (script.ts builds a limiter's script from these). Per field f: f_I, the current window's index,
+ * and f_E, the ms to its end, once per call; its value c is the count in the current window (0 when the
+ * stamp is in another window). Identifier-wide: `stale`, the hash's fields of rules no longer configured
+ * (deleted on write), and `kept`, how long the key already lives (to the end of the windows its stamp was
+ * in), so the PEXPIRE is skipped when the new state needs no longer.
  */
-const receipt = luaHashReceipt(`
-  return F[j], string.format('%d:%d', W[j], FW_IDX[j])`);
+const lua: LuaTemplates = {
+  vars: ['c'],
+  idVars: ['stale', 'kept'],
+  setup: (f) => `local ${f.id}_I = floor(NOW / ${lit(f.window)})\nlocal ${f.id}_E = (${f.id}_I + 1) * ${lit(f.window)} - NOW`,
+  load: (m, _ctx, v) => `local raw = redis.call('HGETALL', key)
+local t, stale, kept
+${m.fields.map((f) => `local ${v(f)('c')} = 0`).join('\n')}
+for k = 1, #raw, 2 do
+  local name = raw[k]
+  if name == 't' then t = tonumber(raw[k + 1])
+${m.fields.map((f) => `  elseif name == ${str(f.name)} then ${v(f)('c')} = tonumber(raw[k + 1]) or 0`).join('\n')}
+  else
+    stale = stale or {}
+    stale[#stale + 1] = name
+  end
+end
+-- each count as of the stamp t, and how long the key lives already (to the end of t's windows)
+${m.fields
+  .map(
+    (f) => `if t == nil then ${v(f)('c')} = 0
+else
+  local h = floor(t / ${lit(f.window)})
+  if h ~= ${f.id}_I then ${v(f)('c')} = 0 end
+  local had = (h + 1) * ${lit(f.window)} - NOW
+  if kept == nil or had > kept then kept = had end
+end`,
+  )
+  .join('\n')}`,
+  evaluate: (r, _ctx, v, cost) => `avail = ${lit(r.limit)} - ${v('c')}
+if avail < 0 then avail = 0 end
+reset, retry = 0, 0
+if ${v('c')} > 0 then reset = ${r.field.id}_E end
+if ${cost} > avail then retry = ${r.field.id}_E end`,
+  commit: (_f, _ctx, v) => `${v('c')} = ${v('c')} + COST`,
+  save: (m, _ctx, v) => `if stale then redis.call('HDEL', key, unpack(stale)) end
+redis.call('HSET', key, 't', fmt('%d', NOW), ${m.fields.map((f) => `${str(f.name)}, fmt('%d', ${v(f)('c')})`).join(', ')})
+local ttl = 0
+${m.fields.map((f) => `if ${f.id}_E > ttl then ttl = ${f.id}_E end`).join('\n')}
+if kept == nil or ttl > kept then redis.call('PEXPIRE', key, ttl + PAD) end`,
+  // the window consumed: '<W>:<index>'
+  receipt: (f) => `${str(`${f.name}:`)} .. fmt('%d', ${f.id}_I)`,
+};
 
+/* The give-back (AlgorithmUndo): the cost, from each window of the receipt the stored stamp is still in. */
 const undo = `
 local function fg_undo(key, receipt, cost)
   local t = tonumber(redis.call('HGET', key, 't'))
@@ -104,45 +81,6 @@ local function fg_undo(key, receipt, cost)
   end
 end
 `;
-
-/*
- * Compiled (compile.ts): per field v, the window's index v_I and the ms to its end v_E are computed once
- * per call; v_c is the field's count in the current window (0 when the stamp is in another window).
- */
-const compiler: Compiler = {
-  setup: (f) => `local ${f.v}_I = floor(NOW / ${lit(f.rule.W)})\nlocal ${f.v}_E = (${f.v}_I + 1) * ${lit(f.rule.W)} - NOW`,
-  load: (fields) => `local raw = redis.call('HGETALL', key)
-local t, stale, kept
-${fields.map((f) => `local ${f.v}_c = 0`).join('\n')}
-for k = 1, #raw, 2 do
-  local name = raw[k]
-  if name == 't' then t = tonumber(raw[k + 1])
-${fields.map((f) => `  elseif name == ${str(f.name)} then ${f.v}_c = tonumber(raw[k + 1]) or 0`).join('\n')}
-  else
-    stale = stale or {}
-    stale[#stale + 1] = name
-  end
-end
-${fields.map((f) => `if t == nil then ${f.v}_c = 0
-else
-  local h = floor(t / ${lit(f.rule.W)})
-  if h ~= ${f.v}_I then ${f.v}_c = 0 end
-  local had = (h + 1) * ${lit(f.rule.W)} - NOW
-  if kept == nil or had > kept then kept = had end
-end`).join('\n')}`,
-  locals: (fields) => ['stale', 'kept', ...fields.map((f) => `${f.v}_c`)],
-  evaluate: (r, cost) => `A = ${lit(r.L)} - ${r.field.v}_c
-if A < 0 then A = 0 end
-R, Y = 0, 0
-if ${r.field.v}_c > 0 then R = ${r.field.v}_E end
-if ${cost} > A then Y = ${r.field.v}_E end`,
-  commit: (f) => `${f.v}_c = ${f.v}_c + COST`,
-  save: (fields) => `if stale then redis.call('HDEL', key, unpack(stale)) end
-redis.call('HSET', key, 't', fmt('%d', NOW), ${fields.map((f) => `${str(f.name)}, fmt('%d', ${f.v}_c)`).join(', ')})
-local ttl = 0
-${fields.map((f) => `if ${f.v}_E > ttl then ttl = ${f.v}_E end`).join('\n')}
-if kept == nil or ttl > kept then redis.call('PEXPIRE', key, ttl + PAD) end`,
-};
 
 type Fields = Map<string, number>;
 interface State {
@@ -158,15 +96,15 @@ function count(st: State, w: number, now: number): number {
 }
 
 function evaluate(st: State, j: number, cost: number, ctx: FrameContext): PairEval {
-  const w = ctx.W[j]!;
+  const w = ctx.window[j]!;
   const n = count(st, w, ctx.now);
-  const avail = Math.max(ctx.L[j]! - n, 0);
+  const avail = Math.max(ctx.limit[j]! - n, 0);
   const left = (Math.floor(ctx.now / w) + 1) * w - ctx.now;
   return [avail, n > 0 ? left : 0, cost > avail ? left : 0];
 }
 
 function commit(st: State, j: number, cost: number, ctx: FrameContext): void {
-  const w = ctx.W[j]!;
+  const w = ctx.window[j]!;
   if (st.n.has(w)) return;
   st.n.set(w, count(st, w, ctx.now) + cost);
 }
@@ -175,13 +113,13 @@ function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<F
   if (js.length === 0) return undefined;
   // A fresh map: fields of rules not in `js` are dropped, as the Lua HDELs them.
   const f: Fields = new Map([['t', ctx.now]]);
-  for (const j of js) f.set(String(ctx.W[j]!), st.n.get(ctx.W[j]!)!);
+  for (const j of js) f.set(String(ctx.window[j]!), st.n.get(ctx.window[j]!)!);
   st.f = f;
-  return savedHash(f, js, (j) => (Math.floor(ctx.now / ctx.W[j]!) + 1) * ctx.W[j]! - ctx.now, ctx);
+  return savedHash(f, js, (j) => (Math.floor(ctx.now / ctx.window[j]!) + 1) * ctx.window[j]! - ctx.now, ctx);
 }
 
 function receiptOf(_st: State, js: readonly number[], ctx: FrameContext): string {
-  return hashReceipt(js, (j) => [`${ctx.W[j]}`, `${ctx.W[j]}:${Math.floor(ctx.now / ctx.W[j]!)}`]);
+  return hashReceipt(js, (j) => [`${ctx.window[j]}`, `${ctx.window[j]}:${Math.floor(ctx.now / ctx.window[j]!)}`]);
 }
 
 function undoOn(stored: Fields | undefined, receipt: string, cost: number): void {
@@ -196,14 +134,14 @@ export const fixedWindow: Algorithm<State, Fields> = {
   name: 'fixed-window',
   tag: 'fw2',
   lua,
-  compiler,
-  undo: { receipt, undo, twin: { receipt: receiptOf, undo: undoOn } },
+  undo: { undo, twin: { receipt: receiptOf, undo: undoOn } },
   twin: {
     load: (stored) => ({ f: new Map(stored), n: new Map() }),
     evaluate,
     commit,
     save,
   },
-  param: () => 0,
+  ruleOptions: [],
+  capacity: (rule) => rule.limit,
   field: (rule) => String(rule.windowMs),
 };

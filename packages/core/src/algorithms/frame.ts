@@ -1,10 +1,15 @@
 import type { Rule } from '../rules';
-import type { Algorithm, FrameContext, PairEval, Twin } from './types';
+import type { Algorithm, AlgorithmUndo, FrameContext, PairEval, Twin } from './types';
+import type { Reply } from '../reply';
+import { lockoutTwin, type LockoutSpec } from './lockout';
 
 /*
- * The frame every check runs in, once in Lua (inside Redis) and once in JavaScript (the memory store).
- * It reads every identifier's block and state, evaluates every applicable (identifier x rule) pair, and
- * consumes only when every pair admits the cost: all or nothing, in one script call.
+ * The frame every check runs in: the script protocol (docs/design.md, section 4), its JavaScript twin (what
+ * the memory store runs), and the Lua a split Cluster check shares with the give-back. The Lua of a check
+ * is generated per rule set from the algorithms' templates (script.ts).
+ *
+ * A check reads every identifier's block and state, evaluates every applicable (identifier x rule) pair,
+ * and consumes only when every pair admits the cost: all or nothing, in one script call.
  *
  * KEYS: per identifier i (1-based): KEYS[2i-1] its state key, KEYS[2i] its block key.
  * ARGV[1] op: 'c' check (consumes when allowed) | 'p' peek (consumes nothing)
@@ -12,136 +17,69 @@ import type { Algorithm, FrameContext, PairEval, Twin } from './types';
  * ARGV[3] penalty: '1' makes a denied check consume too, '0' not
  * ARGV[4] now (ms); '' in production, where the script reads Redis TIME (one clock for every app server)
  * ARGV[5] TTL padding in ms (0 in production; test mode pads, as its clock is not Redis's)
- * ARGV[6] number of rules R; then per rule RULE_ARGS values: window (ms), limit, parameter, and the
- *         name of the rule's state field (Algorithm.field: built once in JavaScript, never in Lua)
+ * ARGV[6] number of rules R; then per rule RULE_ARGS values: window (ms), limit, burst, precision, and
+ *         the name of the rule's state field (Algorithm.field). The generated scripts have them as
+ *         constants and read only R; the twin reads them all.
  * ARGV[7 + RULE_ARGS * R ...] per identifier: a mask of R chars, '1' where the rule applies to it
  * Reply (flat integers and strings, the same in RESP2 and RESP3):
  *   { now, allowed (0|1), consumed (0|1), then per identifier: blockMs, blockReason,
- *     then per applicable rule, in rule order: available, resetMs, retryMs,
- *     then, only for an algorithm with `undo` and only when consumed: per identifier its receipt (string) }
+ *     then per identifier, per applicable rule in rule order: available, resetMs, retryMs }
+ *   evaluated at the cost before a commit, or, when the check consumed, after it: at 0 when admitted, at
+ *   the cost when penalty consumed a denial.
  *
- * Written for Redis's CPU, which every app server shares: no string is formatted and no table is made
- * per (identifier x rule) pair, the block keys are read with one MGET, and the per-pair results go
- * straight into one flat array. A check of 3 rules x 2 identifiers is TIME, MGET, and per identifier
- * one read and one write (plus a PEXPIRE only when the key must live longer than it already does).
- *
- * This generic frame runs sliding-log, rule sets above MAX_COMPILED_RULES, and Cluster calls that span
- * slots (with receipts). Otherwise a limiter runs the same frame compiled for its rules (compile.ts):
- * same KEYS, ARGV, reply and stored state, about half the Redis CPU.
+ * The split frame (what a Cluster runs in each slot of a check whose identifiers span slots) answers the
+ * same, and, since no slot knows what the others answer, every outcome the whole check can have:
+ *   { now, allowed, consumed, per identifier: blockMs, blockReason,
+ *     per pair the values at the cost before any commit,
+ *     only when consumed:
+ *       per pair the same after the commit at cost 0, then per pair after the commit at the cost,
+ *       per identifier its undo receipt (AlgorithmUndo),
+ *       per identifier a snapshot: digest, type, expireAt, n, then n items
+ *         digest: fg_digest of the key as this call left it ('' when no rule applies: nothing written)
+ *         type, items (fg_enc): the key before this call; expireAt: its expiry then (ms since the epoch,
+ *         Redis's clock, -1 for none) }
+ * The Cluster store merges the slots' replies into the reply one Redis would give, and gives back the slots
+ * that consumed when the whole check must not (stores/cluster.ts).
  */
-export const RULE_ARGS = 4;
+export const RULE_ARGS = 5;
 
-/** The call's own values: op, cost, penalty, the time (Redis TIME unless ARGV[4] gives a test clock), pad. */
-export const LUA_PROLOGUE_TIME = `
-local OP = ARGV[1]
-local COST = tonumber(ARGV[2])
-local PENALTY = ARGV[3] == '1'
-local NOW
-if ARGV[4] == '' then
-  local t = redis.call('TIME')
-  NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-else
-  NOW = tonumber(ARGV[4])
-end
-local PAD = tonumber(ARGV[5])
-`;
-
-export const LUA_PROLOGUE = `${LUA_PROLOGUE_TIME}
-local NR = tonumber(ARGV[6])
-local W, L, P, F = {}, {}, {}, {}
-for j = 1, NR do
-  local a = 3 + ${RULE_ARGS} * j
-  W[j] = tonumber(ARGV[a])
-  L[j] = tonumber(ARGV[a + 1])
-  P[j] = tonumber(ARGV[a + 2])
-  F[j] = ARGV[a + 3]
-end
-`;
-
-/**
- * The identifiers' blocks, read with one MGET, into out[4 ..] (per identifier blockMs, blockReason); sets
- * NIDS, `out`, `ok`, `blocked`, and E0, after which the pair results follow (from E0 + 1).
+/*
+ * Snapshots of a state key, for the split frame (which takes one before it writes) and the Cluster undo
+ * script (which restores it). Lua, no prologue needed.
+ *   fg_read(key) -> type ('hash' | 'list' | 'none'), and its fields and values (HGETALL) or entries
+ *   fg_digest(key) -> sha1 hex of the key's DUMP (its type, encoding and contents): equal while nothing
+ *     has written the key. A rewrite to the same contents in another encoding or order only differs, and
+ *     a digest that differs only makes the give-back run the receipt instead of restoring: never unsafe.
+ *   fg_enc(s) / fg_dec(s): an item as reply text that no client decoding can alter: every byte outside
+ *     [A-Za-z0-9:.-] as '%' and two hex digits (a sliding-window ring is MessagePack; the other
+ *     algorithms' fields and entries are plain text and pass unchanged)
  */
-export const LUA_BLOCKS = `
-local NIDS = #KEYS / 2
-local out = { NOW, 0, 0 }
-local ok, blocked = true, false
-local bkeys = {}
-for i = 1, NIDS do bkeys[i] = KEYS[2 * i] end
-local bvals = redis.call('MGET', unpack(bkeys))
-for i = 1, NIDS do
-  local bms, reason = 0, ''
-  local b = bvals[i]
-  if b then
-    local sep = string.find(b, '|', 1, true) or (#b + 1)
-    local untilMs = tonumber(string.sub(b, 1, sep - 1))
-    if untilMs and untilMs > NOW then
-      bms = untilMs - NOW
-      reason = string.sub(b, sep + 1)
-      blocked = true
-    end
-  end
-  out[2 * i + 2], out[2 * i + 3] = bms, reason
+export const LUA_SNAPSHOT = `
+local function fg_read(key)
+  local ty = redis.call('TYPE', key)['ok']
+  if ty == 'hash' then return ty, redis.call('HGETALL', key) end
+  if ty == 'list' then return ty, redis.call('LRANGE', key, 0, -1) end
+  return ty, {}
 end
-local E0 = 3 + 2 * NIDS
-`;
 
-/**
- * All or nothing: a check consumes when nothing blocks and every pair admits the cost (or, with penalty,
- * whatever they say); then the pairs are evaluated again, at cost 0 when admitted (`after`), from E0.
- */
-export const LUA_CONSUME = `if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
-  out[3] = 1
-  local after = ok and 0 or COST
-  e = E0`;
-
-export const LUA_MAIN = `${LUA_BLOCKS}
-local MASKS = 6 + ${RULE_ARGS} * NR
-local sts, rules = {}, {}
-local e = E0
-for i = 1, NIDS do
-  local st = fg_load(KEYS[2 * i - 1])
-  local mask, js = ARGV[MASKS + i], {}
-  for j = 1, NR do
-    if string.byte(mask, j) == 49 then
-      js[#js + 1] = j
-      local avail, reset, retry = fg_eval(st, j, COST)
-      if retry > 0 then ok = false end
-      out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
-      e = e + 3
-    end
-  end
-  sts[i], rules[i] = st, js
+local function fg_digest(key)
+  return redis.sha1hex(redis.call('DUMP', key) or '')
 end
-${LUA_CONSUME}
-  for i = 1, NIDS do
-    local st, js = sts[i], rules[i]
-    for k = 1, #js do fg_commit(st, js[k], COST) end
-    fg_save(KEYS[2 * i - 1], st, js)
-    for k = 1, #js do
-      local avail, reset, retry = fg_eval(st, js[k], after)
-      out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
-      e = e + 3
-    end
-  end
-end
-if ok and not blocked then out[2] = 1 end
-`;
 
-/** Appended for algorithms with undo receipts (see AlgorithmUndo in types.ts). */
-const LUA_RECEIPTS = `
-if out[3] == 1 then
-  for i = 1, NIDS do out[#out + 1] = fg_receipt(sts[i], rules[i], COST) end
+-- per byte its escape, made on first use ('%' is escaped too, so the encoding is injective)
+local FG_ESC = setmetatable({}, { __index = function(t, c)
+  local v = string.format('%%%02x', string.byte(c))
+  t[c] = v
+  return v
+end })
+local function fg_enc(s)
+  return (string.gsub(s, '[^%w:%.%-]', FG_ESC))
+end
+
+local function fg_dec(s)
+  return (string.gsub(s, '%%(%x%x)', function(h) return string.char(tonumber(h, 16)) end))
 end
 `;
-
-/** The full script of one algorithm: prologue, the algorithm's functions, the main body. */
-export function buildScript(algorithmLua: string, receiptLua?: string): string {
-  if (receiptLua === undefined) return `${LUA_PROLOGUE}\n${algorithmLua}\n${LUA_MAIN}\nreturn out\n`;
-  return `${LUA_PROLOGUE}\n${algorithmLua}\n${receiptLua}\n${LUA_MAIN}\n${LUA_RECEIPTS}\nreturn out\n`;
-}
-
-export type Reply = Array<number | string>;
 
 /** The 0-based ARGV index of the first identifier's mask, for a call with `nr` rules. */
 export const masksAt = (nr: number): number => 6 + RULE_ARGS * nr;
@@ -149,7 +87,7 @@ export const masksAt = (nr: number): number => 6 + RULE_ARGS * nr;
 /** ARGV[6 ...]: the rule count, then RULE_ARGS values per rule (see the protocol above). */
 export function ruleArgs(rules: readonly Rule[], algorithm: Algorithm): (string | number)[] {
   const out: (string | number)[] = [rules.length];
-  for (const r of rules) out.push(r.windowMs, r.limit, algorithm.param(r), algorithm.field(r));
+  for (const r of rules) out.push(r.windowMs, r.limit, r.burst, r.precision, algorithm.field(r));
   return out;
 }
 
@@ -159,33 +97,48 @@ export interface FrameStorage {
   set(key: string, value: unknown, ttlMs: number, now: number): void;
 }
 
-/** The JavaScript twin of LUA_PROLOGUE + LUA_MAIN, over the same KEYS and ARGV. */
-export function runFrame(
+/** What both JavaScript frames share: the call's values, the blocks, and every pair evaluated at COST. */
+interface Evaluated {
+  ctx: FrameContext;
+  /** { now, 0, 0, then per identifier blockMs, blockReason } */
+  out: Reply;
+  cost: number;
+  ok: boolean;
+  blocked: boolean;
+  /** Whether the call consumes: a check of cost > 0, nothing blocked, every pair admits it (or penalty). */
+  consumes: boolean;
+  sts: unknown[];
+  rules: number[][];
+  evals: PairEval[][];
+  /** Per identifier: whether its own rules denied (what a lockout counts). */
+  denied: boolean[];
+}
+
+function evaluateFrame(
   twin: Twin<unknown, unknown>,
   storage: FrameStorage,
   keys: readonly string[],
   argv: readonly (string | number)[],
   clockNow: number,
-): Reply {
+  keysPerId: number,
+): Evaluated {
   const op = String(argv[0]);
   const cost = Number(argv[1]);
   const penalty = String(argv[2]) === '1';
   const now = argv[3] === '' ? clockNow : Number(argv[3]);
   const nr = Number(argv[5]);
-  const W: number[] = [];
-  const L: number[] = [];
-  const P: number[] = [];
-  const F: string[] = [];
+  const ctx: FrameContext = { now, pad: Number(argv[4]), window: [], limit: [], burst: [], precision: [], field: [] };
   for (let j = 0; j < nr; j++) {
     const a = 6 + RULE_ARGS * j;
-    W.push(Number(argv[a]));
-    L.push(Number(argv[a + 1]));
-    P.push(Number(argv[a + 2]));
-    F.push(String(argv[a + 3]));
+    (ctx.window as number[]).push(Number(argv[a]));
+    (ctx.limit as number[]).push(Number(argv[a + 1]));
+    (ctx.burst as number[]).push(Number(argv[a + 2]));
+    (ctx.precision as number[]).push(Number(argv[a + 3]));
+    (ctx.field as string[]).push(String(argv[a + 4]));
   }
-  const ctx: FrameContext = { now, pad: Number(argv[4]), W, L, P, F };
-  const nIds = keys.length / 2;
+  const nIds = keys.length / keysPerId;
   const out: Reply = [now, 0, 0];
+  const denied: boolean[] = [];
   const sts: unknown[] = [];
   const rules: number[][] = [];
   const evals: PairEval[][] = [];
@@ -216,23 +169,97 @@ export function runFrame(
       if (ev[2] > 0) ok = false;
       e.push(ev);
     }
+    denied.push(e.some((ev) => ev[2] > 0));
     sts.push(st);
     rules.push(js);
     evals.push(e);
     out.push(bms, reason);
   }
-  if (op === 'c' && cost > 0 && !blocked && (ok || penalty)) {
+  const consumes = op === 'c' && cost > 0 && !blocked && (ok || penalty);
+  return { ctx, out, cost, ok, blocked, consumes, sts, rules, evals, denied };
+}
+
+/** Commits and saves identifier i's rules (the script's mask commit, one identifier). */
+function commitOne(twin: Twin<unknown, unknown>, storage: FrameStorage, keys: readonly string[], f: Evaluated, i: number): void {
+  const st = f.sts[i];
+  const js = f.rules[i]!;
+  for (const j of js) twin.commit(st, j, f.cost, f.ctx);
+  const saved = twin.save(st, js, f.ctx);
+  if (saved) storage.set(keys[2 * i]!, saved.value, saved.ttlMs, f.ctx.now);
+}
+
+/** What a program adds to the plain frame (script.ts, Program). */
+export interface FrameExtras {
+  /** A refundable program: each identifier's undo receipt when the check consumed. */
+  receipts?: AlgorithmUndo<unknown, unknown>['twin'];
+  /** The lockout step (KEYS then hold each identifier's lockout key after its state and block keys). */
+  lockout?: LockoutSpec;
+}
+
+/** The lockout step, as both scripts run it: after the checks (and a commit), for a consuming check denied by rules. */
+function lockoutStep(f: Evaluated, storage: FrameStorage, keys: readonly string[], op: string, lockout: LockoutSpec | undefined): void {
+  if (lockout === undefined || op !== 'c' || f.cost <= 0 || f.ok || f.blocked) return;
+  lockoutTwin(lockout, storage, keys, f.denied, f.out, f.ctx.now, f.ctx.pad);
+}
+
+/**
+ * The JavaScript twin of a check's script, over the same KEYS and ARGV; with `receipts` (a refundable
+ * program), also each identifier's undo receipt when the check consumed, as the refundable script answers.
+ */
+export function runFrame(
+  twin: Twin<unknown, unknown>,
+  storage: FrameStorage,
+  keys: readonly string[],
+  argv: readonly (string | number)[],
+  clockNow: number,
+  { receipts, lockout }: FrameExtras = {},
+): Reply {
+  const f = evaluateFrame(twin, storage, keys, argv, clockNow, lockout ? 3 : 2);
+  const { out, evals } = f;
+  if (f.consumes) {
     out[2] = 1;
-    for (let i = 0; i < nIds; i++) {
-      const st = sts[i];
-      const js = rules[i]!;
-      for (const j of js) twin.commit(st, j, cost, ctx);
-      const saved = twin.save(st, js, ctx);
-      if (saved) storage.set(keys[2 * i]!, saved.value, saved.ttlMs, now);
-      evals[i] = js.map((j) => twin.evaluate(st, j, ok ? 0 : cost, ctx));
+    for (let i = 0; i < f.sts.length; i++) {
+      commitOne(twin, storage, keys, f, i);
+      evals[i] = f.rules[i]!.map((j) => twin.evaluate(f.sts[i], j, f.ok ? 0 : f.cost, f.ctx));
     }
   }
-  if (ok && !blocked) out[1] = 1;
+  lockoutStep(f, storage, keys, String(argv[0]), lockout);
+  if (f.ok && !f.blocked) out[1] = 1;
   for (const e of evals) for (const ev of e) out.push(ev[0], ev[1], ev[2]);
+  if (receipts && f.consumes) for (let i = 0; i < f.sts.length; i++) out.push(receipts.receipt(f.sts[i], f.rules[i]!, f.ctx));
+  return out;
+}
+
+/**
+ * The JavaScript twin of the split frame, up to and including the undo receipts: the
+ * snapshots that follow them in the Lua reply are of Redis's own bytes, which a memory store has not.
+ */
+export function runSplitFrame(
+  algorithm: Algorithm,
+  storage: FrameStorage,
+  keys: readonly string[],
+  argv: readonly (string | number)[],
+  clockNow: number,
+  lockout?: LockoutSpec,
+): Reply {
+  const twin = algorithm.twin as Twin<unknown, unknown>;
+  const f = evaluateFrame(twin, storage, keys, argv, clockNow, lockout ? 3 : 2);
+  const { out } = f;
+  if (f.ok && !f.blocked) out[1] = 1;
+  lockoutStep(f, storage, keys, String(argv[0]), lockout);
+  for (const e of f.evals) for (const ev of e) out.push(ev[0], ev[1], ev[2]);
+  if (!f.consumes) return out;
+  out[2] = 1;
+  const at0: number[] = [];
+  const atCost: number[] = [];
+  for (let i = 0; i < f.sts.length; i++) {
+    commitOne(twin, storage, keys, f, i);
+    for (const j of f.rules[i]!) {
+      at0.push(...twin.evaluate(f.sts[i], j, 0, f.ctx));
+      atCost.push(...twin.evaluate(f.sts[i], j, f.cost, f.ctx));
+    }
+  }
+  out.push(...at0, ...atCost);
+  for (let i = 0; i < f.sts.length; i++) out.push(algorithm.undo.twin.receipt(f.sts[i], f.rules[i]!, f.ctx));
   return out;
 }

@@ -1,7 +1,7 @@
 import { ConfigError } from '../errors';
-import { lit, str, type Compiler } from './compile';
+import { lit, str, type LuaTemplates } from './script';
 import type { Algorithm, FrameContext, PairEval, SavedValue } from './types';
-import { LUA_HASH_SAVE, hashReceipt, luaHashReceipt, receiptItems, savedHash } from './hash-state';
+import { hashReceipt, receiptItems, savedHash } from './hash-state';
 
 /*
  * Sliding window as a ring of time buckets (the Redback design): a rule's window W is cut into P buckets
@@ -23,137 +23,108 @@ import { LUA_HASH_SAVE, hashReceipt, luaHashReceipt, receiptItems, savedHash } f
  * decision rests on the key's TTL. When the clock steps back (current < last), buckets ahead of the
  * current one count as age 0, and a commit adds to bucket `last`.
  *
- * Undo receipt (Cluster, DESIGN.md invariant 2): '<W>:<P>:<bucket>' per ring, the bucket the cost went
+ * Undo receipt (Cluster, docs/design.md section 6): '<W>:<P>:<bucket>' per ring, the bucket the cost went
  * into (the ring's `last` after the commit). The undo subtracts the cost from that bucket, clamped at 0,
  * only while the ring still holds it (last - P <= bucket <= last): once the ring has moved past it, the
  * cost has left the window anyway. Counts in one bucket are additive, so this is exactly the state the
  * other admitted checks would have left: never more admitted than without the undone check.
  */
-const lua = `${LUA_HASH_SAVE}
-local SW_B = {}
-for j = 1, NR do SW_B[j] = W[j] / P[j] end
-
-local function fg_load(key)
-  local raw = redis.call('HGETALL', key)
-  local f = {}
-  for i = 1, #raw, 2 do f[raw[i]] = { cmsgpack.unpack(raw[i + 1]) } end
-  return { f = f, done = {}, memo = {} }
-end
-
--- A ring as this call sees it, memoised per ring (rules sharing it, and the re-evaluation after a
--- commit, which updates the memo exactly as a rescan would find it):
---   n   the sum of the counts still in the window; cur the current bucket
---   d   cur - last (0 without a ring); y the Lua index (2 = c[0]) of the newest non-zero count, or nil
-local function sw_view(st, j)
-  local name = F[j]
-  local m = st.memo[name]
-  if m then return m end
-  local p = P[j]
-  local cur = math.floor(NOW / SW_B[j])
-  local r = st.f[name]
-  local n, d, y = 0, 0, nil
-  if r then
-    d = cur - r[1]
-    local top = p + 2
-    if d > 0 then top = top - d end
-    for k = 2, top do
-      local c = r[k]
-      if c ~= 0 then
-        n = n + c
-        if y == nil then y = k end
-      end
+/*
+ * The Lua (script.ts builds a limiter's script from these). Per field (ring) f: f_cur, the current bucket,
+ * once per call. Its values: r the ring as read (nil without one), n the sum of the counts still in the
+ * window, d = cur - last (0 without a ring), y the Lua index (2 = c[0]) of the newest non-zero count, or
+ * nil. Identifier-wide: `kept`, how long the key already lives (to when its newest ring's oldest bucket
+ * leaves), so the PEXPIRE is skipped when the new state needs no longer.
+ */
+const lua: LuaTemplates = {
+  vars: ['r', 'n', 'd', 'y'],
+  idVars: ['kept'],
+  setup: (f) => `local ${f.id}_cur = floor(NOW / ${lit(f.window / f.precision)})`,
+  load: (m, _ctx, v) => `local raw = redis.call('HMGET', key, ${m.fields.map((f) => str(f.name)).join(', ')})
+local kept
+${m.fields
+  .map((f, k) => {
+    const x = v(f);
+    return `local ${x('r')}, ${x('n')}, ${x('d')}, ${x('y')} = nil, 0, 0, nil
+if raw[${k + 1}] then
+  local r = { cmsgpack.unpack(raw[${k + 1}]) }
+  ${x('r')} = r
+  ${x('d')} = ${f.id}_cur - r[1]
+  local top = ${lit(f.precision + 2)}
+  if ${x('d')} > 0 then top = top - ${x('d')} end
+  for k = 2, top do
+    local c = r[k]
+    if c ~= 0 then
+      ${x('n')} = ${x('n')} + c
+      if ${x('y')} == nil then ${x('y')} = k end
     end
   end
-  m = { n = n, cur = cur, d = d, y = y }
-  st.memo[name] = m
-  return m
+  -- the key lives at least until this ring's newest bucket leaves
+  local left = (r[1] + ${lit(f.precision + 1)}) * ${lit(f.window / f.precision)} - NOW
+  if kept == nil or left > kept then kept = left end
+end`;
+  })
+  .join('\n')}`,
+  evaluate: ({ limit, window, field: { id, precision } }, _ctx, v, cost) => {
+    const bucket = lit(window / precision);
+    return `avail = ${lit(limit)} - ${v('n')}
+if avail < 0 then avail = 0 end
+reset, retry = 0, 0
+if ${v('y')} then
+  -- bucket last - (y - 2), or the current one when the clock stepped back
+  local bkt = ${id}_cur - ${v('d')} - ${v('y')} + 2
+  if bkt > ${id}_cur then bkt = ${id}_cur end
+  reset = (bkt + ${lit(precision + 1)}) * ${bucket} - NOW
 end
-
--- -> available now, ms until every bucket has aged out, ms until cost fits (0: fits now)
-local function fg_eval(st, j, cost)
-  local lim, p = L[j], P[j]
-  local m = sw_view(st, j)
-  local n, cur = m.n, m.cur
-  local avail = lim - n
-  if avail < 0 then avail = 0 end
-  local reset, retry = 0, 0
-  local b = SW_B[j]
-  if m.y then
-    -- bucket last - (y - 2), or the current one when the clock stepped back
-    local bkt = cur - m.d - m.y + 2
-    if bkt > cur then bkt = cur end
-    reset = (bkt + p + 1) * b - NOW
-  end
-  if cost > lim then
-    retry = W[j]
-  elseif cost > 0 and n + cost > lim then
-    -- the oldest buckets leave first: bucket x leaves when bucket x + P + 1 begins
-    local r = st.f[F[j]]
-    local top = p + 2
-    if m.d > 0 then top = top - m.d end
-    for k = top, 2, -1 do
-      n = n - r[k]
-      if n + cost <= lim then
-        local bkt = cur - m.d - k + 2
-        if bkt > cur then bkt = cur end
-        retry = (bkt + p + 1) * b - NOW
-        break
-      end
+if ${cost} > ${lit(limit)} then
+  retry = ${lit(window)}
+elseif ${cost} > 0 and ${v('n')} + ${cost} > ${lit(limit)} then
+  -- the oldest buckets leave first: bucket x leaves when bucket x + P + 1 begins
+  local left, ring, top = ${v('n')}, ${v('r')}, ${lit(precision + 2)}
+  if ${v('d')} > 0 then top = top - ${v('d')} end
+  for k = top, 2, -1 do
+    left = left - ring[k]
+    if left + ${cost} <= ${lit(limit)} then
+      local bkt = ${id}_cur - ${v('d')} - k + 2
+      if bkt > ${id}_cur then bkt = ${id}_cur end
+      retry = (bkt + ${lit(precision + 1)}) * ${bucket} - NOW
+      break
     end
   end
-  return avail, reset, retry
-end
-
-local function fg_commit(st, j, cost)
-  local name = F[j]
-  if st.done[name] then return end
-  st.done[name] = true
-  local p = P[j]
-  local m = sw_view(st, j)
-  local r = st.f[name]
-  if not r then
-    r = { m.cur }
-    for k = 2, p + 2 do r[k] = 0 end
-    st.f[name] = r
-  else
-    -- the ring's expiry before this write (fg_hset skips the PEXPIRE when it is late enough)
-    local left = (r[1] + p + 1) * SW_B[j] - NOW
-    if st.kept == nil or left > st.kept then st.kept = left end
+end`;
+  },
+  commit: ({ id, precision }, _ctx, v) => `if not ${v('r')} then ${v('r')} = { ${id}_cur${', 0'.repeat(precision + 1)} } end
+if ${v('d')} > 0 then
+  local ring, shift = ${v('r')}, ${v('d')}
+  for k = ${lit(precision + 2)}, 2, -1 do
+    if k - shift >= 2 then ring[k] = ring[k - shift] else ring[k] = 0 end
   end
-  if m.d > 0 then
-    local d = m.d
-    for k = p + 2, 2, -1 do
-      if k - d >= 2 then r[k] = r[k - d] else r[k] = 0 end
-    end
-    r[1] = m.cur
-    m.d = 0
-  end
-  r[2] = r[2] + cost
-  -- What a rescan would find: the counts that left the window were never in n; c[0] now holds the cost.
-  m.n = m.n + cost
-  if cost > 0 then m.y = 2 end
+  ring[1] = ${id}_cur
+  ${v('d')} = 0
 end
+${v('r')}[2] = ${v('r')}[2] + COST
+${v('n')} = ${v('n')} + COST
+if COST > 0 then ${v('y')} = 2 end`,
+  save: (
+    m,
+    _ctx,
+    v,
+  ) => `redis.call('HSET', key, ${m.fields.map((f) => `${str(f.name)}, cmsgpack.pack(unpack(${v(f)('r')}, 1, ${lit(f.precision + 2)}))`).join(', ')})
+local ttl = 0
+${m.fields
+  .map(
+    (f) => `do
+  local left = (${v(f)('r')}[1] + ${lit(f.precision + 1)}) * ${lit(f.window / f.precision)} - NOW
+  if left > ttl then ttl = left end
+end`,
+  )
+  .join('\n')}
+if kept == nil or ttl > kept then redis.call('PEXPIRE', key, ttl + PAD) end`,
+  // the bucket the cost went into: '<W>:<P>:<bucket>'
+  receipt: (f, _ctx, v) => `${str(`${f.name}:`)} .. fmt('%d', ${v('r')}[1])`,
+};
 
-local function fg_save(key, st, js)
-  local args, ttl = {}, 0
-  for _, j in ipairs(js) do
-    local name = F[j]
-    local r = st.f[name]
-    local p = P[j]
-    args[#args + 1] = name
-    args[#args + 1] = cmsgpack.pack(unpack(r, 1, p + 2))
-    local left = (r[1] + p + 1) * SW_B[j] - NOW
-    if left > ttl then ttl = left end
-  end
-  fg_hset(key, args, ttl, st.kept)
-end
-`;
-
-/* Receipt: '<W>:<P>:<bucket>' per ring the identifier's rules consumed (rules sharing a ring name it once). */
-const receipt = luaHashReceipt(`
-  local name = F[j]
-  return name, string.format('%s:%d', name, st.f[name][1])`);
-
+/* The give-back (AlgorithmUndo): the cost, from each receipt's bucket while the ring still holds it. */
 const undo = `
 local function fg_undo(key, receipt, cost)
   for w, p, bucket in string.gmatch(receipt, '(%d+):(%d+):(%d+)') do
@@ -174,92 +145,6 @@ local function fg_undo(key, receipt, cost)
 end
 `;
 
-/*
- * Compiled (compile.ts): per ring v, v_cur is the current bucket (once per call); v_r the ring as read
- * (nil without one), v_n, v_d and v_y what sw_view memoises: the in-window sum, cur - last, and the index
- * of the newest non-zero count.
- */
-const compiler: Compiler = {
-  setup: (f) => `local ${f.v}_cur = floor(NOW / ${lit(f.rule.W / f.rule.P)})`,
-  load: (fields) => `local raw = redis.call('HMGET', key, ${fields.map((f) => str(f.name)).join(', ')})
-local kept
-${fields.map((f, k) => `local ${f.v}_r, ${f.v}_n, ${f.v}_d, ${f.v}_y = nil, 0, 0, nil
-if raw[${k + 1}] then
-  local r = { cmsgpack.unpack(raw[${k + 1}]) }
-  ${f.v}_r = r
-  ${f.v}_d = ${f.v}_cur - r[1]
-  local top = ${lit(f.rule.P + 2)}
-  if ${f.v}_d > 0 then top = top - ${f.v}_d end
-  for k = 2, top do
-    local c = r[k]
-    if c ~= 0 then
-      ${f.v}_n = ${f.v}_n + c
-      if ${f.v}_y == nil then ${f.v}_y = k end
-    end
-  end
-end`).join('\n')}`,
-  locals: (fields) => ['kept', ...fields.flatMap((f) => [`${f.v}_r`, `${f.v}_n`, `${f.v}_d`, `${f.v}_y`])],
-  evaluate: (rule, cost) => {
-    const { v, rule: { P } } = rule.field;
-    const B = lit(rule.W / P);
-    return `A = ${lit(rule.L)} - ${v}_n
-if A < 0 then A = 0 end
-R, Y = 0, 0
-if ${v}_y then
-  local bkt = ${v}_cur - ${v}_d - ${v}_y + 2
-  if bkt > ${v}_cur then bkt = ${v}_cur end
-  R = (bkt + ${lit(P + 1)}) * ${B} - NOW
-end
-if ${cost} > ${lit(rule.L)} then
-  Y = ${lit(rule.W)}
-elseif ${cost} > 0 and ${v}_n + ${cost} > ${lit(rule.L)} then
-  local n, r = ${v}_n, ${v}_r
-  local top = ${lit(P + 2)}
-  if ${v}_d > 0 then top = top - ${v}_d end
-  for k = top, 2, -1 do
-    n = n - r[k]
-    if n + ${cost} <= ${lit(rule.L)} then
-      local bkt = ${v}_cur - ${v}_d - k + 2
-      if bkt > ${v}_cur then bkt = ${v}_cur end
-      Y = (bkt + ${lit(P + 1)}) * ${B} - NOW
-      break
-    end
-  end
-end`;
-  },
-  commit: (f) => {
-    const { v, rule: { W, P } } = f;
-    return `do
-  local r = ${v}_r
-  if not r then
-    r = { ${v}_cur${', 0'.repeat(P + 1)} }
-    ${v}_r = r
-  else
-    local left = (r[1] + ${lit(P + 1)}) * ${lit(W / P)} - NOW
-    if kept == nil or left > kept then kept = left end
-  end
-  if ${v}_d > 0 then
-    local d = ${v}_d
-    for k = ${lit(P + 2)}, 2, -1 do
-      if k - d >= 2 then r[k] = r[k - d] else r[k] = 0 end
-    end
-    r[1] = ${v}_cur
-    ${v}_d = 0
-  end
-  r[2] = r[2] + COST
-  ${v}_n = ${v}_n + COST
-  if COST > 0 then ${v}_y = 2 end
-end`;
-  },
-  save: (fields) => `redis.call('HSET', key, ${fields.map((f) => `${str(f.name)}, cmsgpack.pack(unpack(${f.v}_r, 1, ${lit(f.rule.P + 2)}))`).join(', ')})
-local ttl = 0
-${fields.map((f) => `do
-  local left = (${f.v}_r[1] + ${lit(f.rule.P + 1)}) * ${lit(f.rule.W / f.rule.P)} - NOW
-  if left > ttl then ttl = left end
-end`).join('\n')}
-if kept == nil or ttl > kept then redis.call('PEXPIRE', key, ttl + PAD) end`,
-};
-
 /** A ring: `last`, the newest bucket written, and c[k] = the count of bucket last - k (k = 0..P). */
 interface Ring {
   last: number;
@@ -279,15 +164,15 @@ interface State {
   memo: Map<string, View>;
 }
 
-const ringName = (j: number, ctx: FrameContext): string => ctx.F[j]!;
+const ringName = (j: number, ctx: FrameContext): string => ctx.field[j]!;
 
 /** The twin of sw_view (memoised per ring for the call, like the Lua). */
 function view(st: State, j: number, ctx: FrameContext): View {
   const name = ringName(j, ctx);
   let m = st.memo.get(name);
   if (m) return m;
-  const p = ctx.P[j]!;
-  const cur = Math.floor(ctx.now / (ctx.W[j]! / p));
+  const p = ctx.precision[j]!;
+  const cur = Math.floor(ctx.now / (ctx.window[j]! / p));
   const r = st.f.get(name);
   let n = 0;
   let d = 0;
@@ -308,16 +193,16 @@ function view(st: State, j: number, ctx: FrameContext): View {
 }
 
 function evaluate(st: State, j: number, cost: number, ctx: FrameContext): PairEval {
-  const lim = ctx.L[j]!;
-  const p = ctx.P[j]!;
-  const b = ctx.W[j]! / p;
+  const lim = ctx.limit[j]!;
+  const p = ctx.precision[j]!;
+  const b = ctx.window[j]! / p;
   const m = view(st, j, ctx);
   let n = m.n;
   // The start of bucket (last - k) + P + 1, or of the current bucket's when the clock stepped back.
   const leaves = (k: number): number => (Math.min(m.cur - m.d - k, m.cur) + p + 1) * b - ctx.now;
   const reset = m.y >= 0 ? leaves(m.y) : 0;
   let retry = 0;
-  if (cost > lim) retry = ctx.W[j]!;
+  if (cost > lim) retry = ctx.window[j]!;
   else if (cost > 0 && n + cost > lim) {
     const r = st.f.get(ringName(j, ctx))!;
     for (let k = m.d > 0 ? p - m.d : p; k >= 0; k--) {
@@ -335,7 +220,7 @@ function commit(st: State, j: number, cost: number, ctx: FrameContext): void {
   const name = ringName(j, ctx);
   if (st.done.has(name)) return;
   st.done.add(name);
-  const p = ctx.P[j]!;
+  const p = ctx.precision[j]!;
   const m = view(st, j, ctx);
   let r = st.f.get(name);
   if (!r) {
@@ -352,10 +237,15 @@ function commit(st: State, j: number, cost: number, ctx: FrameContext): void {
 }
 
 function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<Rings> | undefined {
-  return savedHash(st.f, js, (j) => {
-    const p = ctx.P[j]!;
-    return (st.f.get(ringName(j, ctx))!.last + p + 1) * (ctx.W[j]! / p) - ctx.now;
-  }, ctx);
+  return savedHash(
+    st.f,
+    js,
+    (j) => {
+      const p = ctx.precision[j]!;
+      return (st.f.get(ringName(j, ctx))!.last + p + 1) * (ctx.window[j]! / p) - ctx.now;
+    },
+    ctx,
+  );
 }
 
 function receiptOf(st: State, js: readonly number[], ctx: FrameContext): string {
@@ -379,8 +269,7 @@ export const slidingWindow: Algorithm<State, Rings> = {
   name: 'sliding-window',
   tag: 'sw2',
   lua,
-  compiler,
-  undo: { receipt, undo, twin: { receipt: receiptOf, undo: undoOn } },
+  undo: { undo, twin: { receipt: receiptOf, undo: undoOn } },
   twin: {
     load: (stored) => ({
       f: new Map([...(stored ?? [])].map(([k, r]) => [k, { last: r.last, c: [...r.c] }])),
@@ -391,7 +280,8 @@ export const slidingWindow: Algorithm<State, Rings> = {
     commit,
     save,
   },
-  param: (rule) => rule.precision,
+  ruleOptions: ['precision'],
+  capacity: (rule) => rule.limit,
   field: (rule) => `${rule.windowMs}:${rule.precision}`,
   validate: (rule, at) => {
     if (rule.windowMs % rule.precision !== 0) {

@@ -1,7 +1,7 @@
 import { ConfigError } from '../errors';
-import { lit, str, type Compiler } from './compile';
+import { lit, str, type LuaTemplates } from './script';
 import type { Algorithm, FrameContext, PairEval, SavedValue } from './types';
-import { LUA_HASH_SAVE, hashReceipt, luaHashReceipt, receiptItems, savedHash } from './hash-state';
+import { hashReceipt, receiptItems, savedHash } from './hash-state';
 
 /*
  * Token bucket as GCRA, the Generic Cell Rate Algorithm (ITU-T I.371; the form popularised by
@@ -19,7 +19,7 @@ import { LUA_HASH_SAVE, hashReceipt, luaHashReceipt, receiptItems, savedHash } f
  * and JavaScript numbers agree bit for bit. Field '<W>:<L>:<C>' = '<a>:<r>': rules with the same window
  * but another limit or burst keep their own TAT.
  *
- * Undo receipt (Cluster, DESIGN.md invariant 2): per field '<W>:<L>:<C>:<inc>:<a>:<r>', the increment in
+ * Undo receipt (Cluster, docs/design.md section 6): per field '<W>:<L>:<C>:<inc>:<a>:<r>', the increment in
  * ticks the commit added and the TAT a + r / L it left. The undo gives the increment back only while the
  * stored TAT is still exactly that value, i.e. no later check has consumed on top of it.
  * Why not a partial give-back when a later check has pushed the TAT further? Subtracting the increment
@@ -33,120 +33,62 @@ import { LUA_HASH_SAVE, hashReceipt, luaHashReceipt, receiptItems, savedHash } f
  * the same field is consumed between a split check's commit and its undo, that cost stays consumed
  * until the bucket drains it (at most inc ticks, cost x W / L ms): under-admission, never over.
  */
-const lua = `${LUA_HASH_SAVE}
-local function fg_load(key)
-  local raw = redis.call('HGETALL', key)
-  local f = {}
-  for i = 1, #raw, 2 do
-    local v = raw[i + 1]
-    local sep = string.find(v, ':', 1, true)
-    f[raw[i]] = { a = tonumber(string.sub(v, 1, sep - 1)), r = tonumber(string.sub(v, sep + 1)) }
-  end
-  return { f = f, done = {}, inc = {} }
-end
-
--- the debt: ticks (1/L ms) until the TAT, never negative
-local function tb_debt(st, j)
-  local t = st.f[F[j]]
-  if not t then return 0 end
-  local d = (t.a - NOW) * L[j] + t.r
-  if d < 0 then d = 0 end
-  return d
-end
-
--- -> available now, ms until the bucket is full, ms until cost fits (0: fits now)
-local function fg_eval(st, j, cost)
-  local w, lim, cap = W[j], L[j], P[j]
-  local d = tb_debt(st, j)
-  local avail = 0
-  if cap * w > d then avail = math.floor((cap * w - d) / w) end
-  local reset = math.floor((d + lim - 1) / lim)
-  local retry = 0
-  if cost > cap then
-    retry = w
-  elseif cost > 0 and d + cost * w > cap * w then
-    retry = math.floor((d + cost * w - cap * w + lim - 1) / lim)
-  end
-  return avail, reset, retry
-end
-
-local function fg_commit(st, j, cost)
-  local name = F[j]
-  if st.done[name] then return end
-  st.done[name] = true
-  local w, lim, cap = W[j], L[j], P[j]
-  local k = cost
-  if k > cap then k = cap end
-  local d0 = tb_debt(st, j)
-  local d = d0 + k * w
-  if d > cap * w then d = cap * w end
-  local q = math.floor(d / lim)
-  st.f[name] = { a = NOW + q, r = d - q * lim }
-  st.inc[name] = d - d0
-end
-
-local function fg_save(key, st, js)
-  local args, ttl = {}, 0
-  for _, j in ipairs(js) do
-    local name = F[j]
-    local t = st.f[name]
-    args[#args + 1] = name
-    args[#args + 1] = string.format('%d:%d', t.a, t.r)
-    local left = t.a - NOW + 1
-    if left > ttl then ttl = left end
-  end
-  fg_hset(key, args, ttl)
-end
-`;
-
 /*
- * Compiled (compile.ts): per field v, v_d is the debt in ticks (what tb_debt computes from the stored
- * TAT; after a commit, the new debt, which the stored a + r / L gives back exactly). The same expressions
- * as above, with W, L and C as constants.
+ * The Lua (script.ts builds a limiter's script from these). A field's values: d, the debt in ticks (from
+ * the stored TAT; after a commit, the new debt, which the stored a + r / L gives back exactly), and inc,
+ * the ticks the commit added (for the undo receipt; 0 before). W, L and C are constants. The same
+ * expressions as the JavaScript twin below, step for step. Unlike the window algorithms, a save always
+ * sets the PEXPIRE: every commit moves the TAT, and with it how long the key must live.
  */
-const compiler: Compiler = {
-  setup: () => '',
-  load: (fields) => `local raw = redis.call('HMGET', key, ${fields.map((f) => str(f.name)).join(', ')})
-${fields.map((f, k) => `local ${f.v}_d = 0
+const lua: LuaTemplates = {
+  vars: ['d', 'inc'],
+  idVars: [],
+  load: (m, _ctx, v) => `local raw = redis.call('HMGET', key, ${m.fields.map((f) => str(f.name)).join(', ')})
+${m.fields
+  .map((f, k) => {
+    const x = v(f);
+    return `local ${x('d')}, ${x('inc')} = 0, 0
 if raw[${k + 1}] then
-  local x = raw[${k + 1}]
-  local sep = string.find(x, ':', 1, true)
-  ${f.v}_d = (tonumber(string.sub(x, 1, sep - 1)) - NOW) * ${lit(f.rule.L)} + tonumber(string.sub(x, sep + 1))
-  if ${f.v}_d < 0 then ${f.v}_d = 0 end
-end`).join('\n')}`,
-  locals: (fields) => fields.map((f) => `${f.v}_d`),
-  evaluate: ({ field: { v }, W, L, P }, cost) => `A = 0
-if ${lit(P * W)} > ${v}_d then A = floor((${lit(P * W)} - ${v}_d) / ${lit(W)}) end
-R = floor((${v}_d + ${lit(L)} - 1) / ${lit(L)})
-Y = 0
-if ${cost} > ${lit(P)} then
-  Y = ${lit(W)}
-elseif ${cost} > 0 and ${v}_d + ${cost} * ${lit(W)} > ${lit(P * W)} then
-  Y = floor((${v}_d + ${cost} * ${lit(W)} - ${lit(P * W)} + ${lit(L)} - 1) / ${lit(L)})
+  local s = raw[${k + 1}]
+  local sep = string.find(s, ':', 1, true)
+  ${x('d')} = (tonumber(string.sub(s, 1, sep - 1)) - NOW) * ${lit(f.limit)} + tonumber(string.sub(s, sep + 1))
+  if ${x('d')} < 0 then ${x('d')} = 0 end
+end`;
+  })
+  .join('\n')}`,
+  evaluate: ({ window: W, limit: L, burst: C }, _ctx, v, cost) => `avail = 0
+if ${lit(C * W)} > ${v('d')} then avail = floor((${lit(C * W)} - ${v('d')}) / ${lit(W)}) end
+reset = floor((${v('d')} + ${lit(L)} - 1) / ${lit(L)})
+retry = 0
+if ${cost} > ${lit(C)} then
+  retry = ${lit(W)}
+elseif ${cost} > 0 and ${v('d')} + ${cost} * ${lit(W)} > ${lit(C * W)} then
+  retry = floor((${v('d')} + ${cost} * ${lit(W)} - ${lit(C * W)} + ${lit(L)} - 1) / ${lit(L)})
 end`,
-  commit: ({ v, rule: { W, P } }) => `do
-  local k = COST
-  if k > ${lit(P)} then k = ${lit(P)} end
-  local d = ${v}_d + k * ${lit(W)}
-  if d > ${lit(P * W)} then d = ${lit(P * W)} end
-  ${v}_d = d
-end`,
-  save: (fields) => `local ttl = 0
-${fields.map((f) => `local ${f.v}_q = floor(${f.v}_d / ${lit(f.rule.L)})
-if ${f.v}_q + 1 > ttl then ttl = ${f.v}_q + 1 end`).join('\n')}
-redis.call('HSET', key, ${fields.map((f) => `${str(f.name)}, fmt('%d:%d', NOW + ${f.v}_q, ${f.v}_d - ${f.v}_q * ${lit(f.rule.L)})`).join(', ')})
+  commit: ({ window: W, burst: C }, _ctx, v) => `local k = COST
+if k > ${lit(C)} then k = ${lit(C)} end
+local debt = ${v('d')} + k * ${lit(W)}
+if debt > ${lit(C * W)} then debt = ${lit(C * W)} end
+${v('inc')} = debt - ${v('d')}
+${v('d')} = debt`,
+  save: (m, _ctx, v) => `local ttl = 0
+${m.fields
+  .map(
+    (f) => `local ${f.id}_q = floor(${v(f)('d')} / ${lit(f.limit)})
+if ${f.id}_q + 1 > ttl then ttl = ${f.id}_q + 1 end`,
+  )
+  .join('\n')}
+redis.call('HSET', key, ${m.fields.map((f) => `${str(f.name)}, fmt('%d:%d', NOW + ${f.id}_q, ${v(f)('d')} - ${f.id}_q * ${lit(f.limit)})`).join(', ')})
 redis.call('PEXPIRE', key, ttl + PAD)`,
+  // '<W>:<L>:<C>:<inc>:<a>:<r>': the ticks the commit added and the TAT (a + r / L) it left
+  receipt: (f, _ctx, v) =>
+    `${str(`${f.name}:`)} .. fmt('%d:%d:%d', ${v('inc')}, NOW + floor(${v('d')} / ${lit(f.limit)}), ${v('d')} - floor(${v('d')} / ${lit(f.limit)}) * ${lit(f.limit)})`,
 };
 
-/* Receipt: '<W>:<L>:<C>:<inc>:<a>:<r>' per distinct field the identifier's rules consumed. */
-const receipt = luaHashReceipt(`
-  local name = F[j]
-  local t = st.f[name]
-  return name, string.format('%d:%d:%d:%d:%d:%d', W[j], L[j], P[j], st.inc[name], t.a, t.r)`);
-
 /*
- * TAT - inc ticks, kept as a + r / L with 0 <= r < L. The floor of a double quotient can be off by one
- * near an integer, so the remainder is corrected (the same steps in both twins).
+ * The give-back (AlgorithmUndo): TAT - inc ticks, kept as a + r / L with 0 <= r < L, only while the stored
+ * TAT is still exactly the receipt's. The floor of a double quotient can be off by one near an integer,
+ * so the remainder is corrected (the same steps in both twins).
  */
 const undo = `
 local function fg_undo(key, receipt, cost)
@@ -176,17 +118,17 @@ interface State {
   inc: Map<string, number>;
 }
 
-const fieldName = (j: number, ctx: FrameContext): string => ctx.F[j]!;
+const fieldName = (j: number, ctx: FrameContext): string => ctx.field[j]!;
 
 function debt(st: State, j: number, ctx: FrameContext): number {
   const t = st.f.get(fieldName(j, ctx));
-  return t ? Math.max((t.a - ctx.now) * ctx.L[j]! + t.r, 0) : 0;
+  return t ? Math.max((t.a - ctx.now) * ctx.limit[j]! + t.r, 0) : 0;
 }
 
 function evaluate(st: State, j: number, cost: number, ctx: FrameContext): PairEval {
-  const w = ctx.W[j]!;
-  const lim = ctx.L[j]!;
-  const cap = ctx.P[j]!;
+  const w = ctx.window[j]!;
+  const lim = ctx.limit[j]!;
+  const cap = ctx.burst[j]!;
   const d = debt(st, j, ctx);
   const avail = cap * w > d ? Math.floor((cap * w - d) / w) : 0;
   const reset = Math.floor((d + lim - 1) / lim);
@@ -200,9 +142,9 @@ function commit(st: State, j: number, cost: number, ctx: FrameContext): void {
   const name = fieldName(j, ctx);
   if (st.done.has(name)) return;
   st.done.add(name);
-  const w = ctx.W[j]!;
-  const lim = ctx.L[j]!;
-  const cap = ctx.P[j]!;
+  const w = ctx.window[j]!;
+  const lim = ctx.limit[j]!;
+  const cap = ctx.burst[j]!;
   const debt0 = debt(st, j, ctx);
   const d = Math.min(debt0 + Math.min(cost, cap) * w, cap * w);
   const q = Math.floor(d / lim);
@@ -242,15 +184,15 @@ export const tokenBucket: Algorithm<State, Tats> = {
   name: 'token-bucket',
   tag: 'tb1',
   lua,
-  compiler,
-  undo: { receipt, undo, twin: { receipt: receiptOf, undo: undoOn } },
+  undo: { undo, twin: { receipt: receiptOf, undo: undoOn } },
   twin: {
     load: (stored) => ({ f: new Map([...(stored ?? [])].map(([k, t]) => [k, { ...t }])), done: new Set(), inc: new Map() }),
     evaluate,
     commit,
     save,
   },
-  param: (rule) => rule.burst,
+  ruleOptions: ['burst'],
+  capacity: (rule) => rule.burst,
   field: (rule) => `${rule.windowMs}:${rule.limit}:${rule.burst}`,
   validate: (rule, at) => {
     if ((rule.burst + rule.limit) * rule.windowMs > Number.MAX_SAFE_INTEGER) {

@@ -1,16 +1,38 @@
-import { randomBytes } from 'node:crypto';
 import type { Algorithm } from '../algorithms/types';
-import { receiptsScript, type Program } from '../algorithms/compile';
-import { masksAt, type Reply } from '../algorithms/frame';
+import type { Program } from '../algorithms/script';
+import { masksAt } from '../algorithms/frame';
+import { mergeSlotReplies, parseSlotReply, type Reply, type SlotReply } from '../reply';
+import { StoreError } from '../errors';
 import { RedisStore } from './redis';
+import type { RunContext } from './types';
 
 /*
  * The store for an ioredis Cluster. A check's keys are grouped by hash slot (not by identifier: two
  * identifiers may share a slot) and each slot gets one script call, all in parallel, so no call ever spans
- * slots (no CROSSSLOT). All or nothing across slots (DESIGN.md invariant 2): when one slot denies or fails,
- * the slots that consumed are given back exactly what their receipts say, by an idempotent undo script,
- * and only while it still applies. So a split check never over-admits; for the moment between a slot's
- * consume and its undo, it may under-admit.
+ * slots (no CROSSSLOT). A check whose keys share one slot runs the single-Redis script as is.
+ *
+ * A split check must decide and leave behind exactly what one Redis would (docs/design.md, invariants 2 and
+ * 7). Each slot runs the split frame (frame.ts, script.ts): it consumes when its own part of
+ * the check would, and answers with every outcome the whole check can have. Then:
+ *   - the whole check consumes as one Redis would: when it is a check of cost > 0, nothing blocks in any
+ *     slot, and every pair admits the cost (or, with penalty, whatever they say). Then every slot has
+ *     consumed, and the reply reports the pairs after the commit at cost 0 (admitted) or at the cost
+ *     (a denial that penalty consumed).
+ *   - otherwise (a denial without penalty, a block anywhere, a peek or cost 0) the reply reports the pairs
+ *     before any commit, and every slot that consumed is given back.
+ *   - a slot that fails (an error reply, a lost connection) or a check its caller stopped waiting for
+ *     (the deadline RedisStore.run keeps) fails as a whole: it takes the failure policy, and every slot
+ *     that consumed is given back, including a slot whose reply arrives after the deadline.
+ * A give-back restores the key's snapshot (its exact bytes and expiry before the check) while the key is
+ * still what the check left (sha1 digest of its DUMP); when a concurrent check has written the key
+ * since, it runs the algorithm's undo receipt instead, which gives back only what still applies (never
+ * over-admits). So checks one after another leave exactly one Redis's bytes; between a slot's consume and
+ * its give-back (one round trip), a concurrent check may be denied that would have fitted.
+ *
+ * The give-back writes nothing else: no marker key. It is therefore not idempotent, and Floodgate sends
+ * each one exactly once, never retrying it. Like the check itself, it relies on the client not re-sending
+ * commands left unanswered by a dropped connection (`autoResendUnfulfilledCommands: false`, README
+ * "Production"): a re-sent give-back could give back twice.
  */
 
 /** CRC16/XMODEM, as Redis Cluster uses for key slots (cluster spec, "Keys distribution model"). */
@@ -31,104 +53,157 @@ export function keySlot(key: string): number {
   return crc16(tagged) % 16384;
 }
 
-/*
- * KEYS: the state keys that consumed, then one marker key in their slot (makes a retried undo a no-op).
- * ARGV[1] cost; ARGV[1 + i] the receipt of KEYS[i]. Reply: 1 when it gave back, 0 when already done.
- */
-const UNDO_MAIN = `
-if not redis.call('SET', KEYS[#KEYS], '1', 'NX', 'PX', 3600000) then return 0 end
-local cost = tonumber(ARGV[1])
-for i = 1, #KEYS - 1 do fg_undo(KEYS[i], ARGV[i + 1], cost) end
-return 1
-`;
-
 interface SlotCall {
+  /** The caller's identifier indices in this slot, and the slot's KEYS and ARGV. */
   ids: number[];
   keys: string[];
-  reply?: Reply;
+  argv: (string | number)[];
+  reply?: SlotReply;
+  /** Set when its give-back is sent: each goes out once. */
+  givenBack: boolean;
 }
 
 export class ClusterStore extends RedisStore {
-  override async run(program: Program, keys: string[], argv: (string | number)[]): Promise<Reply> {
-    const nIds = keys.length / 2;
+  /** Split checks between run() and runNow(), by their ARGV (the array run() hands on to runNow()). */
+  private readonly splits = new WeakMap<object, SplitCheck>();
+
+  override run(program: Program, keys: string[], argv: (string | number)[], ctx: RunContext): Promise<Reply> {
+    // KEYS: per identifier its state and block key, then (with a lockout) every identifier's lockout key.
+    const nIds = keys.length / (program.lockout ? 3 : 2);
     const masks = masksAt(Number(argv[5]));
     const bySlot = new Map<number, SlotCall>();
     for (let i = 0; i < nIds; i++) {
       const slot = keySlot(keys[2 * i]!);
-      const call = bySlot.get(slot) ?? { ids: [], keys: [] };
+      const call = bySlot.get(slot) ?? { ids: [], keys: [], argv: argv.slice(0, masks), givenBack: false };
       call.ids.push(i);
       call.keys.push(keys[2 * i]!, keys[2 * i + 1]!);
+      call.argv.push(argv[masks + i]!);
       bySlot.set(slot, call);
     }
+    if (program.lockout) for (const call of bySlot.values()) call.keys.push(...call.ids.map((i) => keys[2 * nIds + i]!));
     // One slot: the single-Redis script, compiled for the rules; nothing to give back, so no receipts.
-    if (bySlot.size === 1) return super.run(program, keys, argv);
-    const { algorithm } = program;
-    const calls = [...bySlot.values()];
-    const head = argv.slice(0, masks);
-    const settled = await Promise.allSettled(
-      calls.map((c) => this.runSlot(algorithm, c.keys, [...head, ...c.ids.map((i) => argv[masks + i]!)])),
-    );
-    settled.forEach((s, k) => {
-      if (s.status === 'fulfilled') calls[k]!.reply = s.value;
+    if (bySlot.size === 1) return super.run(program, keys, argv, ctx);
+    const check = new SplitCheck(this, program, [...bySlot.values()], argv, masks);
+    this.splits.set(argv, check);
+    const reply = super.run(program, keys, argv, ctx);
+    // Its caller got an error (a slot's, which the check already knows, or the deadline, or it was never
+    // sent): the check failed as a whole, and whatever a slot consumed, now or when it answers, is given back.
+    reply.catch(() => check.fail());
+    return reply;
+  }
+
+  /** Sends a split check's slot calls (run() decided it splits); RedisStore's deadline is around it. */
+  protected override runNow(program: Program, keys: string[], argv: (string | number)[]): Promise<Reply> {
+    const check = this.splits.get(argv);
+    if (check === undefined) return super.runNow(program, keys, argv);
+    this.splits.delete(argv);
+    return check.run();
+  }
+
+  /** The split frame over keys of one slot (frame.ts, script.ts). Public for tests. */
+  runSlot(program: Program, keys: string[], argv: (string | number)[]): Promise<Reply> {
+    return this.send(`${program.algorithm.tag}_split`, program.split, keys, argv);
+  }
+
+  /** A refund's keys, one give-back per slot, in parallel. */
+  protected override refundNow(algorithm: Algorithm, keys: string[], receipts: string[], cost: number): Promise<unknown> {
+    const bySlot = new Map<number, number[]>();
+    keys.forEach((key, i) => {
+      const slot = keySlot(key);
+      bySlot.set(slot, [...(bySlot.get(slot) ?? []), i]);
     });
-    const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
-    const allowed = !failed && calls.every((c) => Number(c.reply![1]) === 1);
-    const penalty = argv[2] === '1';
-    if (!allowed && !penalty) await this.undoAll(algorithm, calls, Number(argv[1]));
-    if (failed) throw failed.reason;
-    return merge(calls, nIds, argv.slice(masks).map(String), allowed);
-  }
-
-  /**
-   * The generic frame with undo receipts over keys of one slot: the reply, then per identifier its receipt
-   * when the call consumed. Public for tests.
-   */
-  runSlot(algorithm: Algorithm, keys: string[], argv: (string | number)[]): Promise<Reply> {
-    return this.send(`${algorithm.tag}_r`, receiptsScript(algorithm), keys, argv);
-  }
-
-  /** Gives back what consumed slots took; a failed undo only under-admits, so it is not the caller's error. */
-  private async undoAll(algorithm: Algorithm, calls: SlotCall[], cost: number): Promise<void> {
-    const id = randomBytes(8).toString('hex');
-    await Promise.all(
-      calls
-        .filter((c) => c.reply !== undefined && Number(c.reply[2]) === 1)
-        .map((c) => {
-          const reply = c.reply!;
-          const stateKeys = c.ids.map((_, k) => c.keys[2 * k]!);
-          return this.giveBack(algorithm, stateKeys, reply.slice(reply.length - c.ids.length).map(String), cost, id).catch(() => 0);
-        }),
+    return Promise.all(
+      [...bySlot.values()].map((is) =>
+        this.giveBack(
+          algorithm,
+          is.map((i) => keys[i]!),
+          is.map((i) => receipts[i]!),
+          cost,
+        ),
+      ),
     );
-  }
-
-  /**
-   * Runs the undo script over keys of one slot. Idempotent per `undoId`: a second run with the same id
-   * gives nothing back (reply 0). Public for tests and for callers that retry an undo.
-   */
-  giveBack(algorithm: Algorithm, stateKeys: string[], receipts: string[], cost: number, undoId: string): Promise<number> {
-    const undo = this.command(`${algorithm.tag}_undo`, `${algorithm.undo.undo}\n${UNDO_MAIN}`);
-    return undo(stateKeys.length + 1, ...stateKeys, `${stateKeys[0]}:u:${undoId}`, cost, ...receipts) as Promise<number>;
   }
 }
 
-/** One reply in the frame's layout (identifiers in the caller's order) from the per-slot replies. */
-function merge(calls: SlotCall[], nIds: number, masks: string[], allowed: boolean): Reply {
-  const rulesOf = (i: number): number => [...masks[i]!].filter((c) => c === '1').length;
-  const blocks: Reply[] = [];
-  const evals: Reply[] = [];
-  let now = 0;
-  for (const c of calls) {
-    const r = c.reply!;
-    now = Math.max(now, Number(r[0]));
-    let p = 3 + 2 * c.ids.length;
-    c.ids.forEach((i, k) => {
-      blocks[i] = [r[3 + 2 * k]!, r[4 + 2 * k]!];
-      evals[i] = r.slice(p, p + 3 * rulesOf(i));
-      p += 3 * rulesOf(i);
-    });
+/** One check split across slots: the slots' calls, the merge, and the give-backs (see the top of the file). */
+class SplitCheck {
+  private failed = false;
+  private readonly undos: Promise<unknown>[] = [];
+  private readonly cost: number;
+
+  private readonly algorithm: Algorithm;
+
+  constructor(
+    private readonly store: ClusterStore,
+    private readonly program: Program,
+    private readonly calls: SlotCall[],
+    private readonly argv: (string | number)[],
+    private readonly masks: number,
+  ) {
+    this.cost = Number(argv[1]);
+    this.algorithm = program.algorithm;
   }
-  const out: Reply = [now, allowed ? 1 : 0, allowed ? 1 : 0];
-  for (let i = 0; i < nIds; i++) out.push(...blocks[i]!);
-  for (let i = 0; i < nIds; i++) out.push(...evals[i]!);
-  return out;
+
+  async run(): Promise<Reply> {
+    const settled = await Promise.allSettled(this.calls.map((c) => this.send(c)));
+    const failure = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failure || this.failed) {
+      this.fail();
+      await Promise.all(this.undos);
+      throw failure ? failure.reason : new StoreError('timeout', 'the check was abandoned at its deadline');
+    }
+    let merged: { reply: Reply; consumed: boolean };
+    try {
+      merged = mergeSlotReplies(
+        this.calls.map((c) => ({ ids: c.ids, reply: c.reply! })),
+        String(this.argv[0]),
+        this.cost,
+        this.argv[2] === '1',
+      );
+    } catch (err) {
+      this.fail();
+      await Promise.all(this.undos);
+      throw err;
+    }
+    if (!merged.consumed) for (const c of this.calls) this.giveBack(c);
+    await Promise.all(this.undos);
+    // A refundable program answers, after a consuming check, each identifier's receipt, as one Redis would.
+    if (merged.consumed && this.program.refundable) {
+      const receipts: string[] = [];
+      for (const c of this.calls) c.ids.forEach((i, k) => (receipts[i] = c.reply!.undo[k]!.digest === '' ? '' : c.reply!.undo[k]!.receipt));
+      merged.reply.push(...receipts);
+    }
+    return merged.reply;
+  }
+
+  /** The check failed: every slot that consumed is given back, now or as soon as it answers. */
+  fail(): void {
+    this.failed = true;
+    for (const c of this.calls) this.giveBack(c);
+  }
+
+  private async send(c: SlotCall): Promise<void> {
+    try {
+      c.reply = parseSlotReply(
+        await this.store.runSlot(this.program, c.keys, c.argv),
+        c.ids.map((i) => String(this.argv[this.masks + i])),
+      );
+    } catch (err) {
+      this.fail();
+      throw err;
+    }
+    if (this.failed) this.giveBack(c);
+  }
+
+  /** Sent once per slot, only for a slot that consumed; a failed give-back only under-admits, so it is not the caller's error. */
+  private giveBack(c: SlotCall): void {
+    if (c.givenBack || !c.reply?.consumed) return;
+    c.givenBack = true;
+    // An identifier no rule applies to wrote nothing (digest ''): nothing to give back.
+    const written = c.reply.undo.flatMap((u, k) => (u.digest === '' ? [] : [k]));
+    if (written.length === 0) return;
+    const stateKeys = written.map((k) => c.keys[2 * k]!);
+    const receipts = written.map((k) => c.reply!.undo[k]!);
+    this.undos.push(this.store.giveBack(this.algorithm, stateKeys, receipts, this.cost).catch(() => undefined));
+  }
 }

@@ -9,10 +9,14 @@
  * never for a later request.
  *
  * ioredis's `enableAutoPipelining` batches the same way, but it is the client's option and changes every
- * command of the application; this touches only Floodgate's commands and needs no client option.
+ * command of the application; this needs no client option. It is not Floodgate's commands alone that wait
+ * for the end of the turn, though: the socket is the client's, so the application's own commands sent on it
+ * in the same turn leave in the same writev (at most one turn later than they would have).
  * Only a plain socket of a ready standalone client is corked (a Cluster's node clients are not: their
  * commands are already spread over several sockets).
  */
+
+import { shared } from '../state';
 
 interface Corkable {
   cork(): void;
@@ -20,17 +24,31 @@ interface Corkable {
   writable?: boolean;
 }
 
-const corked = new WeakSet<object>();
+/** One turn's writes on one socket: `at` is when they left (performance.now()), undefined until then. */
+export interface Flush {
+  at: number | undefined;
+}
 
-/** Corks the client's socket until the end of this event-loop turn; a no-op when it is corked already. */
-export function coalesceWrites(client: object): void {
+const turns = shared('writeTurns', () => new WeakMap<object, Flush>());
+
+/**
+ * Corks the client's socket until the end of this event-loop turn (a no-op when it is corked already) and
+ * returns the turn's Flush, so a caller can tell when its command actually left (its deadline must not
+ * blame Redis for time the command spent in this process). undefined when the socket cannot be corked.
+ */
+export function coalesceWrites(client: object): Flush | undefined {
   const stream = (client as { stream?: Partial<Corkable> }).stream;
-  if (stream === undefined || stream === null || typeof stream.cork !== 'function' || typeof stream.uncork !== 'function') return;
-  if (corked.has(stream) || stream.writable === false) return;
-  corked.add(stream);
+  if (stream === undefined || stream === null || typeof stream.cork !== 'function' || typeof stream.uncork !== 'function') return undefined;
+  const open = turns.get(stream);
+  if (open !== undefined) return open;
+  if (stream.writable === false) return undefined;
+  const turn: Flush = { at: undefined };
+  turns.set(stream, turn);
   stream.cork();
   setImmediate(() => {
-    corked.delete(stream);
+    turns.delete(stream);
     stream.uncork!();
+    turn.at = performance.now();
   });
+  return turn;
 }

@@ -1,6 +1,11 @@
-import type { Program } from '../algorithms/compile';
-import { runFrame, type FrameStorage, type Reply } from '../algorithms/frame';
-import type { Store } from './types';
+import type { Program } from '../algorithms/script';
+import type { Algorithm } from '../algorithms/types';
+import { runFrame, type FrameStorage } from '../algorithms/frame';
+import type { Reply } from '../reply';
+import type { RunContext, Store } from './types';
+import { isBlockKey } from '../keys';
+import { DEFAULT_MEMORY_MAX_KEYS } from '../options';
+import { shared } from '../state';
 
 interface Entry {
   value: unknown;
@@ -8,33 +13,51 @@ interface Entry {
 }
 
 /**
- * The in-memory store: the algorithms' JavaScript twins over a Map with per-key expiry. Time is the
- * caller's (`now`), so an injected clock drives expiry too. Memory stays bounded by the live keys:
- * expired entries are dropped when read and by a sweep whose cost is amortised over writes, so
- * the map holds at most about twice the live keys (plus 1,024).
+ * The in-memory store: the algorithms' JavaScript twins over Maps with per-key expiry. Time is the caller's
+ * (`now`), so an injected clock drives expiry too.
+ *
+ * Bounded (docs/security.md, "Unbounded memory"): identifiers are often chosen by clients (IPs, user
+ * names on a login form), so state keys live in an LRU of at most `maxKeys` entries; past it the least
+ * recently used is forgotten, which can only under-limit that identifier. Block keys (set by block(), never
+ * by a client's own traffic) are kept apart, so a flood of new identifiers can never evict a block; they are
+ * bounded by `maxKeys` too, dropping the oldest block first. Expired entries are dropped when read and by a
+ * sweep whose cost is amortised over writes.
  */
 export class MemoryStore implements Store, FrameStorage {
   readonly source = 'memory' as const;
-  private readonly entries = new Map<string, Entry>();
+  readonly remote = false;
+  private readonly states = new Map<string, Entry>();
+  private readonly blocks = new Map<string, Entry>();
   private writesSinceSweep = 0;
   private liveAfterSweep = 0;
 
+  constructor(public maxKeys = DEFAULT_MEMORY_MAX_KEYS) {}
+
   get size(): number {
-    return this.entries.size;
+    return this.states.size + this.blocks.size;
   }
 
   get(key: string, now: number): unknown {
-    const entry = this.entries.get(key);
+    const map = isBlockKey(key) ? this.blocks : this.states;
+    const entry = map.get(key);
     if (entry === undefined) return undefined;
     if (entry.expiresAt <= now) {
-      this.entries.delete(key);
+      map.delete(key);
       return undefined;
+    }
+    if (map === this.states) {
+      // Most recently used last: Map keeps insertion order, so the first key is the LRU victim.
+      map.delete(key);
+      map.set(key, entry);
     }
     return entry.value;
   }
 
   set(key: string, value: unknown, ttlMs: number, now: number): void {
-    this.entries.set(key, { value, expiresAt: now + ttlMs });
+    const map = isBlockKey(key) ? this.blocks : this.states;
+    map.delete(key);
+    map.set(key, { value, expiresAt: now + ttlMs });
+    if (map.size > this.maxKeys) map.delete(map.keys().next().value as string);
     // Sweep after as many writes as there were live entries at the last sweep (not the current size,
     // which counts the expired ones too and would keep moving the threshold out of reach).
     if (++this.writesSinceSweep >= Math.max(1024, this.liveAfterSweep)) this.sweep(now);
@@ -43,12 +66,24 @@ export class MemoryStore implements Store, FrameStorage {
   /** Drops every expired entry; runs after as many writes as there are entries, so O(1) amortised. */
   sweep(now: number): void {
     this.writesSinceSweep = 0;
-    for (const [key, entry] of this.entries) if (entry.expiresAt <= now) this.entries.delete(key);
-    this.liveAfterSweep = this.entries.size;
+    for (const map of [this.states, this.blocks]) {
+      for (const [key, entry] of map) if (entry.expiresAt <= now) map.delete(key);
+    }
+    this.liveAfterSweep = this.size;
   }
 
-  run(program: Program, keys: string[], argv: (string | number)[], now: number): Reply {
-    return runFrame(program.algorithm.twin, this, keys, argv, now);
+  run(program: Program, keys: string[], argv: (string | number)[], ctx: RunContext): Reply {
+    return runFrame(program.algorithm.twin, this, keys, argv, ctx.now, {
+      receipts: program.refundable ? program.algorithm.undo.twin : undefined,
+      lockout: program.lockout,
+    });
+  }
+
+  refund(algorithm: Algorithm, keys: string[], receipts: string[], cost: number, ctx: RunContext): void {
+    keys.forEach((key, i) => {
+      const stored = this.get(key, ctx.now);
+      if (stored !== undefined) algorithm.undo.twin.undo(stored, receipts[i]!, cost);
+    });
   }
 
   block(key: string, durationMs: number, reason: string, nowArg: string, pad: number, now: number): void {
@@ -57,17 +92,20 @@ export class MemoryStore implements Store, FrameStorage {
   }
 
   delete(keys: string[]): void {
-    for (const key of keys) this.entries.delete(key);
+    for (const key of keys) (isBlockKey(key) ? this.blocks : this.states).delete(key);
   }
 }
 
-const sharedStores = new Map<string, MemoryStore>();
-/** Limiters without Redis share one store per prefix, so a block applies to all of them, as in Redis. */
-export function sharedMemoryStore(prefix: string): MemoryStore {
+const sharedStores = shared('memoryStores', () => new Map<string, MemoryStore>());
+/**
+ * Limiters without Redis share one store per prefix, so a block applies to all of them, as in Redis. Its
+ * bound is the largest `memory.maxKeys` asked for under this prefix (a store only ever grows its bound).
+ */
+export function sharedMemoryStore(prefix: string, maxKeys: number): MemoryStore {
   let store = sharedStores.get(prefix);
   if (store === undefined) {
-    store = new MemoryStore();
+    store = new MemoryStore(maxKeys);
     sharedStores.set(prefix, store);
-  }
+  } else store.maxKeys = Math.max(store.maxKeys, maxKeys);
   return store;
 }

@@ -1,10 +1,16 @@
 import { createHash } from 'node:crypto';
-import type { Program } from '../algorithms/compile';
-import type { Reply } from '../algorithms/frame';
+import type { Program } from '../algorithms/script';
+import type { Reply, UndoReceipt } from '../reply';
+import type { Algorithm } from '../algorithms/types';
+import { giveBackArgs, giveBackLua } from './give-back';
 import { StoreError } from '../errors';
-import { breakerFor, type CircuitBreaker } from '../circuit-breaker';
-import type { Store } from './types';
-import { coalesceWrites } from './coalesce';
+import { healthOf, type ClientHealth } from '../circuit-breaker';
+import { toStoreError } from '../deadline';
+import { safeLogger, type Logger } from '../options';
+import type { RunContext, Store } from './types';
+import { coalesceWrites, type Flush } from './coalesce';
+import { checkEvictionPolicy } from './eviction';
+import { shared } from '../state';
 
 /**
  * The part of an ioredis `Redis` or `Cluster` that Floodgate uses. Structural, so that users of the
@@ -21,6 +27,13 @@ export interface RedisClient {
 }
 
 type ScriptCommand = (numKeys: number, ...args: (string | number)[]) => Promise<unknown>;
+
+/**
+ * Called once when a command is done with: when it settles, even after its caller's deadline, with the reply
+ * (undefined on an error or when nothing was sent) and whether the deadline had already passed; or at a
+ * deadline that passed in silence (no reply from the server since it was sent), when it counts as lost.
+ */
+export type Settled = (reply: Reply | undefined, late: boolean) => void;
 
 /*
  * Sets a manual block. Its end time is stored in the value, so a decision never rests on the TTL.
@@ -41,7 +54,6 @@ redis.call('SET', KEYS[1], string.format('%d', untilMs) .. '|' .. ARGV[2], 'PX',
 return untilMs
 `;
 
-const READY_STATES = new Set(['ready']);
 const FIRST_CONNECT_STATES = new Set(['wait', 'connecting', 'connect']);
 
 /** Names commands after their script's hash, so two Floodgate versions in one process never clash. */
@@ -49,61 +61,77 @@ function commandName(kind: string, lua: string): string {
   return `floodgate_${kind}_${createHash('sha1').update(lua).digest('hex').slice(0, 10)}`;
 }
 
+interface ReadyWaiter {
+  ready(): void;
+  fail(err: StoreError): void;
+}
+
+/** Per client: whether it was ever ready, and the checks waiting for its first connection. */
+interface Connection {
+  everReady: boolean;
+  waiters: Set<ReadyWaiter>;
+  /** Whether the ready/error/close listeners are on the client (once, until the first connection settles). */
+  listening: boolean;
+}
+const connections = shared('connections', () => new WeakMap<object, Connection>());
+
+function connectionOf(client: RedisClient): Connection {
+  let c = connections.get(client);
+  if (c === undefined) {
+    c = { everReady: client.status === 'ready', waiters: new Set(), listening: false };
+    connections.set(client, c);
+  }
+  return c;
+}
+
+/**
+ * The store on one ioredis client. It owns its resilience (docs/design.md, "Deadline"): a call settles
+ * within the deadline it is given whatever the server does (never connects, accepts TCP and never answers,
+ * is paused, answers -LOADING), it is sent at most once, and only connection-level faults feed the client's
+ * circuit breaker.
+ */
 export class RedisStore implements Store {
   readonly source = 'redis' as const;
-  private readonly client: RedisClient;
-  /** Shared by every store on this client; see circuit-breaker.ts. */
-  readonly breaker: CircuitBreaker;
+  readonly remote = true;
+  protected readonly client: RedisClient;
+  private readonly health: ClientHealth;
+  private readonly conn: Connection;
   private readonly commands = new Map<string, ScriptCommand>();
-  private everReady: boolean;
-  private connecting: Promise<void> | undefined;
 
-  constructor(client: RedisClient) {
+  constructor(
+    client: RedisClient,
+    protected readonly logger: Logger = safeLogger(undefined),
+  ) {
     this.client = client;
-    this.breaker = breakerFor(client);
-    this.everReady = READY_STATES.has(client.status);
+    this.health = healthOf(client);
+    this.conn = connectionOf(client);
+  }
+
+  get breakerOpen(): boolean {
+    return this.health.breaker.isOpen;
   }
 
   /**
-   * Whether a command may be sent now. A client connecting for the first time is waited for (its own
-   * connectTimeout bounds that); a client that was ready and lost its connection is not: sending would
-   * park the script in ioredis's offline queue and run it, counted, long after the caller gave up.
+   * Runs the program once and settles within `budgetMs`: waiting for a first connection counts against
+   * the budget, and a check that was still waiting when it ran out is never sent.
    */
-  usable(): true | Promise<void> {
-    const status = this.client.status;
-    if (READY_STATES.has(status)) {
-      this.everReady = true;
-      return true;
-    }
-    if (!this.everReady && FIRST_CONNECT_STATES.has(status)) {
-      // One wait shared by every check that arrives while connecting: listeners stay O(1).
-      this.connecting ??= this.firstConnect().finally(() => {
-        this.connecting = undefined;
-      });
-      return this.connecting;
-    }
-    throw new StoreError('unavailable', `Redis connection is ${status}`);
+  run(program: Program, keys: string[], argv: (string | number)[], ctx: RunContext): Promise<Reply> {
+    return this.call(() => this.runNow(program, keys, argv), ctx.budgetMs, ctx.settled);
   }
 
-  private firstConnect(): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      const done = (err?: unknown): void => {
-        this.client.removeListener('ready', onReady);
-        this.client.removeListener('error', onError);
-        this.client.removeListener('close', onError);
-        if (err === undefined) {
-          this.everReady = true;
-          resolve();
-        } else reject(new StoreError('unavailable', 'Redis did not become ready', err));
-      };
-      const onReady = (): void => done();
-      const onError = (err?: unknown): void => done(err ?? new Error('connection closed'));
-      this.client.once('ready', onReady);
-      this.client.once('error', onError);
-      this.client.once('close', onError);
-      if (this.client.status === 'wait') this.client.connect?.().catch(() => undefined);
-    });
+  /** Single Redis: the program's script, compiled for its rules where it can be. */
+  protected runNow(program: Program, keys: string[], argv: (string | number)[]): Promise<Reply> {
+    return this.send(program.algorithm.tag, program.lua, keys, argv);
   }
+
+  protected send(kind: string, lua: string, keys: string[], argv: (string | number)[]): Promise<Reply> {
+    const cmd = this.command(kind, lua);
+    this.flush = coalesceWrites(this.client);
+    return cmd(keys.length, ...keys, ...argv) as Promise<Reply>;
+  }
+
+  /** The write turn of the last command sent (see coalesce.ts); read right after sending. */
+  private flush: Flush | undefined;
 
   /** The command running `lua`; `kind` names it (with the script's hash) and keys the cache with `lua`. */
   protected command(kind: string, lua: string): ScriptCommand {
@@ -119,23 +147,182 @@ export class RedisStore implements Store {
     return cmd;
   }
 
-  /** Single Redis: the program's script, compiled for its rules where it can be. */
-  run(program: Program, keys: string[], argv: (string | number)[]): Promise<Reply> {
-    return this.send(program.algorithm.tag, program.lua, keys, argv);
+  /**
+   * One call of a script that is not a limiter's program (the leases of concurrency/), with the same
+   * deadline, readiness and breaker as a check. On a Cluster every key must be in one slot.
+   */
+  script(kind: string, lua: string, keys: string[], argv: (string | number)[], budgetMs: number): Promise<unknown> {
+    return this.call(() => this.send(kind, lua, keys, argv), budgetMs);
   }
 
-  protected send(kind: string, lua: string, keys: string[], argv: (string | number)[]): Promise<Reply> {
-    const cmd = this.command(kind, lua);
-    coalesceWrites(this.client);
-    return cmd(keys.length, ...keys, ...argv) as Promise<Reply>;
+  block(key: string, durationMs: number, reason: string, nowArg: string, pad: number, _now: number, budgetMs = 2_000): Promise<void> {
+    return this.call(() => this.command('block', BLOCK_LUA)(1, key, durationMs, reason, nowArg, pad), budgetMs).then(() => undefined);
   }
 
-  async block(key: string, durationMs: number, reason: string, nowArg: string, pad: number): Promise<void> {
-    await this.command('block', BLOCK_LUA)(1, key, durationMs, reason, nowArg, pad);
+  refund(algorithm: Algorithm, keys: string[], receipts: string[], cost: number, ctx: RunContext): Promise<void> {
+    return this.call(() => this.refundNow(algorithm, keys, receipts, cost), ctx.budgetMs).then(() => undefined);
   }
 
-  async delete(keys: string[]): Promise<void> {
+  /** A refund's give-back: one script call over all its keys (a Cluster's: one per slot). */
+  protected refundNow(algorithm: Algorithm, keys: string[], receipts: string[], cost: number): Promise<unknown> {
+    return this.giveBack(algorithm, keys, receipts, cost);
+  }
+
+  /**
+   * Gives back a check's writes to state keys (of one slot, on a Cluster): per key, its snapshot while the
+   * key is still what the check left, else its algorithm receipt (a bare string: the receipt alone). Not
+   * idempotent: send it once (stores/cluster.ts). Resolves per key to 1 (snapshot restored) or 2 (receipt
+   * ran). Public for tests.
+   */
+  giveBack(algorithm: Algorithm, stateKeys: string[], receipts: (string | UndoReceipt)[], cost: number): Promise<number[]> {
+    const undo = this.command(`${algorithm.tag}_undo`, giveBackLua(algorithm));
+    return undo(stateKeys.length, ...stateKeys, ...giveBackArgs(receipts, cost)) as Promise<number[]>;
+  }
+
+  delete(keys: string[], budgetMs = 2_000): Promise<void> {
     // One DEL per key: on a Cluster, keys of different identifiers live in different slots.
-    await Promise.all(keys.map((key) => this.client.del(key)));
+    return this.call(() => Promise.all(keys.map((key) => this.client.del(key))), budgetMs).then(() => undefined);
+  }
+
+  /**
+   * The deadline, readiness and breaker around one command. One timer per call; when it fires, the call
+   * settles on the next setImmediate, so a reply already sitting in the socket buffer still wins.
+   */
+  private call<T>(send: () => Promise<T>, budgetMs: number, settled?: Settled): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      let done = false;
+      let released = false;
+      let sentAt: number | undefined;
+      let flush: Flush | undefined;
+      let probe = false;
+      const waiter: ReadyWaiter = { ready: () => go(), fail: (err) => finish(err) };
+      const finish = (err: unknown, value?: T): void => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        this.conn.waiters.delete(waiter);
+        if (err === undefined) resolve(value as T);
+        else reject(err);
+      };
+      const expire = (): void => {
+        if (done) return;
+        if (sentAt === undefined) {
+          // Never sent: it never will be (removed from the waiters), so nothing runs after the caller gave up.
+          settled?.(undefined, true);
+          finish(new StoreError('timeout', `Redis did not become ready within ${budgetMs} ms`));
+          return;
+        }
+        // Replies kept arriving since this one was sent, or the command left this process too late for the
+        // server to have had half the budget (its time went in this process: a turn of thousands of checks,
+        // a starved event loop): the server is not what ran out the clock. Only silence while the server
+        // had the time to answer is a connection fault (docs/design.md, invariant 6).
+        const writtenAt = flush === undefined ? sentAt : flush.at;
+        const serverHadMs = writtenAt === undefined ? 0 : performance.now() - writtenAt;
+        const progressed = this.health.lastReplyAt > sentAt || serverHadMs < budgetMs / 2;
+        if (progressed) this.health.breaker.released(probe);
+        else this.health.breaker.failed(probe);
+        // The caller's answer first, then the release: a check waiting for this one's place among the units
+        // in flight must see this failure (the policy) before it is let in.
+        finish(
+          progressed
+            ? new StoreError(
+                'overload',
+                `no reply within ${budgetMs} ms while Redis was answering earlier commands (or this process was too busy to wait)`,
+              )
+            : new StoreError('timeout', `no reply from Redis within ${budgetMs} ms`),
+        );
+        if (!progressed) {
+          // A silent server may never answer (frozen, partitioned): the command counts as lost from here,
+          // rather than holding its place among the identifier's units in flight for as long as that lasts.
+          released = true;
+          settled?.(undefined, true);
+        }
+      };
+      const timer = setTimeout(() => setImmediate(expire), Math.max(budgetMs, 0));
+      const go = (): void => {
+        if (done) return;
+        try {
+          probe = this.health.breaker.admit();
+        } catch (err) {
+          settled?.(undefined, false);
+          finish(err);
+          return;
+        }
+        sentAt = performance.now();
+        this.checkEviction();
+        let sending: Promise<T>;
+        try {
+          this.flush = undefined;
+          sending = send();
+          flush = this.flush;
+        } catch (err) {
+          sending = Promise.reject(err);
+        }
+        sending.then(
+          (value) => {
+            this.health.lastReplyAt = performance.now();
+            this.health.breaker.succeeded(probe);
+            if (!released) settled?.(value as Reply, done);
+            finish(undefined, value);
+          },
+          (err: unknown) => {
+            const error = toStoreError(err);
+            if (error.kind === 'reply') {
+              // An error reply is still a reply: the connection works.
+              this.health.lastReplyAt = performance.now();
+              this.health.breaker.succeeded(probe);
+            } else if (!done) this.health.breaker.failed(probe);
+            if (!released) settled?.(undefined, done);
+            finish(error);
+          },
+        );
+      };
+      const status = this.client.status;
+      if (status === 'ready') {
+        this.conn.everReady = true;
+        go();
+      } else if (!this.conn.everReady && FIRST_CONNECT_STATES.has(status)) {
+        this.awaitFirstConnect(waiter);
+      } else {
+        // A client that was ready and lost its connection is not waited for: sending would park the
+        // script in ioredis's offline queue and run it, counted, long after the caller gave up.
+        settled?.(undefined, false);
+        finish(new StoreError('unavailable', `Redis connection is ${status}`));
+      }
+    });
+  }
+
+  /** Parks a call until the client's first `ready` (one set of listeners per client, however many wait). */
+  private awaitFirstConnect(waiter: ReadyWaiter): void {
+    const conn = this.conn;
+    conn.waiters.add(waiter);
+    if (conn.listening) return;
+    conn.listening = true;
+    const client = this.client;
+    const done = (err?: unknown): void => {
+      conn.listening = false;
+      client.removeListener('ready', onReady);
+      client.removeListener('error', onError);
+      client.removeListener('close', onError);
+      const waiting = [...conn.waiters];
+      conn.waiters.clear();
+      if (err === undefined) {
+        conn.everReady = true;
+        for (const w of waiting) w.ready();
+      } else {
+        const error = new StoreError('unavailable', 'Redis did not become ready', err);
+        for (const w of waiting) w.fail(error);
+      }
+    };
+    const onReady = (): void => done();
+    const onError = (err?: unknown): void => done(err ?? new Error('connection closed'));
+    client.once('ready', onReady);
+    client.once('error', onError);
+    client.once('close', onError);
+    if (client.status === 'wait') client.connect?.().catch(() => undefined);
+  }
+
+  private checkEviction(): void {
+    checkEvictionPolicy(this.client, this.logger);
   }
 }

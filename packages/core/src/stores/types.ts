@@ -1,15 +1,36 @@
-import type { Program } from '../algorithms/compile';
-import type { Reply } from '../algorithms/frame';
+import type { Program } from '../algorithms/script';
+import type { Algorithm } from '../algorithms/types';
+import type { Reply } from '../reply';
 
-/** Where a limiter keeps its state: Redis (through ioredis) or this process's memory. */
+/** What one check gives a store besides the script's KEYS and ARGV. */
+export interface RunContext {
+  /** The caller's clock (ms since the epoch): the memory store's time. Redis uses its TIME (or ARGV's test clock). */
+  readonly now: number;
+  /** How long a remote store may take, waiting for a first connection included (docs/design.md, invariant 6). */
+  readonly budgetMs: number;
+  /** A remote store calls it once the command is done with, even after the deadline (stores/redis.ts). */
+  readonly settled?: (reply: Reply | undefined, late: boolean) => void;
+}
+
+/**
+ * Where a limiter keeps its state (docs/design.md, section 3): this process's memory (the algorithms'
+ * JavaScript twins, answering at once) or Redis, a single server or a Cluster (the generated scripts,
+ * answering within the deadline; readiness, the breaker and the deadline are the store's own business).
+ * The limiter calls every store the same way; `remote` says whether a check crosses the network, which is
+ * when units in flight, the block cache and the failure policy come into play.
+ */
 export interface Store {
   readonly source: 'redis' | 'memory';
-  /**
-   * Runs the limiter's frame over KEYS and ARGV (the program's Lua in Redis, its algorithm's twin in memory). `now` is the caller's clock, used by the memory
-   * store; the Redis store ignores it (its script reads Redis TIME unless ARGV carries a test clock).
-   */
-  run(program: Program, keys: string[], argv: (string | number)[], now: number): Promise<Reply> | Reply;
+  readonly remote: boolean;
+  /** Runs the program over KEYS and ARGV: a reply now (memory), or one within ctx.budgetMs (Redis). */
+  run(program: Program, keys: string[], argv: (string | number)[], ctx: RunContext): Promise<Reply> | Reply;
   /** Sets a manual block until now + durationMs; `nowArg` is '' (store time) or a test clock. */
   block(key: string, durationMs: number, reason: string, nowArg: string, pad: number, now: number): Promise<void> | void;
   delete(keys: string[]): Promise<void> | void;
+  /**
+   * Gives back what a refundable check consumed (limiter.refund()): per state key, `cost` units of each
+   * window or bucket its receipt names that still holds them (AlgorithmUndo), all in one call per Redis
+   * (per slot on a Cluster). Never sent twice.
+   */
+  refund(algorithm: Algorithm, keys: string[], receipts: string[], cost: number, ctx: RunContext): Promise<void> | void;
 }

@@ -1,0 +1,133 @@
+import Redis from 'ioredis';
+// The built package, as users run it (`npm run bench:policies` builds first).
+import { createLimiter, type Decision, type Limiter, type LimiterOptions } from '@floodgate/core';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SERVER_CORE, pin, startBenchRedis } from './lib/machine';
+import { envInt, fmt, median } from './lib/stats';
+
+/*
+ * `npm run bench:policies`: what each policy of issue 14 costs per request next to a plain check, on the
+ * same machine, rules and clients: decisions per second at 64 checks in flight from one process, and the
+ * Redis CPU per request (INFO commandstats: every command's usec, scripts included, over the requests).
+ * Every case admits every request (limits no client reaches), so each does the same work as the plain
+ * check plus its policy's own. Redis pinned to LOAD_CORE, this process to SERVER_CORE; median of
+ * BENCH_REPS (3) runs of BENCH_CORE_SECONDS (2) each, cases interleaved per rep.
+ */
+const SECONDS = envInt('BENCH_CORE_SECONDS', 2);
+const REPS = envInt('BENCH_REPS', 3);
+const CONCURRENCY = 64;
+const CLIENTS = 10_000;
+const LIMITS = [
+  { limit: 1_000_000, window: '1s' },
+  { limit: 1_000_000, window: '1m' },
+  { limit: 1_000_000, window: '1h' },
+];
+const IDS: [string, string][] = Array.from({ length: CLIENTS }, (_, c) => [`ip:10.0.${c >> 8}.${c & 255}`, `user:u${c}`]);
+
+interface Case {
+  name: string;
+  options: Partial<LimiterOptions>;
+  /** One request: what the adapter would do with the limiter. */
+  request(limiter: Limiter, ids: [string, string]): Promise<Decision>;
+}
+
+const check = (l: Limiter, ids: [string, string]): Promise<Decision> => l.check(ids);
+
+const CASES: Case[] = [
+  { name: 'plain check', options: {}, request: check },
+  { name: 'refunds: true, not refunded', options: { refunds: true }, request: check },
+  {
+    name: 'refunds: check + refund (skipped request)',
+    options: { refunds: true },
+    request: async (l, ids) => {
+      const d = await l.check(ids);
+      await l.refund(d);
+      return d;
+    },
+  },
+  {
+    name: 'plans: check under the 2nd of 3 plans',
+    options: {
+      limits: { free: LIMITS.slice(0, 2), pro: LIMITS, team: LIMITS.map((r) => ({ ...r, limit: r.limit * 2 })) },
+    },
+    request: (l, ids) => l.check(ids, { plan: 'pro' }),
+  },
+  { name: 'lockout: configured, not triggered', options: { lockout: { after: 5, within: '1m', duration: '10m' } }, request: check },
+];
+
+async function perSecond(redis: Redis, c: Case, admin: Redis): Promise<{ rate: number; redisUs: number }> {
+  const limiter = createLimiter({
+    redis,
+    name: `pol-${CASES.indexOf(c)}`,
+    prefix: 'benchp',
+    algorithm: 'sliding-window',
+    limits: LIMITS,
+    timeoutMs: 2_000,
+    ...c.options,
+  });
+  // Warm-up: script load, JIT.
+  for (let k = 0; k < 200; k++) await c.request(limiter, IDS[k]!);
+  await admin.config('RESETSTAT');
+  const deadline = Date.now() + SECONDS * 1000;
+  let calls = 0;
+  let bad = 0;
+  const worker = async (): Promise<void> => {
+    while (Date.now() < deadline) {
+      calls++;
+      const d = await c.request(limiter, IDS[(Math.random() * CLIENTS) | 0]!);
+      if (!d.allowed || d.source !== 'redis') bad++;
+    }
+  };
+  const start = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+  const info = await admin.info('commandstats');
+  await limiter.close();
+  if (bad > 0) throw new Error(`${c.name}: ${bad} requests were not admitted by Redis`);
+  let usec = 0;
+  for (const m of info.matchAll(/^cmdstat_(\w+):calls=\d+,usec=(\d+)/gm)) if (m[1] !== 'config' && m[1] !== 'info') usec += Number(m[2]);
+  return { rate: calls / seconds, redisUs: usec / calls };
+}
+
+async function main(): Promise<void> {
+  pin(process.pid, SERVER_CORE);
+  const r = await startBenchRedis();
+  const redis = new Redis(r.url);
+  const admin = new Redis(r.url);
+  const runs = new Map<Case, { rate: number; redisUs: number }[]>(CASES.map((c) => [c, []]));
+  try {
+    for (let rep = 0; rep < REPS; rep++) {
+      for (const c of CASES) {
+        const m = await perSecond(redis, c, admin);
+        runs.get(c)!.push(m);
+        process.stderr.write(`rep ${rep + 1} ${c.name}: ${fmt(m.rate)}/s, ${m.redisUs.toFixed(1)} µs Redis CPU per request\n`);
+      }
+    }
+  } finally {
+    redis.disconnect();
+    admin.disconnect();
+    await r.stop();
+  }
+  const base = median(runs.get(CASES[0]!)!.map((m) => m.rate));
+  const rows = CASES.map((c) => {
+    const ms = runs.get(c)!;
+    const rate = median(ms.map((m) => m.rate));
+    return { policy: c.name, perSecond: rate, vsPlain: rate / base, redisUsPerRequest: median(ms.map((m) => m.redisUs)) };
+  });
+  const dir = join(__dirname, '..', 'results');
+  mkdirSync(dir, { recursive: true });
+  const meta = { date: new Date().toISOString(), seconds: SECONDS, reps: REPS, concurrency: CONCURRENCY, rules: 3, identifiers: 2 };
+  writeFileSync(join(dir, 'policies.json'), `${JSON.stringify({ meta, rows }, null, 2)}\n`);
+  const lines = [
+    '| policy | requests/s (64 in flight) | vs plain check | Redis CPU µs per request |',
+    '| --- | ---: | ---: | ---: |',
+    ...rows.map((x) => `| ${x.policy} | ${fmt(x.perSecond)} | ${x.vsPlain.toFixed(2)} | ${x.redisUsPerRequest.toFixed(1)} |`),
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});

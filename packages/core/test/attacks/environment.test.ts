@@ -1,0 +1,120 @@
+import Redis from 'ioredis';
+import { createLimiter, type AlgorithmName } from '@floodgate/core';
+import { closeClients, connect, spawnRedis, uniquePrefix, type RedisProcess } from '@floodgate/testing';
+
+/*
+ * docs/security.md, "Eviction", and the README's Production section: what a Redis must be for the limits
+ * to hold (no eviction of Floodgate's keys) and the least a limiter needs from it (its ACL).
+ */
+afterAll(closeClients);
+
+const ALGORITHMS: AlgorithmName[] = ['sliding-window', 'fixed-window', 'sliding-log', 'token-bucket'];
+
+describe('maxmemory-policy', () => {
+  let servers: RedisProcess[] = [];
+  afterEach(async () => {
+    await Promise.all(servers.map((s) => s.stop()));
+    servers = [];
+  });
+
+  test.each(['allkeys-lru', 'volatile-ttl'])('%s: one warning through the logger when a client is first used', async (policy) => {
+    const server = await spawnRedis(['--maxmemory', '100mb', '--maxmemory-policy', policy]);
+    servers.push(server);
+    const warnings: string[] = [];
+    const logger = { warn: (m: string) => void warnings.push(m) };
+    const client = connect(server.url);
+    const a = createLimiter({ redis: client, prefix: uniquePrefix('ev'), name: 'a', limits: { limit: 5, window: '1m' }, logger });
+    const b = createLimiter({ redis: client, prefix: uniquePrefix('ev'), name: 'b', limits: { limit: 5, window: '1m' }, logger });
+    for (let i = 0; i < 3; i++) await Promise.all([a.check('ip:1.2.3.4'), b.check('ip:1.2.3.4')]);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain(`maxmemory-policy is '${policy}'`);
+    expect(warnings[0]).toContain('noeviction');
+  });
+
+  test('noeviction: no warning', async () => {
+    const server = await spawnRedis(['--maxmemory', '100mb', '--maxmemory-policy', 'noeviction']);
+    servers.push(server);
+    const warnings: string[] = [];
+    const limiter = createLimiter({
+      redis: connect(server.url),
+      prefix: uniquePrefix('ev'),
+      limits: { limit: 5, window: '1m' },
+      logger: { warn: (m) => void warnings.push(m) },
+    });
+    await limiter.check('ip:1.2.3.4');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(warnings).toEqual([]);
+  });
+});
+
+/** The ACL the README gives for a limiter: these commands (scripts included), on the limiter's prefix only. */
+const LIMITER_ACL = [
+  '+evalsha',
+  '+eval',
+  '+info',
+  '+del',
+  '+time',
+  '+mget',
+  '+hgetall',
+  '+hmget',
+  '+hget',
+  '+hset',
+  '+pexpire',
+  '+set',
+  '+lrange',
+  '+lpush',
+  '+ltrim',
+  '+lrem',
+];
+
+describe('the ACL a limiter needs', () => {
+  let server: RedisProcess;
+  beforeAll(async () => {
+    server = await spawnRedis();
+    const admin = new Redis(server.url);
+    await admin.call('ACL', 'SETUSER', 'limiter', 'on', '>s3cret', '~fg-acl:*', ...LIMITER_ACL);
+    await admin.call('ACL', 'SETUSER', 'no-time', 'on', '>s3cret', '~fg-acl:*', ...LIMITER_ACL.filter((c) => c !== '+time'));
+    await admin.quit();
+  });
+  afterAll(() => server.stop());
+
+  test.each(ALGORITHMS)('%s: check, peek, block, unblock and reset with exactly that ACL', async (algorithm) => {
+    const client = connect(`redis://limiter:s3cret@127.0.0.1:${server.port}`);
+    const limiter = createLimiter({
+      redis: client,
+      prefix: 'fg-acl',
+      name: algorithm,
+      algorithm,
+      failure: 'closed',
+      limits: [
+        { limit: 2, window: '1m' },
+        { limit: 5, window: '1h', for: 'user' },
+      ],
+    });
+    expect(await limiter.check(['ip:1.2.3.4', 'user:7'])).toMatchObject({ allowed: true, source: 'redis' });
+    expect(await limiter.peek('ip:1.2.3.4')).toMatchObject({ allowed: true, source: 'redis', remaining: 1 });
+    await limiter.block('user:7', { duration: '1m', reason: 'acl test' });
+    expect(await limiter.check(['ip:1.2.3.4', 'user:7'])).toMatchObject({ allowed: false, reason: 'blocked' });
+    await limiter.unblock('user:7');
+    await limiter.reset(['ip:1.2.3.4', 'user:7']);
+    expect(await limiter.check('ip:1.2.3.4')).toMatchObject({ allowed: true, source: 'redis', remaining: 1 });
+    await limiter.close();
+  });
+
+  test('one command short (no TIME): every check fails, so the ACL above is the least that works', async () => {
+    const client = connect(`redis://no-time:s3cret@127.0.0.1:${server.port}`);
+    const limiter = createLimiter({
+      redis: client,
+      prefix: 'fg-acl',
+      name: 'short',
+      failure: 'closed',
+      limits: { limit: 2, window: '1m' },
+      logger: { warn: () => undefined },
+    });
+    const decision = await limiter.check('ip:1.2.3.4');
+    expect(decision).toMatchObject({ allowed: false, source: 'fallback', reason: 'store-unavailable' });
+    expect(String((decision.error?.cause as Error | undefined)?.message)).toMatch(/NOPERM|permission|can't run this command/i);
+    await limiter.close();
+  });
+});

@@ -1,0 +1,84 @@
+import { createLimiter, type Limiter } from '@floodgate/core';
+import { MemoryStore } from '../../src/stores/memory';
+import { closeClients, collectGarbage, connect, spawnRedis, uniquePrefix } from '@floodgate/testing';
+import { liveBlockCaches } from '../../src/block-cache';
+import { registeredNames } from '../../src/registry';
+
+/*
+ * docs/security.md, "Unbounded memory": identifiers are chosen by clients (IPs, user names typed into a
+ * login form), so nothing kept per identifier may grow without bound, and a limiter nobody holds is freed.
+ */
+afterAll(closeClients);
+
+const quiet = { warn: () => undefined };
+const ip = (i: number): string => `ip:10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+
+test('the memory store keeps at most memory.maxKeys identifiers, forgetting the least recently used', async () => {
+  const limiter = createLimiter({ prefix: uniquePrefix('lru'), memory: { maxKeys: 1_000 }, limits: { limit: 1, window: '1h' } });
+  expect((await limiter.check('ip:192.0.2.1')).allowed).toBe(true);
+  expect((await limiter.check('ip:192.0.2.1')).allowed).toBe(false);
+  for (let i = 0; i < 5_000; i++) {
+    await limiter.check(ip(i));
+    // The victim is used now and then: recently used entries stay.
+    if (i % 500 === 0) expect((await limiter.check('ip:192.0.2.1')).allowed).toBe(false);
+  }
+  const store = (limiter as unknown as { store: MemoryStore }).store;
+  expect(store.size).toBeLessThanOrEqual(1_000);
+  // The oldest ones were forgotten: an under-limit for them (a fresh budget), never a crash.
+  expect((await limiter.check(ip(0))).allowed).toBe(true);
+  await limiter.close();
+});
+
+test('a flood of new identifiers never evicts a block', async () => {
+  const limiter = createLimiter({ prefix: uniquePrefix('lrub'), memory: { maxKeys: 100 }, limits: { limit: 5, window: '1h' } });
+  await limiter.block('user:mallory', { duration: '1h', reason: 'abuse' });
+  for (let i = 0; i < 2_000; i++) await limiter.check(ip(i));
+  expect(await limiter.check('user:mallory')).toMatchObject({ allowed: false, reason: 'blocked', blockReason: 'abuse' });
+  await limiter.close();
+});
+
+test("failure: 'local' while Redis is down: the local limiter is bounded too", async () => {
+  const server = await spawnRedis();
+  const client = connect(server.url, { retryStrategy: () => 60_000 });
+  const limiter = createLimiter({
+    redis: client,
+    prefix: uniquePrefix('loc'),
+    failure: 'local',
+    memory: { maxKeys: 500 },
+    limits: { limit: 3, window: '1h' },
+    logger: quiet,
+  });
+  await limiter.check('ip:192.0.2.1');
+  await server.stop();
+  await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 3_000; i++) expect((await limiter.check(ip(i))).source).toBe('fallback');
+  const local = (limiter as unknown as { localStore: MemoryStore }).localStore;
+  expect(local.size).toBeLessThanOrEqual(500);
+  await limiter.close();
+  client.disconnect();
+});
+
+test('limiters nobody holds are collected: no registry keeps them, and their name is free again', async () => {
+  const redis = connect();
+  const prefix = uniquePrefix('gc');
+  collectGarbage();
+  const cachesBefore = liveBlockCaches();
+  const namesBefore = registeredNames();
+  // A limiter built per request and never closed (the leak), each with a denial in its block cache.
+  const perRequest = async (i: number): Promise<void> => {
+    const l: Limiter = createLimiter({ redis, prefix, name: 'per-request', limits: { limit: 1, window: '1h' }, logger: quiet });
+    await l.check(`ip:198.51.100.${i}`);
+    await l.check(`ip:198.51.100.${i}`);
+  };
+  for (let i = 0; i < 200; i++) await perRequest(i);
+  expect(liveBlockCaches()).toBeGreaterThanOrEqual(cachesBefore + 200);
+  for (let round = 0; round < 5 && (liveBlockCaches() > cachesBefore || registeredNames() > namesBefore); round++) {
+    collectGarbage();
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  expect(liveBlockCaches()).toBe(cachesBefore);
+  expect(registeredNames()).toBe(namesBefore);
+  // Before: the name stayed taken by the 200 lost limiters, so other rules under it were refused.
+  const again = createLimiter({ redis, prefix, name: 'per-request', limits: { limit: 9, window: '1m' }, logger: quiet });
+  await again.close();
+});

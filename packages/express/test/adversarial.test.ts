@@ -1,0 +1,4 @@
+import { adversarial } from '@floodgate/testing';
+import { expressFactory } from './app-factory';
+
+adversarial(expressFactory);

@@ -1,0 +1,5 @@
+import { conformance, policyConformance } from '@floodgate/testing';
+import { express4Factory } from './app-factory';
+
+conformance(express4Factory);
+policyConformance(express4Factory);

@@ -1,0 +1,88 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ConfigError, LIMITER_OPTION_KEYS, describeValue, ownOptions } from '@floodgate/core/adapter';
+import type { HttpOptions, LimitsOrLimiter } from '@floodgate/core/adapter';
+
+export type RateLimitHook = 'onRequest' | 'preValidation' | 'preHandler';
+const HOOKS: readonly RateLimitHook[] = ['onRequest', 'preValidation', 'preHandler'];
+
+/** Every option of a route's limiter, each optional (`RouteRateLimitOptions` requires `limits` or `limiter`). */
+export interface RouteRateLimitBaseOptions extends HttpOptions<FastifyRequest> {
+  /** When this route's limiter runs; default: the plugin's `hook`. */
+  hook?: RateLimitHook;
+  /** Whether a finished response succeeded (skipSuccessfulRequests, skipFailedRequests). Default: status < 400. */
+  requestWasSuccessful?: (request: FastifyRequest, reply: FastifyReply) => boolean | Promise<boolean>;
+}
+
+/** A route's own limiter, `config: { rateLimit: {...} }`: it ADDS to the global one. `limits` or `limiter`. */
+export type RouteRateLimitOptions = LimitsOrLimiter<RouteRateLimitBaseOptions>;
+
+/** Every plugin option, each optional. */
+export interface RateLimitPluginBaseOptions extends RouteRateLimitBaseOptions {
+  /** false: only routes with `config.rateLimit` are limited. Default true. */
+  global?: boolean;
+}
+
+/**
+ * The plugin's options: `limits` (or a shared `limiter`) for the global limiter; with `global: false`,
+ * neither is needed (each route brings its own), and the rest is what routes inherit.
+ */
+export type RateLimitPluginOptions = LimitsOrLimiter<RateLimitPluginBaseOptions> | (RateLimitPluginBaseOptions & { global: false });
+
+/*
+ * Settings a route inherits from the plugin (unless it sets its own): where and how state lives (store,
+ * prefix, algorithm, penalty, block cache, Cluster layout, memory bound, failure policy) and how answers look.
+ * Which requests count (limits, name, identify, skip, cost) is the route's own business.
+ */
+const INHERITED = [
+  'redis',
+  'prefix',
+  'algorithm',
+  'penalty',
+  'blockCache',
+  'cluster',
+  'memory',
+  'failure',
+  'timeoutMs',
+  'mode',
+  'onEvent',
+  'events',
+  'logger',
+  'clock',
+  'headers',
+  'statusCode',
+  'message',
+  'ipv6Subnet',
+  'warnings',
+  'omitHeaders',
+  'user',
+  'hook',
+] as const;
+const CORE_KEYS: readonly string[] = LIMITER_OPTION_KEYS;
+
+export function resolveHook(value: unknown, option: string): RateLimitHook {
+  if (value === undefined) return 'onRequest';
+  if ((HOOKS as readonly unknown[]).includes(value)) return value as RateLimitHook;
+  throw new ConfigError(option, `must be one of ${HOOKS.join(', ')}; got ${describeValue(value)}`);
+}
+
+/** A route's options with what it inherits from the plugin's (a shared `limiter` inherits no core option). */
+export function routeOptions(plugin: RateLimitPluginBaseOptions, own: RouteRateLimitBaseOptions): Record<string, unknown> {
+  const merged: Record<string, unknown> = {};
+  for (const key of INHERITED) {
+    if (plugin[key] !== undefined && !(own.limiter !== undefined && CORE_KEYS.includes(key) && key !== 'logger')) merged[key] = plugin[key];
+  }
+  Object.assign(merged, ownOptions(own));
+  // Manual blocks are prefix-wide, and `cluster.colocate` decides their keys: one prefix, one layout.
+  const colocated = (o: { cluster?: unknown }): unknown => (o.cluster as { colocate?: unknown } | undefined)?.colocate ?? false;
+  if (
+    own.limiter === undefined &&
+    (merged.prefix ?? 'floodgate') === (plugin.prefix ?? 'floodgate') &&
+    colocated(merged) !== colocated(plugin)
+  ) {
+    throw new ConfigError(
+      'config.rateLimit.cluster',
+      "differs from the plugin's on the same prefix: every limiter of a prefix shares its block keys, so give them one `cluster.colocate` (or this route its own `prefix`)",
+    );
+  }
+  return merged;
+}

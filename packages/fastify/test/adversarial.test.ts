@@ -1,0 +1,4 @@
+import { adversarial } from '@floodgate/testing';
+import { fastifyFactory } from './app-factory';
+
+adversarial(fastifyFactory);

@@ -1,0 +1,4 @@
+import { adversarial } from '@floodgate/testing';
+import { koaFactory } from './app-factory';
+
+adversarial(koaFactory);

@@ -1,0 +1,271 @@
+import { request as httpRequest } from 'node:http';
+import type Redis from 'ioredis';
+import request from 'supertest';
+import { createLimiter, type Limiter } from '@floodgate/core';
+import { closeClients, connect, uniquePrefix } from './clients';
+import type { AdapterFactory, NeutralOptions, TestApp } from './conformance';
+
+/** Polls `check` until it stops throwing, for at most `ms` (a refund lands just after its response). */
+async function eventually(check: () => Promise<void>, ms = 3_000): Promise<void> {
+  const until = performance.now() + ms;
+  for (;;) {
+    try {
+      return await check();
+    } catch (error) {
+      if (performance.now() > until) throw error;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+}
+
+/** A GET the client abandons after `afterMs` (the socket destroyed before the response). */
+function abandon(url: string, headers: Record<string, string>, afterMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const req = httpRequest(`${url}/`, { headers });
+    req.on('error', () => resolve());
+    req.end();
+    setTimeout(() => {
+      req.destroy();
+      resolve();
+    }, afterMs);
+  });
+}
+
+/**
+ * The policies of issue 14 as every adapter must behave (run with describe per adapter, beside
+ * conformance()): refunds by response outcome (skipSuccessfulRequests, skipFailedRequests,
+ * requestWasSuccessful), plans, lockouts.
+ */
+export function policyConformance(factory: AdapterFactory): void {
+  describe(`${factory.name} conformance: policies`, () => {
+    // Made when this suite starts: conformance()'s afterAll closes every client made before it.
+    let redis: Redis;
+    beforeAll(() => {
+      redis = connect();
+    });
+    const apps: TestApp[] = [];
+    const probes: Limiter[] = [];
+    const start = async (global: NeutralOptions): Promise<TestApp> => {
+      const app = await factory.makeApp({ global });
+      apps.push(app);
+      return app;
+    };
+    /** A limiter over the same keys as an app's own (same prefix, name and rules), to read its counts. */
+    const probe = (options: { prefix: string; limits: NeutralOptions['limits'] }): Limiter => {
+      const l = createLimiter({ redis, prefix: options.prefix, limits: options.limits! });
+      probes.push(l);
+      return l;
+    };
+    const remaining = async (l: Limiter): Promise<number> => (await l.peek('ip:127.0.0.1')).remaining;
+    const statusOf = async (app: TestApp, headers: Record<string, string> = {}): Promise<number> =>
+      (await request(app.url).get('/').set(headers)).status;
+
+    afterEach(async () => {
+      await Promise.all(apps.splice(0).map((a) => a.close()));
+      await Promise.all(probes.splice(0).map((l) => l.close()));
+    });
+    afterAll(closeClients);
+
+    describe('refunds', () => {
+      const options = (extra: Partial<NeutralOptions>) => {
+        const prefix = uniquePrefix(`${factory.name}-rf`);
+        const limits = { limit: 3, window: '1m' } as const;
+        return { global: { redis, prefix, limits, ...extra } as NeutralOptions, probe: { prefix, limits } };
+      };
+
+      test('skipFailedRequests: a response with status >= 400 gives its unit back; a success stays counted', async () => {
+        const o = options({ skipFailedRequests: true });
+        const app = await start(o.global);
+        const counts = probe(o.probe);
+        expect(await statusOf(app, { 'x-status': '500' })).toBe(500);
+        expect(await statusOf(app, { 'x-status': '404' })).toBe(404);
+        await eventually(async () => expect(await remaining(counts)).toBe(3));
+        expect(await statusOf(app)).toBe(200);
+        expect(await statusOf(app)).toBe(200);
+        expect(await statusOf(app)).toBe(200);
+        // Denied: a 429 is a failure, but a denial consumed nothing, so it refunds nothing either.
+        expect(await statusOf(app)).toBe(429);
+        await new Promise((r) => setTimeout(r, 50));
+        expect(await remaining(counts)).toBe(0);
+        expect(app.hits()).toBe(5);
+      });
+
+      test('skipSuccessfulRequests: only failures count', async () => {
+        const o = options({ skipSuccessfulRequests: true });
+        const app = await start(o.global);
+        const counts = probe(o.probe);
+        for (let k = 0; k < 5; k++) {
+          expect(await statusOf(app)).toBe(200);
+          await eventually(async () => expect(await remaining(counts)).toBe(3));
+        }
+        for (let k = 0; k < 3; k++) expect(await statusOf(app, { 'x-status': '503' })).toBe(503);
+        expect(await statusOf(app)).toBe(429);
+      });
+
+      test('a client that goes away before its response counts as failed', async () => {
+        const o = options({ skipFailedRequests: true });
+        const app = await start(o.global);
+        const counts = probe(o.probe);
+        await abandon(app.url, { 'x-delay': '300' }, 60);
+        // Counted when it arrived (so concurrent requests cannot exceed the limit) ...
+        expect(await remaining(counts)).toBe(2);
+        // ... and given back once the connection closed without a response.
+        await eventually(async () => expect(await remaining(counts)).toBe(3));
+      });
+
+      test('requestWasSuccessful decides what success is (it sees the request in every framework)', async () => {
+        const o = options({ skipSuccessfulRequests: true, requestWasSuccessful: (req) => req.headers['x-ok'] === 'yes' });
+        const app = await start(o.global);
+        const counts = probe(o.probe);
+        expect(await statusOf(app, { 'x-ok': 'yes', 'x-status': '500' })).toBe(500);
+        await eventually(async () => expect(await remaining(counts)).toBe(3));
+        expect(await statusOf(app)).toBe(200);
+        await new Promise((r) => setTimeout(r, 50));
+        expect(await remaining(counts)).toBe(2);
+      });
+
+      test('requestWasSuccessful that throws or rejects: the request is answered and stays counted', async () => {
+        const warnings: string[] = [];
+        for (const judge of [
+          () => {
+            throw new Error('judge broke');
+          },
+          () => Promise.reject(new Error('judge broke')),
+        ]) {
+          const o = options({
+            skipSuccessfulRequests: true,
+            requestWasSuccessful: judge,
+            logger: { warn: (m: string) => void warnings.push(m) },
+          });
+          const app = await start(o.global);
+          const counts = probe(o.probe);
+          expect(await statusOf(app)).toBe(200);
+          await new Promise((r) => setTimeout(r, 50));
+          expect(await remaining(counts)).toBe(2);
+        }
+      });
+
+      test('a shared limiter: refunds need `refunds: true` on it', async () => {
+        const prefix = uniquePrefix(`${factory.name}-rs`);
+        const plain = createLimiter({ redis, prefix, name: 'plain', limits: { limit: 3, window: '1m' } });
+        probes.push(plain);
+        await expect(factory.makeApp({ global: { limiter: plain, skipFailedRequests: true } })).rejects.toMatchObject({
+          option: 'skipFailedRequests',
+        });
+        const refundable = createLimiter({ redis, prefix, limits: { limit: 3, window: '1m' }, refunds: true });
+        probes.push(refundable);
+        const app = await start({ limiter: refundable, skipFailedRequests: true });
+        expect(await statusOf(app, { 'x-status': '500' })).toBe(500);
+        await eventually(async () => expect(await remaining(refundable)).toBe(3));
+      });
+
+      test('bad refund options fail at construction naming the option', async () => {
+        const base = { redis, prefix: uniquePrefix('bad'), limits: { limit: 3, window: '1m' } } as NeutralOptions;
+        await expect(factory.makeApp({ global: { ...base, skipFailedRequests: 'yes' as unknown as boolean } })).rejects.toMatchObject({
+          option: 'skipFailedRequests',
+        });
+        await expect(factory.makeApp({ global: { ...base, requestWasSuccessful: () => true } })).rejects.toMatchObject({
+          option: 'requestWasSuccessful',
+        });
+        await expect(
+          factory.makeApp({ global: { ...base, skipSuccessfulRequests: true, requestWasSuccessful: 'ok' as unknown as () => boolean } }),
+        ).rejects.toMatchObject({ option: 'requestWasSuccessful' });
+      });
+    });
+    describe('plans', () => {
+      const plans = { free: [{ limit: 2, window: '1m' }], pro: [{ limit: 4, window: '1m' }] };
+      const planned = (extra: Partial<NeutralOptions> = {}): NeutralOptions =>
+        ({
+          redis,
+          prefix: uniquePrefix(`${factory.name}-pl`),
+          limits: plans,
+          plan: (req) => req.headers['x-plan'] as string | undefined,
+          ...extra,
+        }) as NeutralOptions;
+
+      test("plan(req) picks each request's rule set, and its headers; no plan is the first", async () => {
+        const app = await start(planned());
+        const free = await request(app.url).get('/');
+        expect(free.headers['ratelimit-policy']).toBe('"1m";q=2;w=60');
+        expect(await statusOf(app)).toBe(200);
+        expect(await statusOf(app)).toBe(429);
+        // The same client on the pro plan: the minute's 2 units carry over, 2 of 4 remain.
+        const pro = await request(app.url).get('/').set('x-plan', 'pro');
+        expect(pro.status).toBe(200);
+        expect(pro.headers['ratelimit-policy']).toBe('"1m";q=4;w=60');
+        expect(pro.headers.ratelimit).toMatch(/^"1m";r=1;t=\d+$/);
+        expect(await statusOf(app, { 'x-plan': 'pro' })).toBe(200);
+        expect(await statusOf(app, { 'x-plan': 'pro' })).toBe(429);
+        expect(app.hits()).toBe(4);
+      });
+
+      test('an unknown plan, or a plan function that throws, is an error for the framework: never admitted, never counted', async () => {
+        const app = await start(planned());
+        const unknown = await request(app.url).get('/').set('x-plan', 'gold');
+        expect(unknown.status).toBe(500);
+        const throwing = await start(
+          planned({
+            plan: () => {
+              throw new Error('plan lookup failed');
+            },
+          }),
+        );
+        expect((await request(throwing.url).get('/')).status).toBe(500);
+        const rejecting = await start(planned({ plan: async () => Promise.reject(new Error('plan lookup failed')) }));
+        expect((await request(rejecting.url).get('/')).status).toBe(500);
+        expect(app.hits() + throwing.hits() + rejecting.hits()).toBe(0);
+        // Nothing was counted for the failed requests.
+        const free = await request(app.url).get('/');
+        expect(free.headers.ratelimit).toMatch(/^"1m";r=1;t=\d+$/);
+      });
+
+      test('bad plan options fail at construction naming the option', async () => {
+        await expect(
+          factory.makeApp({
+            global: { redis, prefix: uniquePrefix('bad'), limits: { limit: 2, window: '1m' }, plan: () => 'free' } as NeutralOptions,
+          }),
+        ).rejects.toMatchObject({ option: 'plan' });
+        await expect(factory.makeApp({ global: planned({ plan: 'pro' as unknown as () => string }) })).rejects.toMatchObject({
+          option: 'plan',
+        });
+        await expect(factory.makeApp({ global: planned({ limits: { free: [], pro: plans.pro } }) })).rejects.toMatchObject({
+          option: 'limits.free',
+        });
+      });
+    });
+    describe('lockouts', () => {
+      test('after `after` denials the client is locked out: 429 with the lockout as Retry-After, for every route', async () => {
+        const app = await start({
+          redis,
+          prefix: uniquePrefix(`${factory.name}-lo`),
+          limits: { limit: 1, window: '1m' },
+          lockout: { after: 2, within: '1m', duration: '10m' },
+        } as NeutralOptions);
+        expect(await statusOf(app)).toBe(200);
+        const first = await request(app.url).get('/');
+        expect(first.status).toBe(429);
+        // The first denial is the rule's (the default sliding window: up to a bucket past the minute), not a lockout.
+        expect(Number(first.headers['retry-after'])).toBeLessThanOrEqual(66);
+        const locked = await request(app.url).get('/search');
+        expect(locked.status).toBe(429);
+        const retry = Number(locked.headers['retry-after']);
+        expect(retry).toBeGreaterThan(590);
+        expect(retry).toBeLessThanOrEqual(600);
+        expect(app.hits()).toBe(1);
+      });
+
+      test('bad lockout options fail at construction naming the option', async () => {
+        await expect(
+          factory.makeApp({
+            global: {
+              redis,
+              prefix: uniquePrefix('bad'),
+              limits: { limit: 1, window: '1m' },
+              lockout: { after: 0, within: '1m', duration: '1m' },
+            },
+          }),
+        ).rejects.toMatchObject({ option: 'lockout.after' });
+      });
+    });
+  });
+}

@@ -1,0 +1,65 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import Fastify from 'fastify';
+import { createLimiter } from '@floodgate/core';
+import { rateLimit as expressRateLimit } from '@floodgate/express';
+import fastifyRateLimit from '@floodgate/fastify';
+import { rateLimit as koaRateLimit } from '@floodgate/koa';
+
+/*
+ * The adapters' option types require `limits` unless a shared `limiter` is given (and then no core option
+ * beside it), so the mistakes below fail to compile instead of throwing a ConfigError at run time. ts-jest
+ * only transpiles (isolatedModules), so the first test compiles this file with tsc, as `npm run typecheck`
+ * does: a `@ts-expect-error` that meets no error is itself an error, so each line below can fail.
+ */
+const limits = { limit: 5, window: '1m' };
+
+/** Never called: it only has to compile. */
+export async function typeChecks(): Promise<void> {
+  const limiter = createLimiter({ limits });
+  expressRateLimit({ limits });
+  expressRateLimit({ limiter, logger: { warn: () => undefined } });
+  // @ts-expect-error neither limits nor limiter
+  expressRateLimit({ name: 'x' });
+  // @ts-expect-error neither limits nor limiter
+  expressRateLimit({});
+  // @ts-expect-error core options beside a shared limiter belong on the limiter
+  expressRateLimit({ limiter, redis: undefined, limits });
+  // @ts-expect-error core options beside a shared limiter belong on the limiter
+  expressRateLimit({ limiter, name: 'x' });
+
+  koaRateLimit({ limits, name: 'x' });
+  koaRateLimit({ limiter });
+  // @ts-expect-error neither limits nor limiter
+  koaRateLimit({ name: 'x' });
+  // @ts-expect-error core options beside a shared limiter belong on the limiter
+  koaRateLimit({ limiter, algorithm: 'fixed-window' });
+
+  const app = Fastify();
+  await app.register(fastifyRateLimit, { limits });
+  await app.register(fastifyRateLimit, { limiter });
+  await app.register(fastifyRateLimit, { global: false, prefix: 'p' });
+  // @ts-expect-error the global limiter needs limits (or global: false)
+  await app.register(fastifyRateLimit, { name: 'x' });
+  app.get('/a', { config: { rateLimit: { name: 'a', limits } } }, async () => 'a');
+  app.get('/b', { config: { rateLimit: false } }, async () => 'b');
+  // @ts-expect-error a route's limiter needs its own limits (or a shared limiter)
+  app.get('/c', { config: { rateLimit: { name: 'c' } } }, async () => 'c');
+}
+
+test('this file type-checks: every @ts-expect-error below meets its error', () => {
+  const tsc = join(__dirname, '..', 'node_modules', 'typescript', 'bin', 'tsc');
+  const run = (): string =>
+    execFileSync(process.execPath, [tsc, '-p', join(__dirname, 'tsconfig.option-types.json')], { encoding: 'utf8' });
+  expect(run).not.toThrow();
+}, 60_000);
+
+test('what the types refuse is refused at run time too, with a ConfigError', async () => {
+  const missing = { name: 'x' } as never;
+  expect(() => expressRateLimit(missing)).toThrow(expect.objectContaining({ code: 'ERR_FLOODGATE_CONFIG', option: 'limits' }));
+  expect(() => koaRateLimit(missing)).toThrow(expect.objectContaining({ code: 'ERR_FLOODGATE_CONFIG', option: 'limits' }));
+  const limiter = createLimiter({ limits });
+  expect(() => expressRateLimit({ limiter, name: 'x' } as never)).toThrow(expect.objectContaining({ option: 'name' }));
+  await expect(Fastify().register(fastifyRateLimit, missing).ready()).rejects.toMatchObject({ option: 'limits' });
+  await limiter.close();
+});

@@ -1,0 +1,97 @@
+// Run by test/pack.test.ts in a scratch app outside the repository, where the packed tarballs are installed:
+// what a CommonJS user writes. Prints one JSON line: what each part answered.
+const { once } = require('node:events');
+const { createRequire } = require('node:module');
+const { ConfigError, createLimiter } = require('@floodgate/core');
+const { rateLimit: expressRateLimit } = require('@floodgate/express');
+const fastifyRateLimit = require('@floodgate/fastify').default;
+const { rateLimit: koaRateLimit } = require('@floodgate/koa');
+const Router = require('@koa/router');
+const express = require('express');
+const Fastify = require('fastify');
+const { Redis } = require('ioredis');
+const Koa = require('koa');
+
+const limits = { limit: 1, window: '1m' };
+
+/** Two GETs: the limit is 1, so 200 then 429. */
+async function twice(url) {
+  const statuses = [];
+  for (let i = 0; i < 2; i++) {
+    const res = await fetch(url);
+    await res.arrayBuffer();
+    statuses.push(res.status);
+  }
+  return statuses;
+}
+async function serve(server) {
+  await once(server, 'listening');
+  const statuses = await twice(`http://127.0.0.1:${server.address().port}/`);
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+  return statuses;
+}
+
+async function main() {
+  const out = { format: 'cjs' };
+
+  // The core, in memory and on the test Redis (under a prefix of its own, reset afterwards).
+  const memory = createLimiter({ name: 'memory', limits });
+  out.memory = [(await memory.check('ip:192.0.2.1')).allowed, (await memory.check('ip:192.0.2.1')).allowed];
+  await memory.close();
+  const redis = new Redis(process.env.FLOODGATE_TEST_REDIS_URL, { maxRetriesPerRequest: 1 });
+  const onRedis = createLimiter({ redis, prefix: process.argv[2], name: 'cjs', limits, failure: 'closed', timeoutMs: 5000 });
+  const first = await onRedis.check('ip:192.0.2.1');
+  const second = await onRedis.check('ip:192.0.2.1');
+  out.redis = [
+    [first.allowed, first.source],
+    [second.allowed, second.source],
+  ];
+  await onRedis.reset('ip:192.0.2.1');
+  await onRedis.close();
+  await redis.quit();
+
+  const e = express();
+  e.use(expressRateLimit({ name: 'express', limits }));
+  e.get('/', (req, res) => void res.json({ remaining: req.rateLimit?.remaining }));
+  out.express = await serve(e.listen(0, '127.0.0.1'));
+
+  const f = Fastify();
+  await f.register(fastifyRateLimit, { name: 'fastify', limits });
+  f.get('/', async (request) => ({ remaining: request.rateLimit?.remaining }));
+  out.fastify = await twice(await f.listen({ port: 0, host: '127.0.0.1' }));
+  await f.close();
+
+  const k = new Koa();
+  const router = new Router();
+  router.get('/', koaRateLimit({ name: 'koa', limits }), (ctx) => {
+    ctx.body = { remaining: ctx.state.rateLimit?.remaining };
+  });
+  k.use(router.routes());
+  out.koa = await serve(k.listen(0, '127.0.0.1'));
+
+  // One copy of the core: the adapters throw the ConfigError class this file required, and resolve the
+  // core to the same file as this app does.
+  const configError = (make) => {
+    try {
+      make();
+      return 'no error';
+    } catch (err) {
+      return err instanceof ConfigError;
+    }
+  };
+  out.sameConfigError = [
+    configError(() => expressRateLimit({ limits: 'nonsense' })),
+    configError(() => koaRateLimit({ limits: 'nonsense' })),
+  ];
+  out.core = require.resolve('@floodgate/core');
+  out.coreOfAdapters = ['express', 'fastify', 'koa'].map((a) =>
+    createRequire(require.resolve(`@floodgate/${a}`)).resolve('@floodgate/core'),
+  );
+  console.log(JSON.stringify(out));
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exitCode = 1;
+});

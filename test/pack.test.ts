@@ -1,0 +1,176 @@
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { uniquePrefix } from '@floodgate/testing';
+
+/*
+ * What a user gets: `npm pack` each published package (from its built dist/: `npm test` builds first),
+ * install the tarballs in a scratch app outside the repository (so nothing resolves to the workspace), and
+ * use them from an ESM file, a CommonJS file and TypeScript files type-checked with "module": "nodenext".
+ * One install serves every consumer. The framework and client versions are the lockfile's, so the npm cache
+ * `npm ci` filled answers most of the install (--prefer-offline); the rest comes from the registry.
+ */
+const root = join(__dirname, '..');
+const PUBLISHED = ['core', 'express', 'fastify', 'koa', 'metrics'];
+const FROM_REGISTRY = ['ioredis', 'express', 'fastify', 'koa', '@koa/router', '@types/express', '@types/koa', '@types/node'];
+const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string }> };
+const pinned = (name: string): string => {
+  const version = lock.packages[`node_modules/${name}`]?.version;
+  if (!version) throw new Error(`${name} is not in package-lock.json`);
+  return version;
+};
+
+/** npm for a directory outside the repository: none of the `npm test` run's own npm_* settings but the user's cache, registry and config files. */
+function npmEnv(): NodeJS.ProcessEnv {
+  const keep = /^npm_config_(cache|registry|userconfig|globalconfig|cafile|proxy|https_proxy|noproxy|strict_ssl)$/i;
+  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k) || keep.test(k)));
+}
+function npm(args: string[], cwd: string): string {
+  return execFileSync('npm', [...args, '--loglevel=error'], { cwd, env: npmEnv(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+interface Packed {
+  name: string;
+  version: string;
+  filename: string;
+  files: { path: string }[];
+}
+
+let work: string;
+let app: string;
+let packed: Packed[];
+let installMs: number;
+
+beforeAll(() => {
+  for (const p of PUBLISHED) {
+    if (!existsSync(join(root, 'packages', p, 'dist', 'index.js')))
+      throw new Error(`packages/${p} is not built: run \`npm run build\` (npm test does)`);
+  }
+  work = mkdtempSync(join(tmpdir(), 'floodgate-pack-'));
+  const tarballs = join(work, 'tarballs');
+  app = join(work, 'app');
+  mkdirSync(tarballs);
+  mkdirSync(app);
+  packed = JSON.parse(
+    npm(['pack', '--json', '--pack-destination', tarballs, ...PUBLISHED.flatMap((p) => ['-w', `@floodgate/${p}`])], root),
+  ) as Packed[];
+  const dependencies: Record<string, string> = {};
+  for (const p of packed) dependencies[p.name] = `file:${join(tarballs, p.filename)}`;
+  for (const name of FROM_REGISTRY) dependencies[name] = pinned(name);
+  writeFileSync(join(app, 'package.json'), `${JSON.stringify({ name: 'floodgate-scratch-app', private: true, dependencies }, null, 2)}\n`);
+  const started = Date.now();
+  npm(['install', '--prefer-offline', '--no-audit', '--no-fund'], app);
+  installMs = Date.now() - started;
+  for (const f of readdirSync(join(__dirname, 'pack-consumer'))) copyFileSync(join(__dirname, 'pack-consumer', f), join(app, f));
+}, 240_000);
+
+afterAll(() => {
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+test('each tarball holds dist/, README.md, LICENSE and package.json, and nothing else', () => {
+  expect(packed.map((p) => p.name).sort()).toEqual(PUBLISHED.map((p) => `@floodgate/${p}`));
+  for (const p of packed) {
+    const files = p.files.map((f) => f.path).sort();
+    expect({
+      name: p.name,
+      stray: files.filter((f) => !f.startsWith('dist/') && !['README.md', 'LICENSE', 'package.json'].includes(f)),
+    }).toEqual({ name: p.name, stray: [] });
+    for (const f of ['README.md', 'LICENSE', 'package.json', 'dist/index.js', 'dist/index.mjs', 'dist/index.d.ts', 'dist/index.d.mts']) {
+      expect({ name: p.name, has: f, present: files.includes(f) }).toEqual({ name: p.name, has: f, present: true });
+    }
+  }
+});
+
+test('installs in the scratch app in well under a minute', () => {
+  expect(installMs).toBeLessThan(60_000);
+});
+
+test('the installed adapters depend on a versioned core and share the one installed copy of it', () => {
+  const core = JSON.parse(readFileSync(join(app, 'node_modules', '@floodgate', 'core', 'package.json'), 'utf8')) as { version: string };
+  for (const adapter of ['express', 'fastify', 'koa']) {
+    const pkg = JSON.parse(readFileSync(join(app, 'node_modules', '@floodgate', adapter, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+    };
+    expect(pkg.dependencies['@floodgate/core']).toBe(`^${core.version}`);
+  }
+  // No nested copy anywhere in the tree.
+  const copies: string[] = [];
+  const walk = (dir: string): void => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (!entry.isDirectory()) continue;
+      const path = join(dir, entry.name);
+      if (entry.name === 'core' && dir.endsWith(join('node_modules', '@floodgate'))) copies.push(path);
+      walk(path);
+    }
+  };
+  walk(join(app, 'node_modules'));
+  expect(copies).toEqual([join(app, 'node_modules', '@floodgate', 'core')]);
+});
+
+/** Runs a consumer in the scratch app; it prints one JSON line of what each part answered. */
+function consume(file: string): Record<string, unknown> {
+  const out = execFileSync(process.execPath, [file, uniquePrefix('pack')], { cwd: app, encoding: 'utf8', timeout: 60_000 });
+  return JSON.parse(out.trim().split('\n').pop()!) as Record<string, unknown>;
+}
+
+const expected = (format: string) => ({
+  format,
+  memory: [true, false],
+  redis: [
+    [true, 'redis'],
+    [false, 'redis'],
+  ],
+  express: [200, 429],
+  fastify: [200, 429],
+  koa: [200, 429],
+  sameConfigError: [true, true],
+});
+
+test.each([
+  ['ESM', 'esm', 'esm.mjs'],
+  ['CommonJS', 'cjs', 'cjs.cjs'],
+])(
+  '%s consumer: limiters in memory and on the test Redis, and an Express, Fastify and Koa app each answer 200 then 429',
+  (_label, format, file) => {
+    const { core, coreOfAdapters, ...rest } = consume(file);
+    expect(rest).toEqual(expected(format));
+    // The adapters resolve @floodgate/core to the app's one copy.
+    expect(dirname(core as string)).toBe(join(app, 'node_modules', '@floodgate', 'core', 'dist'));
+    expect(coreOfAdapters).toEqual([core, core, core]);
+  },
+);
+
+test('TypeScript consumers type-check with "module": "nodenext": ESM and CommonJS declarations, and each package README\'s example', () => {
+  const readmes = PUBLISHED.map((p) => {
+    const readme = readFileSync(join(app, 'node_modules', '@floodgate', p, 'README.md'), 'utf8');
+    const code = /```ts\n([\s\S]*?)```/.exec(readme)?.[1];
+    if (!code) throw new Error(`packages/${p}/README.md has no \`\`\`ts example`);
+    writeFileSync(join(app, `readme-${p}.mts`), code);
+    return `readme-${p}.mts`;
+  });
+  // skipLibCheck: third-party declarations have errors of their own (@types/koa against its
+  // content-disposition); typed.mts's @ts-expect-error lines fail if ours ever resolve to `any`.
+  const tsconfig = {
+    compilerOptions: {
+      module: 'nodenext',
+      moduleResolution: 'nodenext',
+      target: 'es2022',
+      strict: true,
+      noEmit: true,
+      types: ['node'],
+      skipLibCheck: true,
+    },
+    files: ['typed.mts', 'typed.cts', ...readmes],
+  };
+  writeFileSync(join(app, 'tsconfig.json'), JSON.stringify(tsconfig, null, 2));
+  const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+  let output = '';
+  try {
+    execFileSync(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: app, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (err) {
+    output = String((err as { stdout?: string }).stdout ?? err);
+  }
+  expect(output).toBe('');
+}, 60_000);
