@@ -13,7 +13,18 @@ import { uniquePrefix } from '@floodgate/testing';
  */
 const root = join(__dirname, '..');
 const PUBLISHED = ['core', 'express', 'fastify', 'koa', 'metrics'];
-const FROM_REGISTRY = ['ioredis', 'express', 'fastify', 'koa', '@koa/router', '@types/express', '@types/koa', '@types/node'];
+const FROM_REGISTRY = [
+  'ioredis',
+  'express',
+  'fastify',
+  'koa',
+  '@koa/router',
+  '@types/express',
+  '@types/koa',
+  '@types/node',
+  'prom-client',
+  '@opentelemetry/api',
+];
 const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string }> };
 const pinned = (name: string): string => {
   const version = lock.packages[`node_modules/${name}`]?.version;

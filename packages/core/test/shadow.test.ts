@@ -19,8 +19,17 @@ test('shadow mode allows everything and reports each would-be denial through onE
   // The first would-be denial from Redis, the next from the block cache (as an enforcing limiter would).
   expect(decisions.map((d) => d.source)).toEqual(['redis', 'redis', 'redis', 'redis', 'cache']);
   expect(decisions.map((d) => d.shadowDenied ?? false)).toEqual([false, false, false, true, true]);
-  expect(events).toHaveLength(2);
-  for (const e of events) {
+  // Every check is a decision event (shadow: true on the would-be denials); the denials also come as shadow-deny.
+  expect(events.filter((e) => e.type === 'decision').map((e) => e.type === 'decision' && e.shadow)).toEqual([
+    false,
+    false,
+    false,
+    true,
+    true,
+  ]);
+  const denials = events.filter((e) => e.type !== 'decision');
+  expect(denials).toHaveLength(2);
+  for (const e of denials) {
     expect(e).toMatchObject({ type: 'shadow-deny', limiter: 'default', decision: { allowed: false, reason: 'limit', limit: 3 } });
   }
   // It counted for real: an enforcing limiter over the same keys sees the limit used up.
@@ -43,6 +52,7 @@ test('shadow mode reports a manual block as a would-be denial too', async () => 
   });
   await l.block('ip:2', { duration: '1m', reason: 'test' });
   expect(await l.check('ip:2')).toMatchObject({ allowed: true, shadowDenied: true });
-  expect(events.map((e) => e.type)).toEqual(['shadow-deny']);
+  expect(events.map((e) => e.type)).toEqual(['shadow-deny', 'decision']);
+  expect(events[1]).toMatchObject({ type: 'decision', outcome: 'blocked', shadow: true });
   expect((events[0] as { decision: { reason: string } }).decision.reason).toBe('blocked');
 });
