@@ -33,6 +33,10 @@ interface Case {
 }
 
 const check = (l: Limiter, ids: [string, string]): Promise<Decision> => l.check(ids);
+let events = 0;
+const countEvent = (): void => {
+  events++;
+};
 
 const CASES: Case[] = [
   { name: 'plain check', options: {}, request: check },
@@ -54,6 +58,8 @@ const CASES: Case[] = [
     request: (l, ids) => l.check(ids, { plan: 'pro' }),
   },
   { name: 'lockout: configured, not triggered', options: { lockout: { after: 5, within: '1m', duration: '10m' } }, request: check },
+  // Issue 15: a decision event per check (what @floodgate/metrics subscribes to), with a listener that counts.
+  { name: 'events: one onEvent listener', options: { onEvent: countEvent }, request: check },
 ];
 
 async function perSecond(redis: Redis, c: Case, admin: Redis): Promise<{ rate: number; redisUs: number }> {
@@ -69,6 +75,7 @@ async function perSecond(redis: Redis, c: Case, admin: Redis): Promise<{ rate: n
   // Warm-up: script load, JIT.
   for (let k = 0; k < 200; k++) await c.request(limiter, IDS[k]!);
   await admin.config('RESETSTAT');
+  events = 0;
   const deadline = Date.now() + SECONDS * 1000;
   let calls = 0;
   let bad = 0;
@@ -84,6 +91,7 @@ async function perSecond(redis: Redis, c: Case, admin: Redis): Promise<{ rate: n
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
   const info = await admin.info('commandstats');
   await limiter.close();
+  if (c.options.onEvent && events < calls) throw new Error(`${c.name}: ${events} events for ${calls} checks`);
   if (bad > 0) throw new Error(`${c.name}: ${bad} requests were not admitted by Redis`);
   let usec = 0;
   for (const m of info.matchAll(/^cmdstat_(\w+):calls=\d+,usec=(\d+)/gm)) if (m[1] !== 'config' && m[1] !== 'info') usec += Number(m[2]);
