@@ -3,7 +3,7 @@ import type Redis from 'ioredis';
 import request from 'supertest';
 import { createLimiter, type Limiter } from '@floodgate/core';
 import { closeClients, connect, uniquePrefix } from './clients';
-import type { AdapterFactory, NeutralOptions, TestApp } from './conformance';
+import type { AdapterFactory, AppSpec, NeutralOptions, TestApp } from './conformance';
 
 /** Polls `check` until it stops throwing, for at most `ms` (a refund lands just after its response). */
 async function eventually(check: () => Promise<void>, ms = 3_000): Promise<void> {
@@ -34,7 +34,7 @@ function abandon(url: string, headers: Record<string, string>, afterMs: number):
 /**
  * The policies of issue 14 as every adapter must behave (run with describe per adapter, beside
  * conformance()): refunds by response outcome (skipSuccessfulRequests, skipFailedRequests,
- * requestWasSuccessful), plans, lockouts.
+ * requestWasSuccessful), plans, lockouts, allow and deny lists.
  */
 export function policyConformance(factory: AdapterFactory): void {
   describe(`${factory.name} conformance: policies`, () => {
@@ -45,11 +45,12 @@ export function policyConformance(factory: AdapterFactory): void {
     });
     const apps: TestApp[] = [];
     const probes: Limiter[] = [];
-    const start = async (global: NeutralOptions): Promise<TestApp> => {
-      const app = await factory.makeApp({ global });
+    const startSpec = async (spec: AppSpec): Promise<TestApp> => {
+      const app = await factory.makeApp(spec);
       apps.push(app);
       return app;
     };
+    const start = (global: NeutralOptions): Promise<TestApp> => startSpec({ global });
     /** A limiter over the same keys as an app's own (same prefix, name and rules), to read its counts. */
     const probe = (options: { prefix: string; limits: NeutralOptions['limits'] }): Limiter => {
       const l = createLimiter({ redis, prefix: options.prefix, limits: options.limits! });
@@ -265,6 +266,100 @@ export function policyConformance(factory: AdapterFactory): void {
             },
           }),
         ).rejects.toMatchObject({ option: 'lockout.after' });
+      });
+    });
+    describe('allow and deny lists', () => {
+      const listed = (extra: Partial<NeutralOptions>) => {
+        const prefix = uniquePrefix(`${factory.name}-ls`);
+        const limits = { limit: 1, window: '1m' } as const;
+        return { global: { redis, prefix, limits, ...extra } as NeutralOptions, probe: { prefix, limits } };
+      };
+
+      test('an allowed client is never limited and gets no rate-limit headers; nothing is counted', async () => {
+        const o = listed({ allow: ['127.0.0.0/8'] });
+        const app = await start(o.global);
+        const counts = probe(o.probe);
+        for (let k = 0; k < 3; k++) {
+          const res = await request(app.url).get('/');
+          expect(res.status).toBe(200);
+          expect(res.headers.ratelimit).toBeUndefined();
+          expect(res.headers['ratelimit-policy']).toBeUndefined();
+        }
+        expect(await remaining(counts)).toBe(1);
+        expect(app.hits()).toBe(3);
+      });
+
+      test('a denied client gets 403 without reaching the handler or Redis; denyStatusCode changes the status', async () => {
+        const o = listed({ deny: ['127.0.0.1'] });
+        const app = await start(o.global);
+        const counts = probe(o.probe);
+        const res = await request(app.url).get('/');
+        expect(res.status).toBe(403);
+        expect(res.body).toEqual({ statusCode: 403, error: 'Forbidden', message: 'Forbidden' });
+        expect(res.headers['retry-after']).toBeUndefined();
+        expect(res.headers.ratelimit).toBeUndefined();
+        expect(await remaining(counts)).toBe(1);
+        const other = await start(listed({ deny: ['user:mallory'], denyStatusCode: 451 }).global);
+        expect(await statusOf(other, { 'x-user': 'mallory' })).toBe(451);
+        expect(await statusOf(other, { 'x-user': 'alice' })).toBe(200);
+        expect(app.hits() + other.hits()).toBe(1);
+      });
+
+      test('deny wins over allow, and over skip; a message function sees reason listed', async () => {
+        const app = await start(
+          listed({
+            allow: ['127.0.0.1'],
+            deny: ['user:mallory'],
+            skip: () => true,
+            message: (_req, decision) => (decision.reason === 'listed' ? 'go away' : 'slow down'),
+          }).global,
+        );
+        const res = await request(app.url).get('/').set('x-user', 'mallory');
+        expect(res.status).toBe(403);
+        expect(res.body.message).toBe('go away');
+        expect(await statusOf(app)).toBe(200);
+        expect(app.hits()).toBe(1);
+      });
+
+      test('a spoofed X-Forwarded-For is not the client unless the proxy is trusted', async () => {
+        const o = listed({ allow: ['203.0.113.0/24'] });
+        const spoofed = { 'x-forwarded-for': '203.0.113.7' };
+        const untrusted = await startSpec({ global: o.global });
+        expect(await statusOf(untrusted, spoofed)).toBe(200);
+        expect(await statusOf(untrusted, spoofed)).toBe(429);
+        const trusted = await startSpec({ global: listed({ allow: ['203.0.113.0/24'] }).global, trustProxy: true });
+        for (let k = 0; k < 3; k++) expect(await statusOf(trusted, spoofed)).toBe(200);
+        // Behind the trusted proxy, an IPv4-mapped IPv6 address is the IPv4 client the rule names.
+        expect(await statusOf(trusted, { 'x-forwarded-for': '::ffff:203.0.113.8' })).toBe(200);
+        expect(await statusOf(trusted, { 'x-forwarded-for': '::ffff:203.0.113.8' })).toBe(200);
+        // And an IPv6 client matches by its own address, not the /56 it is limited as.
+        const v6 = await startSpec({ global: listed({ deny: ['2001:db8::7'] }).global, trustProxy: true });
+        expect(await statusOf(v6, { 'x-forwarded-for': '2001:db8::7' })).toBe(403);
+        expect(await statusOf(v6, { 'x-forwarded-for': '2001:db8::8' })).toBe(200);
+      });
+
+      test('setLists on a shared limiter changes the answer of the next request', async () => {
+        const o = listed({});
+        const shared = createLimiter({ redis, prefix: (o.global as { prefix: string }).prefix, limits: { limit: 5, window: '1m' } });
+        probes.push(shared);
+        const app = await start({ limiter: shared });
+        expect(await statusOf(app)).toBe(200);
+        shared.setLists({ deny: ['127.0.0.1'] });
+        expect(await statusOf(app)).toBe(403);
+        shared.setLists({ deny: [], allow: ['127.0.0.1'] });
+        const res = await request(app.url).get('/');
+        expect(res.status).toBe(200);
+        expect(res.headers.ratelimit).toBeUndefined();
+      });
+
+      test('a malformed entry or denyStatusCode fails at construction naming the option', async () => {
+        await expect(factory.makeApp({ global: listed({ allow: ['10.0.0.0/8', '10.0.0.0/33'] }).global })).rejects.toMatchObject({
+          option: 'allow[1]',
+        });
+        await expect(factory.makeApp({ global: listed({ deny: ['999.1.1.1'] }).global })).rejects.toMatchObject({ option: 'deny[0]' });
+        await expect(factory.makeApp({ global: listed({ denyStatusCode: 200 }).global })).rejects.toMatchObject({
+          option: 'denyStatusCode',
+        });
       });
     });
   });
