@@ -117,7 +117,34 @@ export interface HttpOutcome {
    * adapter then calls `completed()` once the response is done (see whenResponseDone).
    */
   own?: Decision;
+  /** slowDown only: this limiter's own decision, from which the delay is computed (http-slow-down.ts). */
+  self?: Decision;
   error?: unknown;
+}
+
+/**
+ * What a limiter of the HTTP layer does with a decision: `limit` (rateLimit) refuses a denied request;
+ * `slow` (slowDown) lets a request over the count through, to be delayed, and refuses only for the other
+ * reasons (deny list, block, failure 'closed', unidentified 'deny').
+ */
+export type HttpRole = 'limit' | 'slow';
+
+/** A decision one middleware made for a request, that a middleware of the other role on the same limiter takes over. */
+interface Made {
+  limiter: Limiter;
+  role: HttpRole;
+  key: string;
+  decision: Decision | Promise<Decision>;
+}
+
+/** Limiters that a slowDown shares with rateLimit: only their checks are recorded and looked up per request. */
+const paired = shared('pairedLimiters', () => new WeakSet<Limiter>());
+/** Per request: the decisions of paired limiters, until the other middleware takes them over (once). */
+const made = shared('madeDecisions', () => new WeakMap<object, Made[]>());
+
+/** Marks a limiter as shared by a slowDown: a request then counts once for slowDown and rateLimit together. */
+export function pairLimiter(limiter: Limiter): void {
+  paired.add(limiter);
 }
 
 export interface HttpLimiter<Req> {
@@ -256,6 +283,7 @@ export function createHttpLimiter<Req>(
   options: HttpOptions<Req>,
   extraKeys: readonly string[] = [],
   defaultUser?: (req: Req) => unknown,
+  role: HttpRole = 'limit',
 ): HttpLimiter<Req> {
   if (typeof options !== 'object' || options === null) {
     throw new ConfigError('options', `must be an object with \`limits\` or \`limiter\`; got ${describeValue(options)}`);
@@ -360,6 +388,9 @@ export function createHttpLimiter<Req>(
     const { set, append } = quiet
       ? { set: [], append: [] }
       : rateLimitHeaders(planFor(req, planName), decision, previous, plan.mode === 'legacy' ? Date.now() : 0);
+    // slowDown: a request over the count is delayed, not refused (the other denials stand).
+    if (role === 'slow' && (decision.allowed || decision.reason === 'limit'))
+      return { action: 'next', status: 200, set, append, self: decision, own: refunds.option === undefined ? undefined : decision };
     if (!decision.allowed) return denial(req, decision, retryS, set, append);
     const tightest = previous === undefined || bindsTighter(decision, previous) ? decision : previous;
     if (refunds.option === undefined) return { action: 'next', status: 200, set, append, decision: tightest };
@@ -382,11 +413,32 @@ export function createHttpLimiter<Req>(
     if (name !== undefined && typeof name !== 'string') {
       throw new TypeError(`floodgate: plan(req) must return a plan name or undefined; got ${describeValue(name)}`);
     }
-    const decision = direct
-      ? (limiter as FloodgateLimiter)[checkNow](ids, units, name, address)
-      : limiter.check(ids, name === undefined ? { cost: units } : { cost: units, plan: name });
+    const decision = paired.has(limiter) ? takeOver(req, ids, units, address, name) : check(ids, units, address, name);
     if (!isThenable(decision)) return shape(req, decision, previous, name);
     return Promise.resolve(decision).then((d) => shape(req, d, previous, name));
+  }
+
+  function check(ids: string[], units: number, address: string | undefined, name: string | undefined): MaybePromise<Decision> {
+    return direct
+      ? (limiter as FloodgateLimiter)[checkNow](ids, units, name, address)
+      : limiter.check(ids, name === undefined ? { cost: units } : { cost: units, plan: name });
+  }
+
+  /**
+   * A limiter shared by slowDown and rateLimit: the first of the two to check a request records its
+   * decision, and the other takes it over instead of counting the request again (same identifiers, cost
+   * and plan; once).
+   */
+  function takeOver(req: Req, ids: string[], units: number, address: string | undefined, name: string | undefined): MaybePromise<Decision> {
+    const key = `${name ?? ''}\n${units}\n${ids.join('\n')}`;
+    const list = made.get(req as object);
+    const at = list === undefined ? -1 : list.findIndex((m) => m.limiter === limiter && m.role !== role && m.key === key);
+    if (at !== -1) return list!.splice(at, 1)[0]!.decision;
+    const decision = check(ids, units, address, name);
+    const entry: Made = { limiter, role, key, decision };
+    if (list === undefined) made.set(req as object, [entry]);
+    else list.push(entry);
+    return decision;
   }
 
   function planned(

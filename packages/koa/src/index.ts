@@ -104,3 +104,4 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
 
 export type { Decision, HeaderMode } from '@floodgate/core/adapter';
 export { concurrency, type ConcurrencyOptions } from './concurrency';
+export { slowDown, type SlowDownOptions, type SlowDownBaseOptions, type SlowDownMiddleware } from './slow-down';

@@ -3,7 +3,8 @@ import type Redis from 'ioredis';
 import request from 'supertest';
 import { createLimiter, type Limiter } from '@floodgate/core';
 import { closeClients, connect, uniquePrefix } from './clients';
-import type { AdapterFactory, AppSpec, NeutralOptions, TestApp } from './conformance';
+import type { AdapterFactory, AppSpec, NeutralOptions, NeutralSlowDownOptions, TestApp } from './conformance';
+import { liveTimers } from './load';
 
 /** Polls `check` until it stops throwing, for at most `ms` (a refund lands just after its response). */
 async function eventually(check: () => Promise<void>, ms = 3_000): Promise<void> {
@@ -34,7 +35,7 @@ function abandon(url: string, headers: Record<string, string>, afterMs: number):
 /**
  * The policies of issue 14 as every adapter must behave (run with describe per adapter, beside
  * conformance()): refunds by response outcome (skipSuccessfulRequests, skipFailedRequests,
- * requestWasSuccessful), plans, lockouts, allow and deny lists.
+ * requestWasSuccessful), plans, lockouts, allow and deny lists, slow-down.
  */
 export function policyConformance(factory: AdapterFactory): void {
   describe(`${factory.name} conformance: policies`, () => {
@@ -360,6 +361,162 @@ export function policyConformance(factory: AdapterFactory): void {
         await expect(factory.makeApp({ global: listed({ denyStatusCode: 200 }).global })).rejects.toMatchObject({
           option: 'denyStatusCode',
         });
+      });
+    });
+    describe('slow-down', () => {
+      const slowed = (
+        extra: Partial<NeutralSlowDownOptions>,
+      ): { spec: NeutralSlowDownOptions; probe: { prefix: string; limits: NeutralOptions['limits'] } } => {
+        const prefix = uniquePrefix(`${factory.name}-sd`);
+        const limits = { limit: 10, window: '1m' } as const;
+        return { spec: { redis, prefix, limits, ...extra } as NeutralSlowDownOptions, probe: { prefix, limits } };
+      };
+      /** Status and ms of one GET. */
+      const timed = async (
+        app: TestApp,
+        headers: Record<string, string> = {},
+      ): Promise<{ status: number; ms: number; res: request.Response }> => {
+        const started = performance.now();
+        const res = await request(app.url).get('/').set(headers);
+        return { status: res.status, ms: performance.now() - started, res };
+      };
+
+      test('after delayAfter requests each further one waits delayMs; no rate-limit headers by default', async () => {
+        const app = await startSpec({ slowDown: slowed({ delayAfter: 2, delayMs: 400 }).spec });
+        const first = await timed(app);
+        const second = await timed(app);
+        const third = await timed(app);
+        expect([first.status, second.status, third.status]).toEqual([200, 200, 200]);
+        expect(first.ms).toBeLessThan(300);
+        expect(second.ms).toBeLessThan(300);
+        expect(third.ms).toBeGreaterThanOrEqual(395);
+        expect(third.res.headers.ratelimit).toBeUndefined();
+        expect(app.hits()).toBe(3);
+      });
+
+      test('delayMs as a function gets the count and the request; maxDelayMs caps it, and the default formula', async () => {
+        const seen: [number, unknown][] = [];
+        const fn = await startSpec({
+          slowDown: slowed({
+            delayAfter: 1,
+            maxDelayMs: 250,
+            delayMs: (used, req) => {
+              seen.push([used, req.headers['x-tag']]);
+              return used === 2 ? 50 : 60_000;
+            },
+          }).spec,
+        });
+        await timed(fn, { 'x-tag': 'a' });
+        expect((await timed(fn, { 'x-tag': 'b' })).ms).toBeGreaterThanOrEqual(48);
+        const capped = await timed(fn, { 'x-tag': 'c' });
+        expect(capped.ms).toBeGreaterThanOrEqual(245);
+        expect(capped.ms).toBeLessThan(5_000);
+        expect(seen).toEqual([
+          [2, 'b'],
+          [3, 'c'],
+        ]);
+        // The default: a second per request past delayAfter, here capped at 300 ms.
+        const plain = await startSpec({ slowDown: slowed({ delayAfter: 1, maxDelayMs: 300 }).spec });
+        await timed(plain);
+        const second = await timed(plain);
+        expect(second.ms).toBeGreaterThanOrEqual(295);
+        expect(second.ms).toBeLessThan(900);
+      });
+
+      test('with rateLimit on the same limiter: counted once per request, first slowed, then refused', async () => {
+        const o = slowed({});
+        const shared = createLimiter({ redis, prefix: (o.spec as { prefix: string }).prefix, limits: { limit: 3, window: '1m' } });
+        probes.push(shared);
+        const app = await startSpec({ slowDown: { limiter: shared, delayAfter: 1, delayMs: 150 }, global: { limiter: shared } });
+        const first = await timed(app);
+        expect(first.status).toBe(200);
+        expect(first.ms).toBeLessThan(120);
+        expect(first.res.headers.ratelimit).toMatch(/r=2/);
+        const second = await timed(app);
+        expect(second.status).toBe(200);
+        expect(second.ms).toBeGreaterThanOrEqual(145);
+        expect(second.res.headers.ratelimit).toMatch(/r=1/);
+        expect((await timed(app)).status).toBe(200);
+        const refused = await timed(app);
+        expect(refused.status).toBe(429);
+        expect(refused.ms).toBeGreaterThanOrEqual(145);
+        expect(app.hits()).toBe(3);
+        expect(await remaining(shared)).toBe(0);
+      });
+
+      test('slowDown alone never refuses for the count: past the limit it keeps delaying', async () => {
+        const app = await startSpec({
+          slowDown: slowed({ limits: { limit: 2, window: '1m' }, delayAfter: 1, delayMs: (used) => used * 40 }).spec,
+        });
+        await timed(app);
+        await timed(app);
+        const past = await timed(app);
+        expect(past.status).toBe(200);
+        // Past the limit the count stays at limit + 1: 3 x 40 ms.
+        expect(past.ms).toBeGreaterThanOrEqual(118);
+        expect(app.hits()).toBe(3);
+      });
+
+      test('a client that disconnects during its delay leaves no timer, never reaches the handler, and stays counted', async () => {
+        const o = slowed({ delayAfter: 0, delayMs: 5_000, maxDelayMs: 10_000, skipFailedRequests: true });
+        const app = await startSpec({ slowDown: o.spec });
+        const counts = probe(o.probe);
+        const before = liveTimers();
+        const gone = abandon(app.url, {}, 150);
+        await new Promise((r) => setTimeout(r, 80));
+        expect(liveTimers()).toBeGreaterThan(before);
+        await gone;
+        await eventually(async () => expect(liveTimers()).toBeLessThanOrEqual(before));
+        await new Promise((r) => setTimeout(r, 50));
+        expect(app.hits()).toBe(0);
+        // Leaving early buys nothing: the request is not given back, even with skipFailedRequests.
+        expect(await remaining(counts)).toBe(9);
+      });
+
+      test('a delayMs that throws, rejects or answers nonsense fails the request: never let through undelayed', async () => {
+        for (const delayMs of [
+          () => {
+            throw new Error('delay lookup failed');
+          },
+          () => Promise.reject(new Error('delay lookup failed')),
+          () => Number.NaN,
+          () => -5,
+          () => 'soon' as unknown as number,
+        ]) {
+          const app = await startSpec({ slowDown: slowed({ delayAfter: 0, delayMs }).spec });
+          expect(await statusOf(app)).toBe(500);
+          expect(app.hits()).toBe(0);
+        }
+      });
+
+      test('the deny list refuses through slowDown at once; the allow list is never slowed', async () => {
+        const denied = await startSpec({ slowDown: slowed({ delayAfter: 0, delayMs: 2_000, deny: ['127.0.0.1'] }).spec });
+        const refused = await timed(denied);
+        expect(refused.status).toBe(403);
+        expect(refused.ms).toBeLessThan(1_000);
+        const allowed = await startSpec({ slowDown: slowed({ delayAfter: 0, delayMs: 2_000, allow: ['127.0.0.0/8'] }).spec });
+        const fast = await timed(allowed);
+        expect(fast.status).toBe(200);
+        expect(fast.ms).toBeLessThan(1_000);
+        expect(denied.hits() + allowed.hits()).toBe(1);
+      });
+
+      test('bad slow-down options fail at construction naming the option', async () => {
+        const cases: [Partial<NeutralSlowDownOptions>, string][] = [
+          [{ delayAfter: -1 }, 'delayAfter'],
+          [{ delayAfter: 1.5 }, 'delayAfter'],
+          [{ delayAfter: 11 }, 'delayAfter'],
+          [{ delayMs: -5 }, 'delayMs'],
+          [{ delayMs: Number.POSITIVE_INFINITY }, 'delayMs'],
+          [{ delayMs: '1s' as unknown as number }, 'delayMs'],
+          [{ maxDelayMs: 0 }, 'maxDelayMs'],
+          [{ maxDelayMs: 600_001 }, 'maxDelayMs'],
+          [{ maxDelayMs: Number.POSITIVE_INFINITY }, 'maxDelayMs'],
+          [{ windowMs: 60_000 } as Partial<NeutralSlowDownOptions>, 'windowMs'],
+        ];
+        for (const [extra, option] of cases) {
+          await expect(factory.makeApp({ slowDown: slowed(extra).spec })).rejects.toMatchObject({ option });
+        }
       });
     });
   });
