@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { ConfigError, createLimiter, type Decision } from '@floodgate/core';
 import { createHttpSlowDown, type SlowDownHttpOptions, type SlowDownOutcome } from '@floodgate/core/adapter';
 import { delayOf, pause, usedOf } from '../src/http-slow-down';
-import { closeClients, connect, liveTimers, spawnRedis, uniquePrefix, type RedisProcess } from '@floodgate/testing';
+import { abandon, closeClients, connect, liveTimers, spawnRedis, uniquePrefix, type RedisProcess } from '@floodgate/testing';
 
 /*
  * slowDown's shared HTTP layer (issue 14, item 5), with no framework: the count a decision carries, the
@@ -129,24 +129,6 @@ const get = (url: string): Promise<{ status: number; ms: number }> =>
       .end();
   });
 
-/** Requests that their clients destroy after `afterMs`, before any answer. */
-const abandon = (url: string, n: number, afterMs: number): Promise<void[]> =>
-  Promise.all(
-    Array.from(
-      { length: n },
-      () =>
-        new Promise<void>((resolve) => {
-          const req = httpRequest(url);
-          req.on('error', () => resolve());
-          req.end();
-          setTimeout(() => {
-            req.destroy();
-            resolve();
-          }, afterMs);
-        }),
-    ),
-  );
-
 describe('over real sockets', () => {
   test('a flood of clients that leave during their delays: every timer cleared, no handler, every request counted', async () => {
     const options = base({ limits: { limit: 100, window: '1m' }, delayAfter: 0, delayMs: 20_000, maxDelayMs: 60_000 });
@@ -154,7 +136,7 @@ describe('over real sockets', () => {
     const probe = createLimiter({ redis, prefix: options.prefix!, limits: options.limits!, blockCache: false });
     try {
       const before = liveTimers();
-      await abandon(app.url, 40, 150);
+      await Promise.all(Array.from({ length: 40 }, () => abandon(app.url, {}, 150)));
       await new Promise((r) => setTimeout(r, 100));
       expect(liveTimers()).toBeLessThanOrEqual(before);
       expect(app.hits()).toBe(0);

@@ -20,7 +20,7 @@ async function eventually(check: () => Promise<void>, ms = 3_000): Promise<void>
 }
 
 /** A GET the client abandons after `afterMs` (the socket destroyed before the response). */
-function abandon(url: string, headers: Record<string, string>, afterMs: number): Promise<void> {
+export function abandon(url: string, headers: Record<string, string>, afterMs: number): Promise<void> {
   return new Promise((resolve) => {
     const req = httpRequest(`${url}/`, { headers });
     req.on('error', () => resolve());
