@@ -208,8 +208,9 @@ const PEER_NAMES: Record<string, string> = {
   addHeadersOnExceeding: '`headers` (which set) and `omitHeaders` (leave some out)',
   enableDraftSpec: "`headers: 'draft-8'`",
   keyPrefixSeparator: '`prefix`',
-  whitelist: '`skip(req)`',
-  allowList: '`skip(req)`',
+  whitelist: '`allow: [...]` (IP addresses, CIDR ranges, identifiers), or `skip(req)` for a function',
+  allowList: '`allow: [...]` (IP addresses, CIDR ranges, identifiers), or `skip(req)` for a function',
+  blacklist: '`deny: [...]` (IP addresses, CIDR ranges, identifiers)',
   errorResponseBuilder: '`message` or `handler`',
 };
 
