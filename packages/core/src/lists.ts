@@ -179,10 +179,21 @@ function parseClient(text: string): Parsed | undefined {
 
 /** Allow and deny lists, compiled. */
 export class Lists {
+  /** Whether both lists are empty (a check then asks nothing). */
+  readonly empty: boolean;
+  /** Whether any rule is an IP rule (else the client address need not be parsed). */
+  readonly hasIps: boolean;
+  /** Whether the deny list has any rule. */
+  readonly denies: boolean;
+
   private constructor(
     private readonly allow: CompiledList,
     private readonly deny: CompiledList,
-  ) {}
+  ) {
+    this.empty = allow.empty && deny.empty;
+    this.hasIps = allow.hasIps || deny.hasIps;
+    this.denies = !deny.empty;
+  }
 
   /** Validates and compiles `{ allow, deny }`: a malformed entry is a ConfigError naming `allow[i]` or `deny[i]`. */
   static compile(allow: unknown, deny: unknown): Lists {
@@ -203,20 +214,6 @@ export class Lists {
     }
     assertKnownOptions(value, ['allow', 'deny']);
     return ownOptions(value as ListsInput);
-  }
-
-  get empty(): boolean {
-    return this.allow.empty && this.deny.empty;
-  }
-
-  /** Whether any rule is an IP rule (else the client address need not be parsed). */
-  get hasIps(): boolean {
-    return this.allow.hasIps || this.deny.hasIps;
-  }
-
-  /** Whether the deny list has any rule. */
-  get denies(): boolean {
-    return !this.deny.empty;
   }
 
   /**

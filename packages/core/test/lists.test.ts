@@ -1,5 +1,6 @@
 import type Redis from 'ioredis';
 import { ConfigError, createLimiter, type LimiterEvent, type LimiterOptions } from '@floodgate/core';
+import { createHttpLimiter } from '@floodgate/core/adapter';
 import { closeClients, commandStats, connect, startRedis, uniquePrefix, type StartedRedis } from '@floodgate/testing';
 
 /*
@@ -241,4 +242,44 @@ test('the in-memory store: the same answers', async () => {
   expect(await l.check('ip:10.1.1.1')).toMatchObject({ allowed: false, reason: 'listed', source: 'list' });
   expect((await l.check('ip:192.0.2.1')).source).toBe('memory');
   await l.close();
+});
+
+describe('the HTTP layer', () => {
+  interface Req {
+    tenant?: string;
+  }
+
+  test('a deny-listed address is refused before skip, identify, cost or plan run, with one decision event', async () => {
+    const calls: string[] = [];
+    const events: LimiterEvent[] = [];
+    const http = createHttpLimiter<Req>({
+      redis,
+      prefix: uniquePrefix('ls'),
+      limits: { free: [limits], pro: [limits] },
+      deny: ['198.51.100.0/24', 'tenant:evil'],
+      onEvent: (e) => void events.push(e),
+      skip: () => (calls.push('skip'), false),
+      identify: (req, defaults) => (calls.push('identify'), req.tenant ? [...defaults, `tenant:${req.tenant}`] : defaults),
+      cost: () => (calls.push('cost'), 1),
+      plan: () => (calls.push('plan'), undefined),
+    });
+    const refused = await http.decide({}, '::ffff:198.51.100.20');
+    expect(refused).toMatchObject({ action: 'deny', status: 403, set: [], append: [], decision: { reason: 'listed', source: 'list' } });
+    expect(calls).toEqual([]);
+    expect(events.filter((e) => e.type === 'decision')).toHaveLength(1);
+    // An identifier only identify() gives is matched with the check, after the functions ran.
+    const tenant = await http.decide({ tenant: 'evil' }, '192.0.2.1');
+    expect(tenant).toMatchObject({ action: 'deny', status: 403, decision: { identifier: 'tenant:evil' } });
+    expect(calls).toEqual(['skip', 'identify', 'cost', 'plan']);
+    await http.limiter.close();
+  });
+
+  test('an allow-listed client: next, no headers, the list decision on the request', async () => {
+    const http = createHttpLimiter<Req>({ redis, prefix: uniquePrefix('ls'), limits, allow: ['2001:db8::/32'] });
+    for (let k = 0; k < 3; k++) {
+      const outcome = await http.decide({}, '[2001:db8::1]:443');
+      expect(outcome).toMatchObject({ action: 'next', set: [], append: [], decision: { source: 'list', allowed: true } });
+    }
+    await http.limiter.close();
+  });
 });
