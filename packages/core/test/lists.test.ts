@@ -283,3 +283,34 @@ describe('the HTTP layer', () => {
     await http.limiter.close();
   });
 });
+
+describe('attacks', () => {
+  test('a polluted Object.prototype never puts anyone on a list', async () => {
+    const proto = Object.prototype as { deny?: unknown; allow?: unknown };
+    proto.deny = ['0.0.0.0/0'];
+    proto.allow = ['user:attacker'];
+    try {
+      const l = make();
+      expect((await l.check('ip:192.0.2.1')).source).toBe('redis');
+      l.setLists({});
+      expect((await l.check('user:attacker')).source).toBe('redis');
+      await l.close();
+    } finally {
+      delete proto.deny;
+      delete proto.allow;
+    }
+  });
+
+  test('a large list compiles once and matches by set lookups: 100,000 entries', async () => {
+    const deny = Array.from({ length: 100_000 }, (_, k) => (k % 2 ? `10.${(k >> 16) & 255}.${(k >> 8) & 255}.${k & 255}` : `user:u${k}`));
+    const started = performance.now();
+    const l = make({ deny });
+    expect(performance.now() - started).toBeLessThan(5_000);
+    const t = performance.now();
+    for (let k = 0; k < 1_000; k++) await l.peek(['ip:192.0.2.1', `user:x${k}`]);
+    expect(performance.now() - t).toBeLessThan(5_000);
+    expect((await l.check('ip:10.0.0.1')).reason).toBe('listed');
+    expect((await l.check('user:u2')).reason).toBe('listed');
+    await l.close();
+  });
+});
