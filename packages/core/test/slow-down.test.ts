@@ -1,7 +1,8 @@
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { EventEmitter } from 'node:events';
 import { ConfigError, createLimiter, type Decision } from '@floodgate/core';
-import { createHttpSlowDown, type SlowDownHttpOptions, type SlowDownOutcome } from '@floodgate/core/adapter';
+import { createHttpLimiter, createHttpSlowDown, type SlowDownHttpOptions, type SlowDownOutcome } from '@floodgate/core/adapter';
 import { delayOf, pause, usedOf } from '../src/http-slow-down';
 import { abandon, closeClients, connect, liveTimers, spawnRedis, uniquePrefix, type RedisProcess } from '@floodgate/testing';
 
@@ -206,5 +207,54 @@ describe('over real sockets', () => {
         await closed.close();
       }
     });
+  });
+});
+
+describe('sharing a limiter with rateLimit', () => {
+  // A response that stays open: what pause() reads and listens to.
+  const OPEN = Object.assign(new EventEmitter(), { closed: false, destroyed: false, writableEnded: false }) as unknown as ServerResponse;
+
+  test.each(['slowDown first', 'rateLimit first'])(
+    '%s: one count per request, and the second takes the first decision over',
+    async (order) => {
+      const limiter = createLimiter({ redis, prefix: uniquePrefix('sd'), limits: { limit: 3, window: '1m' } });
+      const slow = createHttpSlowDown<object>({ limiter, delayAfter: 1, delayMs: 1 });
+      const limit = createHttpLimiter<object>({ limiter });
+      const seen: { used?: number; status: number }[] = [];
+      for (let k = 0; k < 5; k++) {
+        const req = {};
+        if (order === 'slowDown first') {
+          const s = await slow.run(req, '192.0.2.1', OPEN);
+          const r = await limit.decide(req, '192.0.2.1');
+          seen.push({ used: s.info?.used, status: r.action === 'deny' ? r.status : 200 });
+        } else {
+          const r = await limit.decide(req, '192.0.2.1');
+          if (r.action === 'deny') {
+            seen.push({ status: r.status });
+            continue;
+          }
+          const s = await slow.run(req, '192.0.2.1', OPEN);
+          seen.push({ used: s.info?.used, status: 200 });
+        }
+      }
+      const expected =
+        order === 'slowDown first'
+          ? [1, 2, 3, 4, 4].map((used, k) => ({ used, status: k < 3 ? 200 : 429 }))
+          : [{ used: 1, status: 200 }, { used: 2, status: 200 }, { used: 3, status: 200 }, { status: 429 }, { status: 429 }];
+      expect(seen).toEqual(expected);
+      expect((await limiter.peek('ip:192.0.2.1')).remaining).toBe(0);
+      await limiter.close();
+    },
+  );
+
+  test('two slowDowns, or two rateLimits, on one limiter each count (several middlewares, one budget)', async () => {
+    const limiter = createLimiter({ redis, prefix: uniquePrefix('sd'), limits: { limit: 10, window: '1m' } });
+    const a = createHttpSlowDown<object>({ limiter, delayAfter: 5, delayMs: 1 });
+    const b = createHttpSlowDown<object>({ limiter, delayAfter: 5, delayMs: 1 });
+    const req = {};
+    await a.run(req, '192.0.2.1', OPEN);
+    await b.run(req, '192.0.2.1', OPEN);
+    expect((await limiter.peek('ip:192.0.2.1')).remaining).toBe(8);
+    await limiter.close();
   });
 });
