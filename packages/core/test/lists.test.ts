@@ -267,6 +267,11 @@ describe('the HTTP layer', () => {
     expect(refused).toMatchObject({ action: 'deny', status: 403, set: [], append: [], decision: { reason: 'listed', source: 'list' } });
     expect(calls).toEqual([]);
     expect(events.filter((e) => e.type === 'decision')).toHaveLength(1);
+    // A port, brackets or quotes a proxy added are not part of the address.
+    for (const ip of ['198.51.100.21:5555', '"198.51.100.22"', '[::ffff:198.51.100.23]:80']) {
+      expect(await http.decide({}, ip)).toMatchObject({ action: 'deny', status: 403 });
+    }
+    expect(calls).toEqual([]);
     // An identifier only identify() gives is matched with the check, after the functions ran.
     const tenant = await http.decide({ tenant: 'evil' }, '192.0.2.1');
     expect(tenant).toMatchObject({ action: 'deny', status: 403, decision: { identifier: 'tenant:evil' } });
