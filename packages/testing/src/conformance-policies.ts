@@ -473,6 +473,17 @@ export function policyConformance(factory: AdapterFactory): void {
         expect(await remaining(counts)).toBe(9);
       });
 
+      test('refund options work as for rateLimit: a failed response gives its unit back', async () => {
+        const o = slowed({ delayAfter: 5, delayMs: 1, skipFailedRequests: true });
+        const app = await startSpec({ slowDown: o.spec });
+        const counts = probe(o.probe);
+        expect(await statusOf(app, { 'x-status': '500' })).toBe(500);
+        await eventually(async () => expect(await remaining(counts)).toBe(10));
+        expect(await statusOf(app)).toBe(200);
+        await new Promise((r) => setTimeout(r, 50));
+        expect(await remaining(counts)).toBe(9);
+      });
+
       test('a delayMs that throws, rejects or answers nonsense fails the request: never let through undelayed', async () => {
         for (const delayMs of [
           () => {
