@@ -9,6 +9,7 @@ import {
   type SlowDownInfo,
   type SlowDownOutcome,
 } from '@floodgate/core/adapter';
+import { checkTrust } from './trust';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -55,6 +56,7 @@ export function slowDown(options: SlowDownOptions): SlowDownMiddleware {
   };
   const middleware = (req: Request, res: Response, next: NextFunction): void => {
     watchServerOf(req.socket);
+    checkTrust(req, http.warn);
     http
       .run(req, req.ip, res)
       .then((outcome) => respond(req, res, next, outcome))

@@ -8,6 +8,7 @@ import {
   type SlowDownHttpOptions,
   type SlowDownInfo,
 } from '@floodgate/core/adapter';
+import { checkTrust } from './denial';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -34,6 +35,7 @@ async function slowDownPlugin(fastify: FastifyInstance, options: SlowDownOptions
   if ((options as { limiter?: unknown }).limiter === undefined) fastify.addHook('onClose', async () => http.limiter.close());
   // onRequest: before the body is read, and before the rateLimit of a route (route hooks run after the app's).
   fastify.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    checkTrust(request, http.warn);
     const outcome = await http.run(request, request.ip, reply.raw);
     if (outcome.action === 'error') throw outcome.error;
     // The client left during its delay: no handler runs for nobody.

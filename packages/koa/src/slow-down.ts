@@ -8,6 +8,7 @@ import {
   type SlowDownHttpOptions,
   type SlowDownInfo,
 } from '@floodgate/core/adapter';
+import { checkTrust } from './trust';
 
 declare module 'koa' {
   interface DefaultState {
@@ -36,6 +37,7 @@ export function slowDown(options: SlowDownOptions): SlowDownMiddleware {
   const http = createHttpSlowDown<Context>(options, [], defaultUser);
   const middleware = async function floodgateSlowDown(ctx: Context, next: Next): Promise<unknown> {
     watchServerOf(ctx.req.socket);
+    checkTrust(ctx, http.warn);
     const outcome = await http.run(ctx, ctx.ip, ctx.res);
     if (outcome.action === 'error') throw outcome.error;
     // The client left during its delay: no handler runs for nobody.

@@ -2,6 +2,7 @@ import { request as httpRequest } from 'node:http';
 import type Redis from 'ioredis';
 import request from 'supertest';
 import { createLimiter, type Limiter } from '@floodgate/core';
+import { resetWarnings } from '@floodgate/core/adapter';
 import { closeClients, connect, uniquePrefix } from './clients';
 import type { AdapterFactory, AppSpec, NeutralOptions, NeutralSlowDownOptions, TestApp } from './conformance';
 import { liveTimers } from './load';
@@ -471,6 +472,16 @@ export function policyConformance(factory: AdapterFactory): void {
         expect(app.hits()).toBe(0);
         // Leaving early buys nothing: the request is not given back, even with skipFailedRequests.
         expect(await remaining(counts)).toBe(9);
+      });
+
+      test('slowDown alone warns, once, about a proxy header it does not trust (as rateLimit does)', async () => {
+        resetWarnings();
+        const warnings: string[] = [];
+        const app = await startSpec({
+          slowDown: slowed({ delayAfter: 5, delayMs: 1, logger: { warn: (m: string) => void warnings.push(m) } }).spec,
+        });
+        for (const ip of ['1.1.1.1', '2.2.2.2']) expect(await statusOf(app, { 'x-forwarded-for': ip })).toBe(200);
+        expect(warnings.filter((w) => w.includes('[forwarded-header-untrusted]'))).toHaveLength(1);
       });
 
       test('refund options work as for rateLimit: a failed response gives its unit back', async () => {
