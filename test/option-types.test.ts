@@ -2,9 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import Fastify from 'fastify';
 import { createLimiter } from '@floodgate/core';
-import { rateLimit as expressRateLimit } from '@floodgate/express';
-import fastifyRateLimit from '@floodgate/fastify';
-import { rateLimit as koaRateLimit } from '@floodgate/koa';
+import { rateLimit as expressRateLimit, slowDown as expressSlowDown } from '@floodgate/express';
+import fastifyRateLimit, { slowDown as fastifySlowDown } from '@floodgate/fastify';
+import { rateLimit as koaRateLimit, slowDown as koaSlowDown } from '@floodgate/koa';
 
 /*
  * The adapters' option types require `limits` unless a shared `limiter` is given (and then no core option
@@ -45,6 +45,23 @@ export async function typeChecks(): Promise<void> {
   app.get('/b', { config: { rateLimit: false } }, async () => 'b');
   // @ts-expect-error a route's limiter needs its own limits (or a shared limiter)
   app.get('/c', { config: { rateLimit: { name: 'c' } } }, async () => 'c');
+
+  // slowDown: the same rule, and delayMs as a number or a function of the count and the framework's request.
+  expressSlowDown({ limits, delayAfter: 2, delayMs: (used, req) => (req.ip === '127.0.0.1' ? 0 : used * 100) });
+  expressSlowDown({ limiter, delayMs: 500, maxDelayMs: 5_000 });
+  // @ts-expect-error neither limits nor limiter
+  expressSlowDown({ delayAfter: 1 });
+  // @ts-expect-error core options beside a shared limiter belong on the limiter
+  expressSlowDown({ limiter, deny: ['10.0.0.0/8'] });
+  koaSlowDown({ limits, delayMs: (used, ctx) => (ctx.path === '/' ? used : 0) });
+  // @ts-expect-error delayMs is ms or a function, not a duration string
+  koaSlowDown({ limits, delayMs: '1s' });
+  await app.register(fastifySlowDown, { limits, allow: ['10.0.0.0/8'], delayMs: (used, request) => (request.url === '/' ? used : 0) });
+  // @ts-expect-error neither limits nor limiter
+  await app.register(fastifySlowDown, { delayAfter: 1 });
+  limiter.setLists({ allow: ['user:admin'], deny: ['203.0.113.0/24'] });
+  // @ts-expect-error setLists takes { allow?, deny? }
+  limiter.setLists({ allowed: [] });
 }
 
 test('this file type-checks: every @ts-expect-error below meets its error', () => {

@@ -21,10 +21,10 @@ function entryPoints(): string[] {
 /** Names some entry points must export, beyond loading at all (any other entry point must export something). */
 const WANTED: Record<string, string[]> = {
   '@floodgate/core': ['createLimiter', 'ConfigError', 'StoreError', 'normaliseIp'],
-  '@floodgate/core/adapter': ['createHttpLimiter', 'createLimiter', 'ConfigError', 'watchServerOf'],
-  '@floodgate/express': ['rateLimit', 'concurrency'],
-  '@floodgate/fastify': ['default', 'rateLimit', 'RateLimitError', 'concurrency'],
-  '@floodgate/koa': ['rateLimit', 'concurrency'],
+  '@floodgate/core/adapter': ['createHttpLimiter', 'createHttpSlowDown', 'createLimiter', 'ConfigError', 'watchServerOf'],
+  '@floodgate/express': ['rateLimit', 'concurrency', 'slowDown'],
+  '@floodgate/fastify': ['default', 'rateLimit', 'RateLimitError', 'concurrency', 'slowDown'],
+  '@floodgate/koa': ['rateLimit', 'concurrency', 'slowDown'],
 };
 const packages: [string, string[]][] = entryPoints().map((name) => [name, WANTED[name] ?? []]);
 

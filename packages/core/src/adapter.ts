@@ -12,6 +12,8 @@ export type { LimitsOrLimiter } from './option-types';
 export { createHttpConcurrency, CONCURRENCY_HTTP_OPTION_KEYS } from './http-concurrency';
 export type { ConcurrencyHttpOptions, ConcurrencyOutcome, HttpConcurrency } from './http-concurrency';
 export { CONCURRENCY_OPTION_KEYS } from './concurrency/options';
+export { createHttpSlowDown, SLOW_DOWN_OPTION_KEYS } from './http-slow-down';
+export type { SlowDownHttpOptions, SlowDownOutcome, SlowDownInfo, HttpSlowDown } from './http-slow-down';
 export { LIMITER_OPTION_KEYS, assertKnownOptions, ownOptions } from './options';
 export { describeValue } from './errors';
 export { errorBody } from './http';

@@ -2,11 +2,15 @@ import type { StoreError } from './errors';
 
 /**
  * redis / memory: the store decided; cache: the block cache (a denial the store made earlier); fallback:
- * the failure policy; local: this process, without asking the store (see localDenial).
+ * the failure policy; local: this process, without asking the store (see localDenial); list: the allow or
+ * deny list (docs/lists.md), in this process.
  */
-export type DecisionSource = 'redis' | 'memory' | 'cache' | 'fallback' | 'local';
-/** unidentified: the HTTP layer could not tell who the client is, and `unidentified: 'deny'` says deny. */
-export type DenyReason = 'limit' | 'blocked' | 'store-unavailable' | 'unidentified';
+export type DecisionSource = 'redis' | 'memory' | 'cache' | 'fallback' | 'local' | 'list';
+/**
+ * unidentified: the HTTP layer could not tell who the client is, and `unidentified: 'deny'` says deny;
+ * listed: an identifier or the client address is on the deny list.
+ */
+export type DenyReason = 'limit' | 'blocked' | 'store-unavailable' | 'unidentified' | 'listed';
 
 /** One (identifier x rule) pair as the store saw it. */
 export interface PairState {
@@ -73,4 +77,25 @@ export function localDenial(reason: DenyReason, identifier: string, retryAfterMs
     cost,
     states: [],
   };
+}
+
+/**
+ * A decision of the allow or deny list (docs/lists.md): nothing counted, no rule applied. `identifier` is
+ * what matched (`ip:<address>` for an IP rule).
+ */
+export function listDecision(allowed: boolean, identifier: string, cost: number): Decision {
+  const decision: Decision = {
+    allowed,
+    source: 'list',
+    identifier,
+    limit: Infinity,
+    windowMs: 0,
+    remaining: allowed ? Infinity : 0,
+    resetMs: 0,
+    retryAfterMs: 0,
+    cost,
+    states: [],
+  };
+  if (!allowed) decision.reason = 'listed';
+  return decision;
 }

@@ -56,6 +56,7 @@ export type EventListener = (event: LimiterEvent) => void;
 /** The outcome a decision reports. */
 export function outcomeOf(d: Decision): DecisionOutcome {
   // Shadow mode cleared the reason; a block left its blockReason ('' for a block() without one).
+  if (d.shadowDenied && d.source === 'list') return 'listed';
   if (d.shadowDenied) return d.blockReason === 'lockout' ? 'lockout' : d.blockReason !== undefined ? 'blocked' : 'denied';
   if (d.allowed) return 'allowed';
   switch (d.reason) {
@@ -65,10 +66,10 @@ export function outcomeOf(d: Decision): DecisionOutcome {
       return 'unavailable';
     case 'unidentified':
       return 'unidentified';
-    case 'limit':
-      return 'denied';
-    default:
+    case 'listed':
       return 'listed';
+    default:
+      return 'denied';
   }
 }
 

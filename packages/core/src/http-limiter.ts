@@ -14,8 +14,8 @@ import {
   type HeaderMode,
   type HeaderPlan,
 } from './http';
-import { UNKNOWN_IP, defaultIdentifiers, identifiersFrom, resolveIpv6Subnet } from './identity';
-import { checkNow, createLimiter, type FloodgateLimiter, type Limiter } from './limiter';
+import { UNKNOWN_IP, defaultIdentifiers, identifiersFrom, normaliseIp, resolveIpv6Subnet } from './identity';
+import { checkNow, createLimiter, currentLists, listCheck, type FloodgateLimiter, type Limiter } from './limiter';
 import { LIMITER_OPTION_KEYS, assertKnownOptions, ownOptions, safeLogger, type LimiterOptions } from './options';
 import { ALGORITHMS, type AlgorithmName } from './algorithms';
 import { resolveWarnings, warnOnce, warned, type WarningName, type WarningsOption } from './warnings';
@@ -49,6 +49,8 @@ export interface HttpOptions<Req> extends Partial<LimiterOptions> {
   headers?: HeaderMode;
   /** Status of a denial. Default 429. */
   statusCode?: number;
+  /** Status of a request the deny list refuses (docs/lists.md). Default 403. */
+  denyStatusCode?: number;
   /** The denial's message (in the default body), a whole JSON body (object), or a function giving either. */
   message?: string | object | ((req: Req, decision: Decision) => MaybePromise<string | object>);
   /** IPv6 addresses are grouped by this prefix length (32..64) or not at all (false). Default 56. */
@@ -86,6 +88,7 @@ export const HTTP_OPTION_KEYS = [
   'plan',
   'headers',
   'statusCode',
+  'denyStatusCode',
   'message',
   'ipv6Subnet',
   'unidentified',
@@ -114,7 +117,34 @@ export interface HttpOutcome {
    * adapter then calls `completed()` once the response is done (see whenResponseDone).
    */
   own?: Decision;
+  /** slowDown only: this limiter's own decision, from which the delay is computed (http-slow-down.ts). */
+  self?: Decision;
   error?: unknown;
+}
+
+/**
+ * What a limiter of the HTTP layer does with a decision: `limit` (rateLimit) refuses a denied request;
+ * `slow` (slowDown) lets a request over the count through, to be delayed, and refuses only for the other
+ * reasons (deny list, block, failure 'closed', unidentified 'deny').
+ */
+export type HttpRole = 'limit' | 'slow';
+
+/** A decision one middleware made for a request, that a middleware of the other role on the same limiter takes over. */
+interface Made {
+  limiter: Limiter;
+  role: HttpRole;
+  key: string;
+  decision: Decision | Promise<Decision>;
+}
+
+/** Limiters that a slowDown shares with rateLimit: only their checks are recorded and looked up per request. */
+const paired = shared('pairedLimiters', () => new WeakSet<Limiter>());
+/** Per request: the decisions of paired limiters, until the other middleware takes them over (once). */
+const made = shared('madeDecisions', () => new WeakMap<object, Made[]>());
+
+/** Marks a limiter as shared by a slowDown: a request then counts once for slowDown and rateLimit together. */
+export function pairLimiter(limiter: Limiter): void {
+  paired.add(limiter);
 }
 
 export interface HttpLimiter<Req> {
@@ -208,8 +238,15 @@ function resolveLimiter<Req>(options: HttpOptions<Req>, refunds: RefundOptions):
   return shared;
 }
 
+/** An HTTP error status option: an integer from 400 to 599. */
+function errorStatus(value: unknown, option: string): void {
+  if (value !== undefined && (typeof value !== 'number' || !Number.isInteger(value) || value < 400 || value > 599)) {
+    throw new ConfigError(option, `must be an integer HTTP error status (400-599); got ${describeValue(value)}`);
+  }
+}
+
 export function resolveStatic(options: HttpOptions<unknown>, limiter: Limiter): void {
-  const { cost, statusCode } = options;
+  const { cost } = options;
   if (typeof cost === 'number') {
     if (!Number.isInteger(cost) || cost < 0)
       throw new ConfigError('cost', `must be a non-negative integer or a function; got ${describeValue(cost)}`);
@@ -225,9 +262,8 @@ export function resolveStatic(options: HttpOptions<unknown>, limiter: Limiter): 
     );
     if (cost > capacity) throw new ConfigError('cost', `${cost} exceeds the capacity ${capacity} of a rule, so no request could ever pass`);
   } else fnOption(cost, 'cost');
-  if (statusCode !== undefined && (!Number.isInteger(statusCode) || statusCode < 400 || statusCode > 599)) {
-    throw new ConfigError('statusCode', `must be an integer HTTP error status (400-599); got ${describeValue(statusCode)}`);
-  }
+  errorStatus(options.statusCode, 'statusCode');
+  errorStatus(options.denyStatusCode, 'denyStatusCode');
   const message = options.message;
   if (
     message !== undefined &&
@@ -247,6 +283,7 @@ export function createHttpLimiter<Req>(
   options: HttpOptions<Req>,
   extraKeys: readonly string[] = [],
   defaultUser?: (req: Req) => unknown,
+  role: HttpRole = 'limit',
 ): HttpLimiter<Req> {
   if (typeof options !== 'object' || options === null) {
     throw new ConfigError('options', `must be an object with \`limits\` or \`limiter\`; got ${describeValue(options)}`);
@@ -281,6 +318,7 @@ export function createHttpLimiter<Req>(
   const plan = headers.get(undefined)!.own;
   const cost = options.cost ?? 1;
   const statusCode = options.statusCode ?? 429;
+  const denyStatusCode = options.denyStatusCode ?? 403;
   const message = options.message;
   const shadow = limiter.mode === 'shadow';
   const warn = (name: WarningName, text: string): void => warnOnce(logger, warnings, name, text);
@@ -312,7 +350,24 @@ export function createHttpLimiter<Req>(
     return Promise.resolve(custom).then((c) => denied(c, retryS, set, append, decision));
   }
 
+  function listedBody(custom: unknown, decision: Decision): HttpOutcome {
+    const body =
+      typeof custom === 'object' && custom !== null
+        ? structuredClone(custom)
+        : errorBody(denyStatusCode, typeof custom === 'string' ? custom : 'Forbidden');
+    return { action: 'deny', status: denyStatusCode, set: [], append: [], body, decision };
+  }
+
+  /** The deny list refused the request: `denyStatusCode`, no rate-limit headers, no Retry-After (waiting changes nothing). */
+  function listedDenial(req: Req, decision: Decision): MaybePromise<HttpOutcome> {
+    // Only a message function applies (it sees reason 'listed'): a string or object message is about the limit.
+    const custom = typeof message === 'function' ? message(req, decision) : undefined;
+    if (!isThenable(custom)) return listedBody(custom, decision);
+    return Promise.resolve(custom).then((c) => listedBody(c, decision));
+  }
+
   function shape(req: Req, decision: Decision, previous: Decision | undefined, planName?: string): MaybePromise<HttpOutcome> {
+    if (decision.reason === 'listed') return listedDenial(req, decision);
     const retryS = retryAfterSeconds(decision.retryAfterMs);
     if (!decision.allowed && decision.reason === 'store-unavailable') {
       // failure 'closed': the store could not decide, so no counts to report and no driver text to leak.
@@ -326,11 +381,16 @@ export function createHttpLimiter<Req>(
         decision,
       };
     }
-    const unknowable = decision.states.length === 0 && (decision.source === 'fallback' || decision.source === 'local');
+    // No counts to report: a failure-policy or local decision, or the allow list's (an allowed client gets no headers).
+    const unknowable =
+      decision.states.length === 0 && (decision.source === 'fallback' || decision.source === 'local' || decision.source === 'list');
     const quiet = shadow || decision.shadowDenied === true || unknowable;
     const { set, append } = quiet
       ? { set: [], append: [] }
       : rateLimitHeaders(planFor(req, planName), decision, previous, plan.mode === 'legacy' ? Date.now() : 0);
+    // slowDown: a request over the count is delayed, not refused (the other denials stand).
+    if (role === 'slow' && (decision.allowed || decision.reason === 'limit'))
+      return { action: 'next', status: 200, set, append, self: decision, own: refunds.option === undefined ? undefined : decision };
     if (!decision.allowed) return denial(req, decision, retryS, set, append);
     const tightest = previous === undefined || bindsTighter(decision, previous) ? decision : previous;
     if (refunds.option === undefined) return { action: 'next', status: 200, set, append, decision: tightest };
@@ -342,22 +402,56 @@ export function createHttpLimiter<Req>(
    * skip, identify, cost or message, or a decision the block cache cannot give) continues when it settles;
    * everything else runs synchronously, so a client the block cache already denies costs no promise.
    */
-  function limit(req: Req, ids: string[], units: number, previous: Decision | undefined, name?: string): MaybePromise<HttpOutcome> {
+  function limit(
+    req: Req,
+    ids: string[],
+    units: number,
+    previous: Decision | undefined,
+    address: string | undefined,
+    name?: string,
+  ): MaybePromise<HttpOutcome> {
     if (name !== undefined && typeof name !== 'string') {
       throw new TypeError(`floodgate: plan(req) must return a plan name or undefined; got ${describeValue(name)}`);
     }
-    const decision = direct
-      ? (limiter as FloodgateLimiter)[checkNow](ids, units, name)
-      : limiter.check(ids, name === undefined ? { cost: units } : { cost: units, plan: name });
+    const decision = paired.has(limiter) ? takeOver(req, ids, units, address, name) : check(ids, units, address, name);
     if (!isThenable(decision)) return shape(req, decision, previous, name);
     return Promise.resolve(decision).then((d) => shape(req, d, previous, name));
   }
 
-  function planned(req: Req, ids: string[], units: number, previous: Decision | undefined): MaybePromise<HttpOutcome> {
-    if (planOf === undefined) return limit(req, ids, units, previous);
+  function check(ids: string[], units: number, address: string | undefined, name: string | undefined): MaybePromise<Decision> {
+    return direct
+      ? (limiter as FloodgateLimiter)[checkNow](ids, units, name, address)
+      : limiter.check(ids, name === undefined ? { cost: units } : { cost: units, plan: name });
+  }
+
+  /**
+   * A limiter shared by slowDown and rateLimit: the first of the two to check a request records its
+   * decision, and the other takes it over instead of counting the request again (same identifiers, cost
+   * and plan; once).
+   */
+  function takeOver(req: Req, ids: string[], units: number, address: string | undefined, name: string | undefined): MaybePromise<Decision> {
+    const key = `${name ?? ''}\n${units}\n${ids.join('\n')}`;
+    const list = made.get(req as object);
+    const at = list === undefined ? -1 : list.findIndex((m) => m.limiter === limiter && m.role !== role && m.key === key);
+    if (at !== -1) return list!.splice(at, 1)[0]!.decision;
+    const decision = check(ids, units, address, name);
+    const entry: Made = { limiter, role, key, decision };
+    if (list === undefined) made.set(req as object, [entry]);
+    else list.push(entry);
+    return decision;
+  }
+
+  function planned(
+    req: Req,
+    ids: string[],
+    units: number,
+    previous: Decision | undefined,
+    address: string | undefined,
+  ): MaybePromise<HttpOutcome> {
+    if (planOf === undefined) return limit(req, ids, units, previous, address);
     const name = planOf(req);
-    if (!isThenable(name)) return limit(req, ids, units, previous, name);
-    return Promise.resolve(name).then((n) => limit(req, ids, units, previous, n));
+    if (!isThenable(name)) return limit(req, ids, units, previous, address, name);
+    return Promise.resolve(name).then((n) => limit(req, ids, units, previous, address, n));
   }
 
   /** The header plan for this request: its plan's, in the draft another limiter already wrote, if one did. */
@@ -372,7 +466,13 @@ export function createHttpLimiter<Req>(
     return drafts[used];
   }
 
-  function identified(req: Req, found: string[], defaults: string[], previous: Decision | undefined): MaybePromise<HttpOutcome> {
+  function identified(
+    req: Req,
+    found: string[],
+    defaults: string[],
+    previous: Decision | undefined,
+    address: string | undefined,
+  ): MaybePromise<HttpOutcome> {
     let ids = found;
     if (ids.length === 0) {
       // identify() gave nothing usable (a missing API-key header, say): never unlimited for that.
@@ -397,12 +497,17 @@ export function createHttpLimiter<Req>(
       }
     }
     const units = typeof cost === 'function' ? cost(req) : cost;
-    if (!isThenable(units)) return planned(req, ids, units, previous);
-    return Promise.resolve(units).then((u) => planned(req, ids, u, previous));
+    if (!isThenable(units)) return planned(req, ids, units, previous, address);
+    return Promise.resolve(units).then((u) => planned(req, ids, u, previous, address));
   }
+
+  /** The client's exact address for the lists' IP rules (not its /56 group), only when a list has IP rules. */
+  const addressOf = (ip: string | undefined): string | undefined =>
+    direct && (limiter as FloodgateLimiter)[currentLists].hasIps ? normaliseIp(ip, false) : undefined;
 
   function unskipped(req: Req, ip: string | undefined, previous: Decision | undefined): MaybePromise<HttpOutcome> {
     const defaults = defaultIdentifiers({ ip, user: user?.(req) }, ipv6Subnet);
+    const address = addressOf(ip);
     if (defaults[0] === UNKNOWN_IP && !warned('unknown-ip')) {
       const what =
         typeof ip === 'string' && ip.length > 0
@@ -413,13 +518,28 @@ export function createHttpLimiter<Req>(
         `a request's client address was ${what}; it is limited as '${UNKNOWN_IP}' (option unidentified: '${unidentified}')`,
       );
     }
-    if (identify === undefined) return identified(req, defaults, defaults, previous);
+    if (identify === undefined) return identified(req, defaults, defaults, previous, address);
     const found = identify(req, defaults);
-    if (!isThenable(found)) return identified(req, identifiersFrom(found), defaults, previous);
-    return Promise.resolve(found).then((f) => identified(req, identifiersFrom(f), defaults, previous));
+    if (!isThenable(found)) return identified(req, identifiersFrom(found), defaults, previous, address);
+    return Promise.resolve(found).then((f) => identified(req, identifiersFrom(f), defaults, previous, address));
+  }
+
+  /**
+   * The deny list, before any option function runs: the client address and the default identifiers (IP,
+   * user) are refused before skip, identify, cost or plan (a skipped route is no way around it). Identifiers
+   * only identify() gives are matched with the check itself.
+   */
+  function refusedByList(req: Req, ip: string | undefined): MaybePromise<HttpOutcome> | undefined {
+    // Shadow mode refuses nothing: the check reports the would-be denial, once.
+    if (!direct || shadow || !(limiter as FloodgateLimiter)[currentLists].denies) return undefined;
+    const defaults = defaultIdentifiers({ ip, user: user?.(req) }, ipv6Subnet);
+    const decision = (limiter as FloodgateLimiter)[listCheck](defaults, addressOf(ip), typeof cost === 'number' ? cost : 1, true);
+    return decision === undefined ? undefined : shape(req, decision, undefined);
   }
 
   function start(req: Req, ip: string | undefined, previous: Decision | undefined): MaybePromise<HttpOutcome> {
+    const refused = refusedByList(req, ip);
+    if (refused !== undefined) return refused;
     if (skip === undefined) return unskipped(req, ip, previous);
     const skipped = skip(req);
     if (!isThenable(skipped)) return skipped ? NOTHING : unskipped(req, ip, previous);

@@ -23,5 +23,7 @@ export type { FloodgateErrorCode, StoreErrorKind } from './errors';
 export { normaliseIp } from './identity';
 export type { HeaderMode } from './http';
 export type { HttpOptions, UnidentifiedPolicy } from './http-limiter';
+export type { SlowDownHttpOptions, SlowDownInfo } from './http-slow-down';
+export type { ListsInput } from './lists';
 export type { OmittableHeader } from './header-filter';
 export type { WarningsOption } from './warnings';

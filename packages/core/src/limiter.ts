@@ -15,7 +15,8 @@ import { acquire, type AcquireOptions, type WaitQueues } from './acquire';
 import { BlockCache, evictEverywhere } from './block-cache';
 import { CallPlanner, type Prepared } from './call-plan';
 import { InFlight } from './inflight';
-import { localDenial } from './decision';
+import { listDecision, localDenial } from './decision';
+import { Lists, type ListsInput } from './lists';
 import { Events, type EventListener } from './events';
 import { HealthRecorder, type LimiterHealth } from './health';
 
@@ -65,6 +66,11 @@ export interface Limiter {
   unblock(identifier: string): Promise<void>;
   /** Waits (sleeping, first come first served) until a check passes; gives up after maxWaitMs or on abort. */
   acquire(identifiers: string | readonly string[], options?: AcquireOptions): Promise<Decision>;
+  /**
+   * Replaces the allow and/or deny list (a list left out stays as it is), validated and compiled as at
+   * construction: a malformed entry throws a ConfigError and changes nothing. Takes effect for the next check.
+   */
+  setLists(lists: ListsInput): void;
   /** Calls `listener` with every event (as the `onEvent` option does) until the returned function is called. */
   subscribe(listener: EventListener): () => void;
   /**
@@ -82,6 +88,14 @@ export interface Limiter {
  * else a promise of the decision. Invalid identifiers or cost throw the ArgumentError check() rejects with.
  */
 export const checkNow: unique symbol = Symbol('floodgate.checkNow');
+
+/**
+ * Internal: `limiter[listCheck](identifiers, address, cost)` is the allow/deny list decision (enforced and
+ * reported like any decision) for a check's identifiers and the client's exact address, or undefined when
+ * neither list has them; `limiter[currentLists]` the lists in force.
+ */
+export const listCheck: unique symbol = Symbol('floodgate.listCheck');
+export const currentLists: unique symbol = Symbol('floodgate.currentLists');
 
 export function createLimiter(options: LimiterOptions): Limiter {
   return new FloodgateLimiter(resolveOptions(options));
@@ -115,6 +129,8 @@ export class FloodgateLimiter implements Limiter {
   /** The last connection-level failure (timeout, unavailable, circuit open), until the store answers again. */
   private fault: StoreError | undefined;
   private closed = false;
+  /** The allow and deny lists, swapped whole by setLists(). */
+  private lists: Lists;
 
   constructor(opts: ResolvedOptions) {
     this.opts = opts;
@@ -126,6 +142,7 @@ export class FloodgateLimiter implements Limiter {
     this.failure = opts.failure;
     this.mode = opts.mode;
     this.refunds = opts.refunds;
+    this.lists = opts.lists;
     registerLimiter(this, opts);
     this.events = new Events(opts.name, opts.onEvent, opts.eventIdentifiers, opts.logger);
     this.store = opts.redis
@@ -169,8 +186,39 @@ export class FloodgateLimiter implements Limiter {
     return settle(() => this.start('p', identifiers, options?.cost, options?.plan));
   }
 
-  [checkNow](identifiers: string | readonly string[], cost: number | undefined, plan?: string): Decision | Promise<Decision> {
-    return this.start('c', identifiers, cost, plan);
+  /** `address`: the client's exact normalised address, for the lists' IP rules (the adapters pass it). */
+  [checkNow](
+    identifiers: string | readonly string[],
+    cost: number | undefined,
+    plan?: string,
+    address?: string,
+  ): Decision | Promise<Decision> {
+    return this.start('c', identifiers, cost, plan, address);
+  }
+
+  /** The list decision for these identifiers and address (see listCheck), or undefined. */
+  [listCheck](ids: readonly string[], address: string | undefined, cost: number, denyOnly?: boolean): Decision | undefined {
+    return this.listed(ids, address, cost, this.main, denyOnly);
+  }
+
+  private listed(
+    ids: readonly string[],
+    address: string | undefined,
+    cost: number,
+    plan: PlanState,
+    denyOnly = false,
+  ): Decision | undefined {
+    const match = this.lists.match(ids, address, denyOnly);
+    return match === undefined ? undefined : this.enforce(listDecision(match.list === 'allow', match.identifier, cost), plan);
+  }
+
+  /** The lists in force (setLists swaps them whole). */
+  get [currentLists](): Lists {
+    return this.lists;
+  }
+
+  setLists(lists: ListsInput): void {
+    this.lists = this.lists.replace(Lists.input(lists));
   }
 
   rulesOf(plan?: string): readonly Rule[] {
@@ -283,10 +331,21 @@ export class FloodgateLimiter implements Limiter {
   }
 
   /** Validates, then answers from the block cache (synchronously) or asks the store. */
-  private start(op: 'c' | 'p', input: string | readonly string[], costInput: unknown, planInput: unknown): Decision | Promise<Decision> {
+  private start(
+    op: 'c' | 'p',
+    input: string | readonly string[],
+    costInput: unknown,
+    planInput: unknown,
+    address?: string,
+  ): Decision | Promise<Decision> {
     const plan = this.planOf(planInput);
     const ids = plan.planner.identifiers(input);
     const cost = plan.planner.cost(costInput);
+    // The lists before anything else: in process, and deny wins over every other answer (a block included).
+    if (!this.lists.empty) {
+      const listed = this.listed(ids, address, cost, plan);
+      if (listed !== undefined) return listed;
+    }
     // The cache first: a client answered from it costs no key encoding, no script arguments and no promise.
     const cached = this.cacheFirst ? plan.cache?.lookup(ids, cost) : undefined;
     if (cached) return this.enforce(cached, plan);

@@ -64,6 +64,8 @@ describe('configuration errors name the option and the bad value', () => {
     ['storeClient', /`redis`/],
     ['keyPrefix', /`prefix`/],
     ['insuranceLimiter', /failure: 'local'/],
+    ['allowList', /`allow: \[\.\.\.\]`/],
+    ['blacklist', /`deny: \[\.\.\.\]`/],
   ])('a peer option name (%s) says what Floodgate calls it', (key, hint) => {
     const err = configError({ ...ok, [key]: 1 });
     expect(err.option).toBe(key);

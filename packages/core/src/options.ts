@@ -4,6 +4,7 @@ import { ConfigError, describeValue } from './errors';
 import { parseDuration, resolveRules, type Rule, type RuleInput } from './rules';
 import type { LockoutSpec } from './algorithms/lockout';
 import type { RedisClient } from './stores/redis';
+import { Lists } from './lists';
 
 export type FailurePolicy = 'open' | 'closed' | 'local';
 export type LimiterMode = 'enforce' | 'shadow';
@@ -63,6 +64,13 @@ export interface LimiterOptions {
    * (default 100,000); the least recently used is forgotten first, which can only under-limit it.
    */
   memory?: { maxKeys?: number };
+  /**
+   * Never limited (no store call, no rate-limit headers): IP addresses, CIDR ranges (IPv4 and IPv6) and
+   * identifiers such as `'user:admin'`. Compiled at construction; replace with limiter.setLists() (docs/lists.md).
+   */
+  allow?: readonly string[];
+  /** Always refused, without a store call (403 in the adapters): the same kinds of entries. Wins over `allow`. */
+  deny?: readonly string[];
   /** Every decision, refund, store error and shadow denial (events.ts); see also limiter.subscribe(). */
   onEvent?: (event: LimiterEvent) => void;
   /** `{ identifiers: true }`: events carry the identifier itself, not only its kind. Default false. */
@@ -113,6 +121,8 @@ export interface ResolvedOptions {
   readonly penalty: boolean;
   readonly refunds: boolean;
   readonly lockout: LockoutSpec | undefined;
+  /** The allow and deny lists as compiled at construction. */
+  readonly lists: Lists;
   /** Entries in the block cache; 0 when it is off. */
   readonly blockCacheMax: number;
   readonly colocate: boolean;
@@ -137,6 +147,8 @@ export const LIMITER_OPTION_KEYS = [
   'penalty',
   'refunds',
   'lockout',
+  'allow',
+  'deny',
   'onEvent',
   'events',
   'logger',
@@ -196,8 +208,9 @@ const PEER_NAMES: Record<string, string> = {
   addHeadersOnExceeding: '`headers` (which set) and `omitHeaders` (leave some out)',
   enableDraftSpec: "`headers: 'draft-8'`",
   keyPrefixSeparator: '`prefix`',
-  whitelist: '`skip(req)`',
-  allowList: '`skip(req)`',
+  whitelist: '`allow: [...]` (IP addresses, CIDR ranges, identifiers), or `skip(req)` for a function',
+  allowList: '`allow: [...]` (IP addresses, CIDR ranges, identifiers), or `skip(req)` for a function',
+  blacklist: '`deny: [...]` (IP addresses, CIDR ranges, identifiers)',
   errorResponseBuilder: '`message` or `handler`',
 };
 
@@ -424,6 +437,7 @@ export function resolveOptions(input: LimiterOptions, extraKeys: readonly string
     penalty: input.penalty ?? false,
     refunds: input.refunds ?? false,
     lockout: resolveLockout(input.lockout),
+    lists: Lists.compile(input.allow, input.deny),
     blockCacheMax: resolveBlockCache(input.blockCache),
     colocate,
     onEvent: fn(input.onEvent, 'onEvent'),

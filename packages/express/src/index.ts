@@ -9,7 +9,6 @@ import {
   createHttpLimiter,
   describeValue,
   ownOptions,
-  warned,
   watchServerOf,
   whenResponseDone,
   type Decision,
@@ -18,6 +17,7 @@ import {
   type Limiter,
   type LimitsOrLimiter,
 } from '@floodgate/core/adapter';
+import { checkTrust } from './trust';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -51,25 +51,6 @@ export type RateLimitMiddleware = RequestHandler & {
 /** Default user: `req.user.id`, as Passport and most auth middleware leave it. */
 function defaultUser(req: Request): unknown {
   return (req as { user?: { id?: unknown } }).user?.id;
-}
-
-/**
- * Checks the request's IP source once per process: Express decides `req.ip` from `trust proxy`, so a
- * setting that trusts everything, or a proxy header that is being ignored, is worth one warning.
- */
-function checkTrust(req: Request, warn: (name: 'trust-proxy-all' | 'forwarded-header-untrusted', text: string) => void): void {
-  const trust: unknown = req.app.get('trust proxy');
-  if (trust === true && !warned('trust-proxy-all')) {
-    warn(
-      'trust-proxy-all',
-      "Express 'trust proxy' is true, so any client can choose its IP with X-Forwarded-For; set it to the number of proxies or their addresses",
-    );
-  } else if (!trust && req.headers['x-forwarded-for'] !== undefined && !warned('forwarded-header-untrusted')) {
-    warn(
-      'forwarded-header-untrusted',
-      "X-Forwarded-For arrived but Express 'trust proxy' is off, so every client behind that proxy shares one limit; set 'trust proxy' to your proxy count",
-    );
-  }
 }
 
 /** Express middleware: `app.use(rateLimit(opts))` or `app.post('/search', rateLimit(opts), handler)`. */
@@ -125,3 +106,4 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
 
 export type { Decision, HeaderMode } from '@floodgate/core/adapter';
 export { concurrency, type ConcurrencyOptions } from './concurrency';
+export { slowDown, type SlowDownOptions, type SlowDownBaseOptions, type SlowDownMiddleware } from './slow-down';

@@ -1,7 +1,7 @@
 import express, { type Request } from 'express';
 import express4 from 'express4';
 import { answerOf, serveHttp, type AdapterFactory, type RoutePath } from '@floodgate/testing';
-import { concurrency, rateLimit } from '@floodgate/express';
+import { concurrency, rateLimit, slowDown } from '@floodgate/express';
 
 /**
  * The suite's app in Express, built with `framework` (Express 5, or Express 4 through its `express4` alias):
@@ -21,6 +21,7 @@ function expressAppFactory(name: string, framework: typeof express): AdapterFact
         next();
       });
       if (spec.concurrency) app.use(concurrency(spec.concurrency));
+      if (spec.slowDown) app.use(slowDown(spec.slowDown));
       if (spec.global) app.use(rateLimit(spec.global));
       app.get('/slow', (_req, res) => {
         hits++;

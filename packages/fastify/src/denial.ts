@@ -34,7 +34,7 @@ export type Thrown = WeakMap<FastifyRequest, RateLimitError>;
  * address although X-Forwarded-For came means proxies are not trusted; the leftmost of several entries
  * (the one any client can write) means every hop is.
  */
-function checkTrust(request: FastifyRequest, warn: HttpLimiter<FastifyRequest>['warn']): void {
+export function checkTrust(request: FastifyRequest, warn: HttpLimiter<FastifyRequest>['warn']): void {
   const xff = request.headers['x-forwarded-for'];
   if (typeof xff !== 'string' || (warned('trust-proxy-all') && warned('forwarded-header-untrusted'))) return;
   const entries = xff.split(',').map((s) => s.trim());

@@ -134,3 +134,4 @@ export const rateLimit = fp(floodgatePlugin, { fastify: '5.x', name: '@floodgate
 export default rateLimit;
 export type { Decision, HeaderMode } from '@floodgate/core';
 export { concurrency, type ConcurrencyOptions } from './concurrency';
+export { slowDown, type SlowDownOptions, type SlowDownBaseOptions } from './slow-down';

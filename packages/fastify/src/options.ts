@@ -50,6 +50,7 @@ const INHERITED = [
   'clock',
   'headers',
   'statusCode',
+  'denyStatusCode',
   'message',
   'ipv6Subnet',
   'warnings',

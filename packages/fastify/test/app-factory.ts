@@ -1,6 +1,6 @@
 import Fastify, { type FastifyRequest } from 'fastify';
 import { answerOf, type AdapterFactory, type RoutePath } from '@floodgate/testing';
-import rateLimit, { concurrency } from '@floodgate/fastify';
+import rateLimit, { concurrency, slowDown } from '@floodgate/fastify';
 
 /** The suite's app in Fastify: trustProxy '127.0.0.1' stands in for a reverse proxy on this host. */
 export const fastifyFactory: AdapterFactory = {
@@ -15,6 +15,7 @@ export const fastifyFactory: AdapterFactory = {
         if (typeof id === 'string') (request as FastifyRequest & { user?: { id: string } }).user = { id };
       });
       if (spec.concurrency) await app.register(concurrency, spec.concurrency);
+      if (spec.slowDown) await app.register(slowDown, spec.slowDown);
       await app.register(rateLimit, spec.global ?? { global: false });
       app.get('/slow', async () => {
         hits++;

@@ -9,16 +9,15 @@ import {
   createHttpLimiter,
   describeValue,
   ownOptions,
-  warned,
   watchServerOf,
   whenResponseDone,
   type Decision,
-  type HttpLimiter,
   type HttpOptions,
   type HttpOutcome,
   type Limiter,
   type LimitsOrLimiter,
 } from '@floodgate/core/adapter';
+import { checkTrust } from './trust';
 
 declare module 'koa' {
   interface DefaultState {
@@ -47,27 +46,6 @@ export type RateLimitMiddleware = Middleware & {
 /** Default user: `ctx.state.user.id`, where koa-passport and koa-jwt leave the user. */
 function defaultUser(ctx: Context): unknown {
   return (ctx.state as { user?: { id?: unknown } }).user?.id;
-}
-
-/**
- * Koa decides `ctx.ip` from `app.proxy` and `app.maxIpsCount`: with the proxy trusted and no count, the
- * leftmost X-Forwarded-For entry wins, and any client can write that one; with the proxy not trusted, a
- * forwarded header means everyone behind the proxy shares one IP. Each is worth one warning.
- */
-function checkTrust(ctx: Context, warn: HttpLimiter<Context>['warn']): void {
-  const xff = ctx.get('X-Forwarded-For');
-  if (xff === '') return;
-  if (ctx.app.proxy && !ctx.app.maxIpsCount && xff.includes(',') && !warned('trust-proxy-all')) {
-    warn(
-      'trust-proxy-all',
-      'Koa app.proxy is true with no app.maxIpsCount, so the leftmost X-Forwarded-For entry, which any client can choose, is the IP; set maxIpsCount to the number of proxies',
-    );
-  } else if (!ctx.app.proxy && !warned('forwarded-header-untrusted')) {
-    warn(
-      'forwarded-header-untrusted',
-      'X-Forwarded-For arrived but Koa app.proxy is false, so every client behind that proxy shares one limit; set app.proxy = true and app.maxIpsCount to your proxy count',
-    );
-  }
 }
 
 /** Koa middleware: `app.use(rateLimit(opts))` or `router.post('/search', rateLimit(opts), handler)`. */
@@ -104,3 +82,4 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
 
 export type { Decision, HeaderMode } from '@floodgate/core/adapter';
 export { concurrency, type ConcurrencyOptions } from './concurrency';
+export { slowDown, type SlowDownOptions, type SlowDownBaseOptions, type SlowDownMiddleware } from './slow-down';

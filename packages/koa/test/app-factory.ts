@@ -2,7 +2,7 @@ import Koa from 'koa';
 import Koa2 from 'koa2';
 import Router from '@koa/router';
 import { answerOf, serveHttp, type AdapterFactory, type RoutePath } from '@floodgate/testing';
-import { concurrency, rateLimit } from '@floodgate/koa';
+import { concurrency, rateLimit, slowDown } from '@floodgate/koa';
 
 /**
  * The suite's app in Koa, built with `framework` (Koa 3, or Koa 2 through its `koa2` alias): app.proxy with
@@ -21,6 +21,7 @@ function koaAppFactory(name: string, framework: typeof Koa): AdapterFactory {
         await next();
       });
       if (spec.concurrency) app.use(concurrency(spec.concurrency));
+      if (spec.slowDown) app.use(slowDown(spec.slowDown));
       if (spec.global) app.use(rateLimit(spec.global));
       router.get('/slow', async (ctx) => {
         hits++;

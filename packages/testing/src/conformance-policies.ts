@@ -2,8 +2,10 @@ import { request as httpRequest } from 'node:http';
 import type Redis from 'ioredis';
 import request from 'supertest';
 import { createLimiter, type Limiter } from '@floodgate/core';
+import { resetWarnings } from '@floodgate/core/adapter';
 import { closeClients, connect, uniquePrefix } from './clients';
-import type { AdapterFactory, NeutralOptions, TestApp } from './conformance';
+import type { AdapterFactory, AppSpec, NeutralOptions, NeutralSlowDownOptions, TestApp } from './conformance';
+import { liveTimers } from './load';
 
 /** Polls `check` until it stops throwing, for at most `ms` (a refund lands just after its response). */
 async function eventually(check: () => Promise<void>, ms = 3_000): Promise<void> {
@@ -19,7 +21,7 @@ async function eventually(check: () => Promise<void>, ms = 3_000): Promise<void>
 }
 
 /** A GET the client abandons after `afterMs` (the socket destroyed before the response). */
-function abandon(url: string, headers: Record<string, string>, afterMs: number): Promise<void> {
+export function abandon(url: string, headers: Record<string, string>, afterMs: number): Promise<void> {
   return new Promise((resolve) => {
     const req = httpRequest(`${url}/`, { headers });
     req.on('error', () => resolve());
@@ -34,7 +36,7 @@ function abandon(url: string, headers: Record<string, string>, afterMs: number):
 /**
  * The policies of issue 14 as every adapter must behave (run with describe per adapter, beside
  * conformance()): refunds by response outcome (skipSuccessfulRequests, skipFailedRequests,
- * requestWasSuccessful), plans, lockouts.
+ * requestWasSuccessful), plans, lockouts, allow and deny lists, slow-down.
  */
 export function policyConformance(factory: AdapterFactory): void {
   describe(`${factory.name} conformance: policies`, () => {
@@ -45,11 +47,12 @@ export function policyConformance(factory: AdapterFactory): void {
     });
     const apps: TestApp[] = [];
     const probes: Limiter[] = [];
-    const start = async (global: NeutralOptions): Promise<TestApp> => {
-      const app = await factory.makeApp({ global });
+    const startSpec = async (spec: AppSpec): Promise<TestApp> => {
+      const app = await factory.makeApp(spec);
       apps.push(app);
       return app;
     };
+    const start = (global: NeutralOptions): Promise<TestApp> => startSpec({ global });
     /** A limiter over the same keys as an app's own (same prefix, name and rules), to read its counts. */
     const probe = (options: { prefix: string; limits: NeutralOptions['limits'] }): Limiter => {
       const l = createLimiter({ redis, prefix: options.prefix, limits: options.limits! });
@@ -265,6 +268,277 @@ export function policyConformance(factory: AdapterFactory): void {
             },
           }),
         ).rejects.toMatchObject({ option: 'lockout.after' });
+      });
+    });
+    describe('allow and deny lists', () => {
+      const listed = (extra: Partial<NeutralOptions>) => {
+        const prefix = uniquePrefix(`${factory.name}-ls`);
+        const limits = { limit: 1, window: '1m' } as const;
+        return { global: { redis, prefix, limits, ...extra } as NeutralOptions, probe: { prefix, limits } };
+      };
+
+      test('an allowed client is never limited and gets no rate-limit headers; nothing is counted', async () => {
+        const o = listed({ allow: ['127.0.0.0/8'] });
+        const app = await start(o.global);
+        const counts = probe(o.probe);
+        for (let k = 0; k < 3; k++) {
+          const res = await request(app.url).get('/');
+          expect(res.status).toBe(200);
+          expect(res.headers.ratelimit).toBeUndefined();
+          expect(res.headers['ratelimit-policy']).toBeUndefined();
+        }
+        expect(await remaining(counts)).toBe(1);
+        expect(app.hits()).toBe(3);
+      });
+
+      test('a denied client gets 403 without reaching the handler or Redis; denyStatusCode changes the status', async () => {
+        const o = listed({ deny: ['127.0.0.1'] });
+        const app = await start(o.global);
+        const counts = probe(o.probe);
+        const res = await request(app.url).get('/');
+        expect(res.status).toBe(403);
+        expect(res.body).toEqual({ statusCode: 403, error: 'Forbidden', message: 'Forbidden' });
+        expect(res.headers['retry-after']).toBeUndefined();
+        expect(res.headers.ratelimit).toBeUndefined();
+        expect(await remaining(counts)).toBe(1);
+        const other = await start(listed({ deny: ['user:mallory'], denyStatusCode: 451 }).global);
+        expect(await statusOf(other, { 'x-user': 'mallory' })).toBe(451);
+        expect(await statusOf(other, { 'x-user': 'alice' })).toBe(200);
+        expect(app.hits() + other.hits()).toBe(1);
+      });
+
+      test('deny wins over allow, and over skip; a message function sees reason listed', async () => {
+        const app = await start(
+          listed({
+            allow: ['127.0.0.1'],
+            deny: ['user:mallory'],
+            skip: () => true,
+            message: (_req, decision) => (decision.reason === 'listed' ? 'go away' : 'slow down'),
+          }).global,
+        );
+        const res = await request(app.url).get('/').set('x-user', 'mallory');
+        expect(res.status).toBe(403);
+        expect(res.body.message).toBe('go away');
+        expect(await statusOf(app)).toBe(200);
+        expect(app.hits()).toBe(1);
+      });
+
+      test('a spoofed X-Forwarded-For is not the client unless the proxy is trusted', async () => {
+        const o = listed({ allow: ['203.0.113.0/24'] });
+        const spoofed = { 'x-forwarded-for': '203.0.113.7' };
+        const untrusted = await startSpec({ global: o.global });
+        expect(await statusOf(untrusted, spoofed)).toBe(200);
+        expect(await statusOf(untrusted, spoofed)).toBe(429);
+        const trusted = await startSpec({ global: listed({ allow: ['203.0.113.0/24'] }).global, trustProxy: true });
+        for (let k = 0; k < 3; k++) expect(await statusOf(trusted, spoofed)).toBe(200);
+        // Behind the trusted proxy, an IPv4-mapped IPv6 address is the IPv4 client the rule names.
+        expect(await statusOf(trusted, { 'x-forwarded-for': '::ffff:203.0.113.8' })).toBe(200);
+        expect(await statusOf(trusted, { 'x-forwarded-for': '::ffff:203.0.113.8' })).toBe(200);
+        // And an IPv6 client matches by its own address, not the /56 it is limited as.
+        const v6 = await startSpec({ global: listed({ deny: ['2001:db8::7'] }).global, trustProxy: true });
+        expect(await statusOf(v6, { 'x-forwarded-for': '2001:db8::7' })).toBe(403);
+        expect(await statusOf(v6, { 'x-forwarded-for': '2001:db8::8' })).toBe(200);
+      });
+
+      test('setLists on a shared limiter changes the answer of the next request', async () => {
+        const o = listed({});
+        const shared = createLimiter({ redis, prefix: (o.global as { prefix: string }).prefix, limits: { limit: 5, window: '1m' } });
+        probes.push(shared);
+        const app = await start({ limiter: shared });
+        expect(await statusOf(app)).toBe(200);
+        shared.setLists({ deny: ['127.0.0.1'] });
+        expect(await statusOf(app)).toBe(403);
+        shared.setLists({ deny: [], allow: ['127.0.0.1'] });
+        const res = await request(app.url).get('/');
+        expect(res.status).toBe(200);
+        expect(res.headers.ratelimit).toBeUndefined();
+      });
+
+      test('a malformed entry or denyStatusCode fails at construction naming the option', async () => {
+        await expect(factory.makeApp({ global: listed({ allow: ['10.0.0.0/8', '10.0.0.0/33'] }).global })).rejects.toMatchObject({
+          option: 'allow[1]',
+        });
+        await expect(factory.makeApp({ global: listed({ deny: ['999.1.1.1'] }).global })).rejects.toMatchObject({ option: 'deny[0]' });
+        await expect(factory.makeApp({ global: listed({ denyStatusCode: 200 }).global })).rejects.toMatchObject({
+          option: 'denyStatusCode',
+        });
+      });
+    });
+    describe('slow-down', () => {
+      const slowed = (
+        extra: Partial<NeutralSlowDownOptions>,
+      ): { spec: NeutralSlowDownOptions; probe: { prefix: string; limits: NeutralOptions['limits'] } } => {
+        const prefix = uniquePrefix(`${factory.name}-sd`);
+        const limits = { limit: 10, window: '1m' } as const;
+        return { spec: { redis, prefix, limits, ...extra } as NeutralSlowDownOptions, probe: { prefix, limits } };
+      };
+      /** Status and ms of one GET. */
+      const timed = async (
+        app: TestApp,
+        headers: Record<string, string> = {},
+      ): Promise<{ status: number; ms: number; res: request.Response }> => {
+        const started = performance.now();
+        const res = await request(app.url).get('/').set(headers);
+        return { status: res.status, ms: performance.now() - started, res };
+      };
+
+      test('after delayAfter requests each further one waits delayMs; no rate-limit headers by default', async () => {
+        const app = await startSpec({ slowDown: slowed({ delayAfter: 2, delayMs: 400 }).spec });
+        const first = await timed(app);
+        const second = await timed(app);
+        const third = await timed(app);
+        expect([first.status, second.status, third.status]).toEqual([200, 200, 200]);
+        expect(first.ms).toBeLessThan(300);
+        expect(second.ms).toBeLessThan(300);
+        expect(third.ms).toBeGreaterThanOrEqual(395);
+        expect(third.res.headers.ratelimit).toBeUndefined();
+        expect(app.hits()).toBe(3);
+      });
+
+      test('delayMs as a function gets the count and the request; maxDelayMs caps it, and the default formula', async () => {
+        const seen: [number, unknown][] = [];
+        const fn = await startSpec({
+          slowDown: slowed({
+            delayAfter: 1,
+            maxDelayMs: 250,
+            delayMs: (used, req) => {
+              seen.push([used, req.headers['x-tag']]);
+              return used === 2 ? 50 : 60_000;
+            },
+          }).spec,
+        });
+        await timed(fn, { 'x-tag': 'a' });
+        expect((await timed(fn, { 'x-tag': 'b' })).ms).toBeGreaterThanOrEqual(48);
+        const capped = await timed(fn, { 'x-tag': 'c' });
+        expect(capped.ms).toBeGreaterThanOrEqual(245);
+        expect(capped.ms).toBeLessThan(5_000);
+        expect(seen).toEqual([
+          [2, 'b'],
+          [3, 'c'],
+        ]);
+        // The default: a second per request past delayAfter, here capped at 300 ms.
+        const plain = await startSpec({ slowDown: slowed({ delayAfter: 1, maxDelayMs: 300 }).spec });
+        await timed(plain);
+        const second = await timed(plain);
+        expect(second.ms).toBeGreaterThanOrEqual(295);
+        expect(second.ms).toBeLessThan(900);
+      });
+
+      test('with rateLimit on the same limiter: counted once per request, first slowed, then refused', async () => {
+        const o = slowed({});
+        const shared = createLimiter({ redis, prefix: (o.spec as { prefix: string }).prefix, limits: { limit: 3, window: '1m' } });
+        probes.push(shared);
+        const app = await startSpec({ slowDown: { limiter: shared, delayAfter: 1, delayMs: 150 }, global: { limiter: shared } });
+        const first = await timed(app);
+        expect(first.status).toBe(200);
+        expect(first.ms).toBeLessThan(120);
+        expect(first.res.headers.ratelimit).toMatch(/r=2/);
+        const second = await timed(app);
+        expect(second.status).toBe(200);
+        expect(second.ms).toBeGreaterThanOrEqual(145);
+        expect(second.res.headers.ratelimit).toMatch(/r=1/);
+        expect((await timed(app)).status).toBe(200);
+        const refused = await timed(app);
+        expect(refused.status).toBe(429);
+        expect(refused.ms).toBeGreaterThanOrEqual(145);
+        expect(app.hits()).toBe(3);
+        expect(await remaining(shared)).toBe(0);
+      });
+
+      test('slowDown alone never refuses for the count: past the limit it keeps delaying', async () => {
+        const app = await startSpec({
+          slowDown: slowed({ limits: { limit: 2, window: '1m' }, delayAfter: 1, delayMs: (used) => used * 40 }).spec,
+        });
+        await timed(app);
+        await timed(app);
+        const past = await timed(app);
+        expect(past.status).toBe(200);
+        // Past the limit the count stays at limit + 1: 3 x 40 ms.
+        expect(past.ms).toBeGreaterThanOrEqual(118);
+        expect(app.hits()).toBe(3);
+      });
+
+      test('a client that disconnects during its delay leaves no timer, never reaches the handler, and stays counted', async () => {
+        const o = slowed({ delayAfter: 0, delayMs: 5_000, maxDelayMs: 10_000, skipFailedRequests: true });
+        const app = await startSpec({ slowDown: o.spec });
+        const counts = probe(o.probe);
+        const before = liveTimers();
+        const gone = abandon(app.url, {}, 150);
+        await new Promise((r) => setTimeout(r, 80));
+        expect(liveTimers()).toBeGreaterThan(before);
+        await gone;
+        await eventually(async () => expect(liveTimers()).toBeLessThanOrEqual(before));
+        await new Promise((r) => setTimeout(r, 50));
+        expect(app.hits()).toBe(0);
+        // Leaving early buys nothing: the request is not given back, even with skipFailedRequests.
+        expect(await remaining(counts)).toBe(9);
+      });
+
+      test('slowDown alone warns, once, about a proxy header it does not trust (as rateLimit does)', async () => {
+        resetWarnings();
+        const warnings: string[] = [];
+        const app = await startSpec({
+          slowDown: slowed({ delayAfter: 5, delayMs: 1, logger: { warn: (m: string) => void warnings.push(m) } }).spec,
+        });
+        for (const ip of ['1.1.1.1', '2.2.2.2']) expect(await statusOf(app, { 'x-forwarded-for': ip })).toBe(200);
+        expect(warnings.filter((w) => w.includes('[forwarded-header-untrusted]'))).toHaveLength(1);
+      });
+
+      test('refund options work as for rateLimit: a failed response gives its unit back', async () => {
+        const o = slowed({ delayAfter: 5, delayMs: 1, skipFailedRequests: true });
+        const app = await startSpec({ slowDown: o.spec });
+        const counts = probe(o.probe);
+        expect(await statusOf(app, { 'x-status': '500' })).toBe(500);
+        await eventually(async () => expect(await remaining(counts)).toBe(10));
+        expect(await statusOf(app)).toBe(200);
+        await new Promise((r) => setTimeout(r, 50));
+        expect(await remaining(counts)).toBe(9);
+      });
+
+      test('a delayMs that throws, rejects or answers nonsense fails the request: never let through undelayed', async () => {
+        for (const delayMs of [
+          () => {
+            throw new Error('delay lookup failed');
+          },
+          () => Promise.reject(new Error('delay lookup failed')),
+          () => Number.NaN,
+          () => -5,
+          () => 'soon' as unknown as number,
+        ]) {
+          const app = await startSpec({ slowDown: slowed({ delayAfter: 0, delayMs }).spec });
+          expect(await statusOf(app)).toBe(500);
+          expect(app.hits()).toBe(0);
+        }
+      });
+
+      test('the deny list refuses through slowDown at once; the allow list is never slowed', async () => {
+        const denied = await startSpec({ slowDown: slowed({ delayAfter: 0, delayMs: 2_000, deny: ['127.0.0.1'] }).spec });
+        const refused = await timed(denied);
+        expect(refused.status).toBe(403);
+        expect(refused.ms).toBeLessThan(1_000);
+        const allowed = await startSpec({ slowDown: slowed({ delayAfter: 0, delayMs: 2_000, allow: ['127.0.0.0/8'] }).spec });
+        const fast = await timed(allowed);
+        expect(fast.status).toBe(200);
+        expect(fast.ms).toBeLessThan(1_000);
+        expect(denied.hits() + allowed.hits()).toBe(1);
+      });
+
+      test('bad slow-down options fail at construction naming the option', async () => {
+        const cases: [Partial<NeutralSlowDownOptions>, string][] = [
+          [{ delayAfter: -1 }, 'delayAfter'],
+          [{ delayAfter: 1.5 }, 'delayAfter'],
+          [{ delayAfter: 11 }, 'delayAfter'],
+          [{ delayMs: -5 }, 'delayMs'],
+          [{ delayMs: Number.POSITIVE_INFINITY }, 'delayMs'],
+          [{ delayMs: '1s' as unknown as number }, 'delayMs'],
+          [{ maxDelayMs: 0 }, 'maxDelayMs'],
+          [{ maxDelayMs: 600_001 }, 'maxDelayMs'],
+          [{ maxDelayMs: Number.POSITIVE_INFINITY }, 'maxDelayMs'],
+          [{ windowMs: 60_000 } as Partial<NeutralSlowDownOptions>, 'windowMs'],
+        ];
+        for (const [extra, option] of cases) {
+          await expect(factory.makeApp({ slowDown: slowed(extra).spec })).rejects.toMatchObject({ option });
+        }
       });
     });
   });

@@ -1,6 +1,13 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import request from 'supertest';
-import { resetWarnings, type ConcurrencyHttpOptions, type HttpOptions, type LimitsOrLimiter, type Logger } from '@floodgate/core/adapter';
+import {
+  resetWarnings,
+  type ConcurrencyHttpOptions,
+  type HttpOptions,
+  type LimitsOrLimiter,
+  type Logger,
+  type SlowDownHttpOptions,
+} from '@floodgate/core/adapter';
 import { closeClients, connect, uniquePrefix } from './clients';
 import { startRedis } from './redis-server';
 import { concurrencyConformance } from './concurrency-conformance';
@@ -8,6 +15,7 @@ import { concurrencyConformance } from './concurrency-conformance';
 /** Options as every adapter takes them; functions see only what all three frameworks' requests share. */
 export type NeutralOptions = LimitsOrLimiter<HttpOptions<{ headers: IncomingHttpHeaders }>>;
 export type NeutralConcurrencyOptions = ConcurrencyHttpOptions<{ headers: IncomingHttpHeaders }>;
+export type NeutralSlowDownOptions = LimitsOrLimiter<SlowDownHttpOptions<{ headers: IncomingHttpHeaders }>>;
 export type RoutePath = '/' | '/search' | '/login';
 
 /**
@@ -26,6 +34,8 @@ export interface AppSpec {
   socketPath?: string;
   /** The adapter's `concurrency(...)` on every route, before `global`. */
   concurrency?: NeutralConcurrencyOptions;
+  /** The adapter's `slowDown(...)` on every route, after `concurrency` and before `global`. */
+  slowDown?: NeutralSlowDownOptions;
   /** `GET /slow` counts itself, then answers 200 `{ ok: true }` once this resolves (default: at once). */
   slow?: () => Promise<void>;
 }

@@ -1,7 +1,7 @@
 export { redisServerBinary, serveHttp, startRedis, type StartedRedis } from './redis-server';
 export { connect, closeClients, uniquePrefix, testRedisUrl, commandStats } from './clients';
 export { adversarial } from './adversarial';
-export { policyConformance } from './conformance-policies';
+export { abandon, policyConformance } from './conformance-policies';
 export { conformance, answerOf, type AdapterFactory, type AppSpec, type TestApp, type NeutralOptions, type RoutePath } from './conformance';
 export { freePort, waitForPing, spawnRedis, RedisProcess } from './processes';
 export { runLoad, liveTimers, collectGarbage, type Sample, type LoadResult } from './load';
