@@ -12,7 +12,7 @@ import { uniquePrefix } from '@floodgate/testing';
  * `npm ci` filled answers most of the install (--prefer-offline); the rest comes from the registry.
  */
 const root = join(__dirname, '..');
-const PUBLISHED = ['core', 'express', 'fastify', 'koa', 'metrics'];
+const PUBLISHED = ['cli', 'core', 'express', 'fastify', 'koa', 'metrics'];
 const FROM_REGISTRY = [
   'ioredis',
   'express',
