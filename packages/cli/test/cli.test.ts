@@ -1,6 +1,7 @@
 import { createLimiter, type Limiter } from '@floodgate/core';
 import { indexKey, keySlot, registryKey } from '@floodgate/core/admin';
-import { closeClients, connect, freePort, testRedisUrl, uniquePrefix } from '@floodgate/testing';
+import type Redis from 'ioredis';
+import { closeClients, connect, freePort, spawnRedis, testRedisUrl, uniquePrefix, type RedisProcess } from '@floodgate/testing';
 import { floodgate, floodgateJson, sleep } from './helpers';
 
 /*
@@ -46,9 +47,9 @@ async function setup(): Promise<Setup> {
 }
 
 /** Waits for the registry entries written (not awaited) after the limiters' first checks. */
-async function registered(prefix: string, names: string[]): Promise<void> {
+async function registered(prefix: string, names: string[], client: Redis = redis): Promise<void> {
   for (let i = 0; i < 100; i++) {
-    if ((await redis.hkeys(registryKey(prefix))).sort().join() === names.join()) return;
+    if ((await client.hkeys(registryKey(prefix))).sort().join() === names.join()) return;
     await sleep(20);
   }
   throw new Error(`registry of ${prefix} never held ${names.join(', ')}`);
@@ -295,5 +296,50 @@ describe('errors scripts can rely on', () => {
     expect(ran.code).toBe(0);
     expect(ran.stdout).toMatch(/^Usage: floodgate <command> \[options\]/);
     expect(ran.stdout).toContain('Exit codes: 0 ok, 1 nothing found');
+  });
+});
+
+describe('the ACL docs/cli.md gives the on-call user', () => {
+  const ONCALL_ACL =
+    '+info +time +hgetall +get +exists +zrange +zrangebyscore +evalsha +eval +del +mget +hmget +set +pexpire +zadd +zrem +zscore +zremrangebyscore';
+  let server: RedisProcess;
+  beforeAll(async () => {
+    server = await spawnRedis();
+    const admin = connect(server.url);
+    await admin.call('ACL', 'SETUSER', 'oncall', 'on', '>s3cret', '~floodgate:*', ...ONCALL_ACL.split(' '));
+    await admin.call('ACL', 'SETUSER', 'nodel', 'on', '>s3cret', '~floodgate:*', ...ONCALL_ACL.split(' ').filter((c) => c !== '+del'));
+    const app = createLimiter({
+      redis: admin,
+      name: 'api',
+      lockout: { after: 1, within: '1m', duration: '1h' },
+      limits: { limit: 1, window: '1m' },
+      logger: quiet,
+    });
+    await app.check('ip:1');
+    await app.check('ip:1');
+    await app.close();
+    await registered('floodgate', ['api'], admin);
+  });
+  afterAll(() => server.stop());
+
+  test('is enough for every command', async () => {
+    const as = (user: string, ...args: string[]): string[] => [...args, '--url', `redis://${user}:s3cret@127.0.0.1:${server.port}`];
+    const codes: Record<string, number | null> = {};
+    for (const args of [
+      ['limiters'],
+      ['inspect', 'ip:1'],
+      ['blocks'],
+      ['top'],
+      ['block', 'ip:2', '--for', '1m'],
+      ['unblock', 'ip:2'],
+      ['reset', 'ip:1'],
+    ]) {
+      codes[args[0]!] = (await floodgate(as('oncall', ...args))).code;
+    }
+    expect(codes).toEqual({ limiters: 0, inspect: 0, blocks: 0, top: 0, block: 0, unblock: 0, reset: 0 });
+    // One command short: Redis's error, exit 5.
+    const denied = await floodgate(as('nodel', 'unblock', 'ip:1'));
+    expect(denied.code).toBe(5);
+    expect(denied.stderr).toMatch(/^floodgate: Redis answered with an error: ERR The user executing the script can't run this command/);
   });
 });
