@@ -38,8 +38,20 @@ export function isBlockKey(key: string): boolean {
 
 /** CRC16/XMODEM, as Redis Cluster uses for key slots (cluster spec, "Keys distribution model"). */
 function crc16(s: string): number {
+  // Keys are ASCII (prefix, name and encoded identifier all are): their UTF-16 code units are their bytes,
+  // read without encoding the string. Anything else is CRC'd over its UTF-8 bytes, as Redis does.
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 127) return crc16Bytes(Buffer.from(s));
   let crc = 0;
-  for (const byte of Buffer.from(s)) {
+  for (let i = 0; i < s.length; i++) {
+    crc ^= s.charCodeAt(i) << 8;
+    for (let k = 0; k < 8; k++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  }
+  return crc;
+}
+
+function crc16Bytes(bytes: Uint8Array): number {
+  let crc = 0;
+  for (const byte of bytes) {
     crc ^= byte << 8;
     for (let k = 0; k < 8; k++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
   }
