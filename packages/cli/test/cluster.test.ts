@@ -39,7 +39,11 @@ function spread(n: number): string[] {
 }
 
 async function registered(prefix: string, n: number): Promise<void> {
-  for (let i = 0; i < 100 && (await cluster.hlen(registryKey(prefix))) < n; i++) await sleep(20);
+  for (let i = 0; i < 100; i++) {
+    if ((await cluster.hlen(registryKey(prefix))) >= n) return;
+    await sleep(20);
+  }
+  throw new Error(`the registry of ${prefix} never held ${n} limiters`);
 }
 
 function limiters(prefix: string, colocate = false): { api: Limiter; login: Limiter } {

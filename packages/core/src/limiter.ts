@@ -326,6 +326,8 @@ export class FloodgateLimiter implements Limiter {
       }
     }
     const budgetMs = this.opts.timeoutMs - (performance.now() - started);
+    // The registry entry for the command line, when due, in the same write as this check (operator.ts).
+    if (op === 'c') this.records?.touch();
     if (budgetMs < 1) {
       // Let in with no time left to ask: not sent (it could only be counted after its caller gave up).
       if (counted) inflight.leave(ids, cost);
@@ -343,7 +345,7 @@ export class FloodgateLimiter implements Limiter {
       const reply = await this.store.run(program, call.keys, call.argv, { now: this.now(), budgetMs, settled });
       latencyMs = performance.now() - sent;
       this.recorder.answered(latencyMs);
-      // Redis answers: the registry entry for the command line, when it is due (operator.ts); not awaited.
+      // A first check sent before the client was connected: the registry entry now (a no-op once written).
       if (op === 'c') this.records?.touch();
       decision = this.decode(call, reply, 'redis');
       cache?.remember(decision, call.cost);

@@ -9,10 +9,10 @@ import type { RedisStore } from './stores/redis';
  *
  *   - The registry, `<prefix>:!m:{<prefix>}`: a hash, limiter name -> a description (JSON: algorithm, plans
  *     and rules, lockout, colocate). Limiter names and rules live in the application; the command line reads
- *     them here to inspect an identifier. Written when Redis first answers a consuming check of the limiter
- *     (so never while Redis is unreachable, and never for a limiter that only peeks), and again at a check
- *     an hour or more after the last write: one small script call each time, never per check, not awaited by
- *     the check; kept 30 days from the last write.
+ *     them here to inspect an identifier. Written with the limiter's first consuming check that finds the
+ *     client connected (in the same write to the socket as that check), or when Redis answers the first
+ *     one if it was sent while connecting, and again at a check an hour or more after: a plain EVAL each time (RedisStore.sideWrite: no deadline, no part in the breaker, never
+ *     queued while disconnected), never per check, not awaited by the check; kept 30 days from the last.
  *   - The denial sample, `<prefix>:!t:{<prefix>}:<minute>`: per minute, a sorted set of identifiers (encoded
  *     as in keys, so at most 64 characters) by the denials this process gave them. Counted in process (a Map
  *     increment per denial, no Redis call on the check's path) and flushed by one script call at most every
@@ -31,7 +31,6 @@ const REGISTRY_REFRESH_MS = 3_600_000;
 export const TOP_KEEP = 1_000;
 const TOP_FLUSH_MS = 5_000;
 const TOP_TTL_MS = 3_600_000;
-const ADMIN_BUDGET_MS = 2_000;
 
 /** A limiter as the registry describes it. */
 export interface LimiterDescription {
@@ -95,13 +94,13 @@ export class OperatorRecords {
     this.description = JSON.stringify(describeLimiter(opts));
   }
 
-  /** After Redis answered a consuming check: (re)writes the registry entry when it is due; not awaited. */
+  /** At a consuming check: (re)writes the registry entry when it is due and the client is connected; not awaited. */
   touch(): void {
     const now = Date.now();
-    if (now - this.registeredAt < REGISTRY_REFRESH_MS) return;
+    if (now - this.registeredAt < REGISTRY_REFRESH_MS || !this.store.connected) return;
     this.registeredAt = now;
     const key = registryKey(this.opts.prefix);
-    this.store.script('registry', REGISTRY_LUA, [key], [this.opts.name, this.description, REGISTRY_TTL_MS], ADMIN_BUDGET_MS).catch(() => {
+    this.store.sideWrite(REGISTRY_LUA, [key], [this.opts.name, this.description, REGISTRY_TTL_MS]).catch(() => {
       // Written again at the next consuming call: the registry is for the command line, never for checks.
       this.registeredAt = -Infinity;
     });
@@ -134,7 +133,8 @@ export class OperatorRecords {
     const argv: (string | number)[] = [TOP_KEEP, TOP_TTL_MS];
     for (const [enc, n] of merged) argv.push(n, enc);
     const key = topKey(this.opts.prefix, Math.floor(Date.now() / 60_000));
-    this.flushing = this.store.script('top', TOP_LUA, [key], argv, ADMIN_BUDGET_MS).catch(() => undefined);
+    // Not connected: the batch is dropped (a sample; the next denials start the next one).
+    this.flushing = this.store.sideWrite(TOP_LUA, [key], argv).catch(() => undefined);
     return this.flushing;
   }
 }

@@ -129,6 +129,11 @@ export class RedisStore implements Store {
     this.conn = connectionOf(client);
   }
 
+  /** Whether the client is connected now (status 'ready'). */
+  get connected(): boolean {
+    return this.client.status === 'ready';
+  }
+
   get breakerOpen(): boolean {
     return this.health.breaker.isOpen;
   }
@@ -175,6 +180,17 @@ export class RedisStore implements Store {
    */
   script(kind: string, lua: string, keys: string[], argv: (string | number)[], budgetMs: number): Promise<unknown> {
     return this.call(() => this.send(kind, lua, keys, argv), budgetMs);
+  }
+
+  /**
+   * A write for the command line's records (operator.ts), outside every check: sent only while the client
+   * is connected (else rejected at once, never queued), as a plain EVAL (no NOSCRIPT round trip: it runs at
+   * most every few seconds), with no deadline and no part in the breaker or health: it never decides anything.
+   */
+  sideWrite(lua: string, keys: string[], argv: (string | number)[]): Promise<unknown> {
+    const client = this.client as unknown as { eval?: (lua: string, n: number, ...args: (string | number)[]) => Promise<unknown> };
+    if (!this.connected || typeof client.eval !== 'function') return Promise.reject(new Error('not connected'));
+    return client.eval(lua, keys.length, ...keys, ...argv);
   }
 
   block(
