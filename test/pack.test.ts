@@ -12,7 +12,7 @@ import { uniquePrefix } from '@floodgate/testing';
  * `npm ci` filled answers most of the install (--prefer-offline); the rest comes from the registry.
  */
 const root = join(__dirname, '..');
-const PUBLISHED = ['core', 'express', 'fastify', 'koa', 'metrics'];
+const PUBLISHED = ['cli', 'core', 'express', 'fastify', 'koa', 'metrics'];
 const FROM_REGISTRY = [
   'ioredis',
   'express',
@@ -185,3 +185,8 @@ test('TypeScript consumers type-check with "module": "nodenext": ESM and CommonJ
   }
   expect(output).toBe('');
 }, 60_000);
+
+test('the installed @floodgate/cli puts `floodgate` on the bin path of the app (npx floodgate)', () => {
+  const out = execFileSync(join(app, 'node_modules', '.bin', 'floodgate'), ['--help'], { cwd: app, encoding: 'utf8', timeout: 30_000 });
+  expect(out).toMatch(/^Usage: floodgate <command> \[options\]/);
+});

@@ -25,6 +25,8 @@ const WANTED: Record<string, string[]> = {
   '@floodgate/express': ['rateLimit', 'concurrency', 'slowDown'],
   '@floodgate/fastify': ['default', 'rateLimit', 'RateLimitError', 'concurrency', 'slowDown'],
   '@floodgate/koa': ['rateLimit', 'concurrency', 'slowDown'],
+  '@floodgate/core/admin': ['indexKey', 'registryKey', 'topKey', 'slotTag', 'algorithmTag'],
+  '@floodgate/cli': ['run', 'EXIT', 'USAGE'],
 };
 const packages: [string, string[]][] = entryPoints().map((name) => [name, WANTED[name] ?? []]);
 

@@ -86,8 +86,13 @@ export class CallPlanner {
       masks.push(plan.mask);
       ruleLists.push(plan.rules);
     }
-    // The lockout keys follow all the identifiers' state and block keys (script.ts, Program.lockout).
-    if (this.opts.lockout !== undefined) for (const id of ids) keys.push(this.keys.lockout(encodeIdentifier(id)));
+    // The lockout keys follow all the identifiers' state and block keys, then their block index keys (a
+    // lockout writes a block, and its index entry in the same call: script.ts, Program.lockout).
+    if (this.opts.lockout !== undefined) {
+      const encs = ids.map(encodeIdentifier);
+      for (const enc of encs) keys.push(this.keys.lockout(enc));
+      for (const enc of encs) keys.push(this.keys.index(enc));
+    }
     const penalty = this.opts.penalty && this.opts.mode === 'enforce' ? '1' : '0';
     const argv = [op, cost, penalty, this.nowArg(), this.pad, ...this.ruleArgs, ...masks];
     return { ids, keys, argv, ruleLists, cost };

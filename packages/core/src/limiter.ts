@@ -19,6 +19,7 @@ import { listDecision, localDenial } from './decision';
 import { Lists, type ListsInput } from './lists';
 import { Events, type EventListener } from './events';
 import { HealthRecorder, type LimiterHealth } from './health';
+import { OperatorRecords } from './operator';
 
 export interface CheckOptions {
   /** Units this call consumes (a non-negative integer; default 1). Cost 0 consumes nothing. */
@@ -125,6 +126,8 @@ export class FloodgateLimiter implements Limiter {
   private readonly queues: WaitQueues = new Map();
   private readonly events: Events;
   private readonly recorder = new HealthRecorder();
+  /** The registry entry and denial sample for the command line (operator.ts): Redis, real time only. */
+  private readonly records: OperatorRecords | undefined;
   private failing = false;
   /** The last connection-level failure (timeout, unavailable, circuit open), until the store answers again. */
   private fault: StoreError | undefined;
@@ -150,6 +153,7 @@ export class FloodgateLimiter implements Limiter {
       : opts.clock
         ? new MemoryStore(opts.memoryMaxKeys)
         : sharedMemoryStore(opts.prefix, opts.memoryMaxKeys);
+    this.records = this.store instanceof RedisStore && opts.clock === undefined ? new OperatorRecords(this.store, opts) : undefined;
     this.cacheFirst = !opts.penalty;
     this.keys = keyScheme(opts.prefix, opts.name, opts.algorithm.tag, opts.colocate);
     // Each plan's script is built here, once; its block cache and units in flight are its own, as its
@@ -254,17 +258,24 @@ export class FloodgateLimiter implements Limiter {
     if (typeof reason !== 'string' || reason.length > 256) {
       throw new ConfigError('reason', `must be a string of at most 256 characters; got ${describeValue(reason)}`);
     }
-    const key = this.keys.block(encodeIdentifier(id!));
-    await this.admin(() => this.store.block(key, durationMs, reason, this.main.planner.nowArg(), this.main.planner.pad, this.now()));
+    const enc = encodeIdentifier(id!);
+    const { planner } = this.main;
+    await this.admin(() =>
+      this.store.block(this.keys.block(enc), this.keys.index(enc), durationMs, reason, planner.nowArg(), planner.pad, this.now()),
+    );
   }
 
   async unblock(identifier: string): Promise<void> {
     const [id] = this.main.planner.identifiers(identifier);
     evictEverywhere(this.prefix, undefined, [id!]);
     const enc = encodeIdentifier(id!);
-    // A lockout is a block: lifted, and this limiter's escalation for the identifier forgotten with it.
-    const keys = this.opts.lockout ? [this.keys.block(enc), this.keys.lockout(enc)] : [this.keys.block(enc)];
-    await this.admin(() => this.store.delete(keys));
+    // A lockout is a block: lifted, and this limiter's escalation for the identifier forgotten with it; the
+    // block's entry in the block index goes in the same call.
+    const others = this.opts.lockout ? [this.keys.lockout(enc)] : [];
+    const { planner } = this.main;
+    await this.admin(() =>
+      this.store.unblock(this.keys.block(enc), this.keys.index(enc), others, planner.nowArg(), planner.pad, this.now()),
+    );
   }
 
   private countKeys(enc: string): string[] {
@@ -316,6 +327,7 @@ export class FloodgateLimiter implements Limiter {
     this.closed = true;
     for (const plan of this.byName.values()) plan.cache?.dispose();
     unregisterLimiter(this, this.opts);
+    await this.records?.flush();
   }
 
   private now(): number {
@@ -348,7 +360,7 @@ export class FloodgateLimiter implements Limiter {
     }
     // The cache first: a client answered from it costs no key encoding, no script arguments and no promise.
     const cached = this.cacheFirst ? plan.cache?.lookup(ids, cost) : undefined;
-    if (cached) return this.enforce(cached, plan);
+    if (cached) return this.enforce(cached, plan, undefined, op);
     return this.evaluate(plan, op, ids, cost);
   }
 
@@ -364,19 +376,21 @@ export class FloodgateLimiter implements Limiter {
     const counted = inflight !== undefined && op === 'c' && cost > 0;
     if (counted) {
       const entered = inflight.enter(ids, cost, this.opts.timeoutMs);
-      if (entered !== true && !(await entered)) return this.enforce(this.notSent(call, true), plan);
+      if (entered !== true && !(await entered)) return this.enforce(this.notSent(call, true), plan, undefined, op);
       // While it waited, an earlier check of these identifiers may have been denied.
       const cached = entered !== true && this.cacheFirst ? cache?.lookup(ids, cost) : undefined;
       if (cached) {
         inflight.leave(ids, cost);
-        return this.enforce(cached, plan);
+        return this.enforce(cached, plan, undefined, op);
       }
     }
     const budgetMs = this.opts.timeoutMs - (performance.now() - started);
+    // The registry entry for the command line, when due, in the same write as this check (operator.ts).
+    if (op === 'c') this.records?.touch();
     if (budgetMs < 1) {
       // Let in with no time left to ask: not sent (it could only be counted after its caller gave up).
       if (counted) inflight.leave(ids, cost);
-      return this.enforce(this.notSent(call, false), plan);
+      return this.enforce(this.notSent(call, false), plan, undefined, op);
     }
     let decision: Decision;
     let latencyMs: number | undefined;
@@ -390,15 +404,17 @@ export class FloodgateLimiter implements Limiter {
       const reply = await this.store.run(program, call.keys, call.argv, { now: this.now(), budgetMs, settled });
       latencyMs = performance.now() - sent;
       this.recorder.answered(latencyMs);
+      // A first check sent before the client was connected: the registry entry now (a no-op once written).
+      if (op === 'c') this.records?.touch();
       decision = this.decode(call, reply, 'redis');
       cache?.remember(decision, call.cost);
       this.failing = false;
       this.fault = undefined;
-      return this.keepReceipts(call, reply, this.enforce(decision, plan, latencyMs));
+      return this.keepReceipts(call, reply, this.enforce(decision, plan, latencyMs, op));
     } catch (err) {
       decision = this.fallback(call, toStoreError(err));
     }
-    return this.enforce(decision, plan);
+    return this.enforce(decision, plan, undefined, op);
   }
 
   /** A refundable program's admitted, consuming check: what it consumed where, for refund(). */
@@ -483,9 +499,19 @@ export class FloodgateLimiter implements Limiter {
 
   /**
    * Every decision's last step: shadow mode turns a denial into an allowed decision marked shadowDenied
-   * (and a shadow-deny event), and listeners get the decision event.
+   * (and a shadow-deny event), and listeners get the decision event. `op`: a remote check ('c') or peek.
    */
-  private enforce(decision: Decision, plan: PlanState, latencyMs?: number): Decision {
+  private enforce(decision: Decision, plan: PlanState, latencyMs?: number, op?: 'c' | 'p'): Decision {
+    // A denial a check gave (not a peek's, not the failure policy's) enters the denial sample (operator.ts).
+    if (
+      op === 'c' &&
+      this.records !== undefined &&
+      !decision.allowed &&
+      decision.identifier !== undefined &&
+      decision.reason !== 'store-unavailable'
+    ) {
+      this.records.denied(decision.identifier);
+    }
     if (this.opts.mode === 'shadow' && !decision.allowed) {
       if (decision.reason !== 'store-unavailable') this.emit({ type: 'shadow-deny', limiter: this.name, decision });
       decision = { ...decision, allowed: true, reason: undefined, retryAfterMs: 0, shadowDenied: true };

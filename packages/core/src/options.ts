@@ -3,6 +3,7 @@ import { ALGORITHMS } from './algorithms';
 import { ConfigError, describeValue } from './errors';
 import { parseDuration, resolveRules, type Rule, type RuleInput } from './rules';
 import type { LockoutSpec } from './algorithms/lockout';
+import { DEFAULT_PREFIX } from './keys';
 import type { RedisClient } from './stores/redis';
 import { Lists } from './lists';
 
@@ -427,7 +428,7 @@ export function resolveOptions(input: LimiterOptions, extraKeys: readonly string
   return {
     redis,
     name: pattern(input.name, 'name', /^[A-Za-z0-9_.-]{1,48}$/, '[A-Za-z0-9_.-]{1,48}', 'default'),
-    prefix: pattern(input.prefix, 'prefix', /^[A-Za-z0-9_.-]{1,32}$/, '[A-Za-z0-9_.-]{1,32}', 'floodgate'),
+    prefix: pattern(input.prefix, 'prefix', /^[A-Za-z0-9_.-]{1,32}$/, '[A-Za-z0-9_.-]{1,32}', DEFAULT_PREFIX),
     algorithm,
     rules,
     plans,

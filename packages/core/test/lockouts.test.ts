@@ -2,6 +2,7 @@ import { Cluster } from 'ioredis';
 import type Redis from 'ioredis';
 import { ConfigError, createLimiter, type LimiterOptions } from '@floodgate/core';
 import { keySlot } from '../src/stores/cluster';
+import { indexKey } from '../src/keys';
 import {
   closeClients,
   commandStats,
@@ -160,7 +161,20 @@ describe('on a private server', () => {
     const stats = await commandStats(client);
     expect((stats.evalsha ?? 0) + (stats.eval ?? 0)).toBe(1);
     const keys = (await client.keys(`${l.prefix}:*`)).sort();
-    expect(keys).toEqual([`${l.prefix}:!b:{ip:1}`, `${l.prefix}:default:fw2:{ip:1}`, `${l.prefix}:default:lo:{ip:1}`]);
+    const index = indexKey(l.prefix, keySlot(`${l.prefix}:!b:{ip:1}`));
+    expect(keys).toEqual(
+      [
+        `${l.prefix}:!b:{ip:1}`,
+        index,
+        `${l.prefix}:!m:{${l.prefix}}`,
+        `${l.prefix}:default:fw2:{ip:1}`,
+        `${l.prefix}:default:lo:{ip:1}`,
+      ].sort(),
+    );
+    // The lockout's block entered the block index in the same call, scored by its end.
+    const [member, end] = ((await client.call('ZRANGE', index, '0', '-1', 'WITHSCORES')) as [string, string][])[0]!;
+    expect(member).toBe(`${l.prefix}:!b:{ip:1}`);
+    expect(Number((await client.get(member!))!.split('|')[0])).toBe(Number(end));
     const ttl = await client.pttl(`${l.prefix}:default:lo:{ip:1}`);
     // Kept for the lockout plus maxDuration (the escalation's memory), no longer.
     expect(ttl).toBeGreaterThan(60_000);

@@ -214,7 +214,7 @@ export function runFrame(
   clockNow: number,
   { receipts, lockout }: FrameExtras = {},
 ): Reply {
-  const f = evaluateFrame(twin, storage, keys, argv, clockNow, lockout ? 3 : 2);
+  const f = evaluateFrame(twin, storage, keys, argv, clockNow, lockout ? 4 : 2);
   const { out, evals } = f;
   if (f.consumes) {
     out[2] = 1;
@@ -243,7 +243,7 @@ export function runSplitFrame(
   lockout?: LockoutSpec,
 ): Reply {
   const twin = algorithm.twin as Twin<unknown, unknown>;
-  const f = evaluateFrame(twin, storage, keys, argv, clockNow, lockout ? 3 : 2);
+  const f = evaluateFrame(twin, storage, keys, argv, clockNow, lockout ? 4 : 2);
   const { out } = f;
   if (f.ok && !f.blocked) out[1] = 1;
   lockoutStep(f, storage, keys, String(argv[0]), lockout);

@@ -1,5 +1,6 @@
 import type { FrameStorage } from './frame';
 import type { Reply } from '../reply';
+import { indexLua, indexTwin } from './block-index';
 
 /*
  * Lockouts that escalate (the `lockout` option, docs/lockouts.md): after `after` denials within `within`,
@@ -7,6 +8,9 @@ import type { Reply } from '../reply';
  * `maxDuration`. Decided in the check's own script, after its rules: no extra round trip. The lockout is a
  * block like block()'s (the same key, value `<until>|lockout`), so every limiter of the prefix, the block
  * cache and unblock() see it.
+ *
+ * A lockout's block enters the prefix's block index (block-index.ts) in the same call: the index key of the
+ * block key's slot is at KEYS[3 * NIDS + i].
  *
  * Per identifier, a hash at KEYS[2 * NIDS + i] (after every identifier's state and block key):
  *   n  denials counted in the current counting window
@@ -26,6 +30,11 @@ export interface LockoutSpec {
   readonly durationMs: number;
   readonly backoff: number;
   readonly maxDurationMs: number;
+}
+
+/** Indents every line but the first by `n` spaces (the first follows the template's own indentation). */
+function indent(text: string, n: number): string {
+  return text.split('\n').join(`\n${' '.repeat(n)}`);
 }
 
 /** A number as a Lua literal: integers exactly (ms below 2^53), the backoff factor as JavaScript prints it. */
@@ -69,6 +78,7 @@ if OP == 'c' and COST > 0 and not ok and not blocked then
         if d > ${lit(maxDurationMs)} then d = ${lit(maxDurationMs)} end
         d = floor(d)
         redis.call('SET', KEYS[2 * i], fmt('%d', NOW + d) .. '|${LOCKOUT_REASON}', 'PX', d + PAD)
+${indent(indexLua('KEYS[3 * NIDS + i]', 'KEYS[2 * i]', 'NOW + d'), 8)}
         out[2 * i + 2], out[2 * i + 3] = d, '${LOCKOUT_REASON}'
         l, n = l + 1, 0
         if NOW + d + ${lit(maxDurationMs)} > u then u = NOW + d + ${lit(maxDurationMs)} end
@@ -113,6 +123,7 @@ export function lockoutTwin(
     if (n >= spec.after) {
       const d = lockoutMs(spec, l);
       storage.set(keys[2 * i + 1]!, `${now + d}|${LOCKOUT_REASON}`, d + pad, now);
+      indexTwin(storage, keys[3 * nIds + i]!, keys[2 * i + 1]!, now + d, now, pad);
       out[2 * i + 3] = d;
       out[2 * i + 4] = LOCKOUT_REASON;
       [l, n] = [l + 1, 0];

@@ -494,7 +494,7 @@ export function compileScript(algorithm: Algorithm, rules: readonly Rule[], kind
     sections.push('local F = {}', ...sharedFunctions(t, ctx, shape, kind !== 'single'), ...[...code.values()].map((c) => c.functions!));
   sections.push(
     `-- the frame: every identifier's block, then its rules at COST, then (all or nothing) the commit\n` +
-      `local KEYS_PER_ID = ${lockout ? 3 : 2}\n${BLOCKS}\nlocal MASKS = ${6 + RULE_ARGS * rules.length}`,
+      `local KEYS_PER_ID = ${lockout ? 4 : 2}\n${BLOCKS}\nlocal MASKS = ${6 + RULE_ARGS * rules.length}`,
   );
   sections.push(split ? splitFrame(masks, code, lockout) : singleFrame(masks, code, kind === 'refundable', lockout));
   return `${sections.join('\n\n')}\n`;
@@ -514,7 +514,8 @@ export interface Program {
   readonly split: string;
   /**
    * The `lockout` option, decided in both scripts: each identifier then has a third key, its lockout
-   * state, after all the identifiers' state and block keys (KEYS: s1 b1 ... sN bN l1 ... lN).
+   * state, after all the identifiers' state and block keys, and a fourth, the block index of its block
+   * key's slot, which a lockout's block enters (KEYS: s1 b1 ... sN bN l1 ... lN x1 ... xN).
    */
   readonly lockout: LockoutSpec | undefined;
 }

@@ -4,6 +4,7 @@ import { masksAt } from '../algorithms/frame';
 import { mergeSlotReplies, parseSlotReply, type Reply, type SlotReply } from '../reply';
 import { StoreError } from '../errors';
 import { RedisStore } from './redis';
+import { keySlot } from '../keys';
 import type { RunContext } from './types';
 
 /*
@@ -35,23 +36,7 @@ import type { RunContext } from './types';
  * "Production"): a re-sent give-back could give back twice.
  */
 
-/** CRC16/XMODEM, as Redis Cluster uses for key slots (cluster spec, "Keys distribution model"). */
-function crc16(s: string): number {
-  let crc = 0;
-  for (const byte of Buffer.from(s)) {
-    crc ^= byte << 8;
-    for (let k = 0; k < 8; k++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
-  }
-  return crc;
-}
-
-/** The slot of a key: of its first non-empty {hash tag} when it has one, else of the whole key. */
-export function keySlot(key: string): number {
-  const open = key.indexOf('{');
-  const close = open === -1 ? -1 : key.indexOf('}', open + 1);
-  const tagged = close > open + 1 ? key.slice(open + 1, close) : key;
-  return crc16(tagged) % 16384;
-}
+export { keySlot } from '../keys';
 
 interface SlotCall {
   /** The caller's identifier indices in this slot, and the slot's KEYS and ARGV. */
@@ -68,8 +53,9 @@ export class ClusterStore extends RedisStore {
   private readonly splits = new WeakMap<object, SplitCheck>();
 
   override run(program: Program, keys: string[], argv: (string | number)[], ctx: RunContext): Promise<Reply> {
-    // KEYS: per identifier its state and block key, then (with a lockout) every identifier's lockout key.
-    const nIds = keys.length / (program.lockout ? 3 : 2);
+    // KEYS: per identifier its state and block key, then (with a lockout) every identifier's lockout key,
+    // then every identifier's block index key (in its block key's slot).
+    const nIds = keys.length / (program.lockout ? 4 : 2);
     const masks = masksAt(Number(argv[5]));
     const bySlot = new Map<number, SlotCall>();
     for (let i = 0; i < nIds; i++) {
@@ -80,7 +66,10 @@ export class ClusterStore extends RedisStore {
       call.argv.push(argv[masks + i]!);
       bySlot.set(slot, call);
     }
-    if (program.lockout) for (const call of bySlot.values()) call.keys.push(...call.ids.map((i) => keys[2 * nIds + i]!));
+    if (program.lockout) {
+      for (const call of bySlot.values()) call.keys.push(...call.ids.map((i) => keys[2 * nIds + i]!));
+      for (const call of bySlot.values()) call.keys.push(...call.ids.map((i) => keys[3 * nIds + i]!));
+    }
     // One slot: the single-Redis script, compiled for the rules; nothing to give back, so no receipts.
     if (bySlot.size === 1) return super.run(program, keys, argv, ctx);
     const check = new SplitCheck(this, program, [...bySlot.values()], argv, masks);

@@ -4,6 +4,7 @@ import { runFrame, type FrameStorage } from '../algorithms/frame';
 import type { Reply } from '../reply';
 import type { RunContext, Store } from './types';
 import { isBlockKey } from '../keys';
+import { indexTwin } from '../algorithms/block-index';
 import { DEFAULT_MEMORY_MAX_KEYS } from '../options';
 import { shared } from '../state';
 
@@ -86,9 +87,16 @@ export class MemoryStore implements Store, FrameStorage {
     });
   }
 
-  block(key: string, durationMs: number, reason: string, nowArg: string, pad: number, now: number): void {
+  block(key: string, index: string, durationMs: number, reason: string, nowArg: string, pad: number, now: number): void {
     const at = nowArg === '' ? now : Number(nowArg);
     this.set(key, `${at + durationMs}|${reason}`, durationMs + pad, at);
+    indexTwin(this, index, key, at + durationMs, at, pad);
+  }
+
+  unblock(key: string, index: string, others: string[], nowArg: string, pad: number, now: number): void {
+    const at = nowArg === '' ? now : Number(nowArg);
+    this.delete([key, ...others]);
+    indexTwin(this, index, key, undefined, at, pad);
   }
 
   delete(keys: string[]): void {

@@ -11,6 +11,7 @@ import type { RunContext, Store } from './types';
 import { coalesceWrites, type Flush } from './coalesce';
 import { checkEvictionPolicy } from './eviction';
 import { shared } from '../state';
+import { indexLua } from '../algorithms/block-index';
 
 /**
  * The part of an ioredis `Redis` or `Cluster` that Floodgate uses. Structural, so that users of the
@@ -35,23 +36,44 @@ type ScriptCommand = (numKeys: number, ...args: (string | number)[]) => Promise<
  */
 export type Settled = (reply: Reply | undefined, late: boolean) => void;
 
-/*
- * Sets a manual block. Its end time is stored in the value, so a decision never rests on the TTL.
- * KEYS[1] block key; ARGV[1] duration (ms); ARGV[2] reason; ARGV[3] now (ms, '' = Redis TIME);
- * ARGV[4] TTL padding (ms, test mode only). Reply: the block's end time (ms since the epoch).
- */
-const BLOCK_LUA = `
-local now
-if ARGV[3] == '' then
+/** The time (ARGV[n]: '' for Redis TIME, else a test clock) and `fmt`, as the admin scripts read them. */
+const ADMIN_PROLOGUE = (n: number): string => `local NOW
+if ARGV[${n}] == '' then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 else
-  now = tonumber(ARGV[3])
+  NOW = tonumber(ARGV[${n}])
 end
+local PAD = tonumber(ARGV[${n + 1}])
+local fmt = string.format`;
+
+/*
+ * Sets a manual block, and its entry in the block index (algorithms/block-index.ts). Its end time is stored
+ * in the value, so a decision never rests on the TTL.
+ * KEYS[1] block key; KEYS[2] the block index key of its slot; ARGV[1] duration (ms); ARGV[2] reason;
+ * ARGV[3] now (ms, '' = Redis TIME); ARGV[4] TTL padding (ms, test mode only). Reply: the block's end time
+ * (ms since the epoch).
+ */
+const BLOCK_LUA = `${ADMIN_PROLOGUE(3)}
 local d = tonumber(ARGV[1])
-local untilMs = now + d
-redis.call('SET', KEYS[1], string.format('%d', untilMs) .. '|' .. ARGV[2], 'PX', d + tonumber(ARGV[4]))
+local untilMs = NOW + d
+redis.call('SET', KEYS[1], fmt('%d', untilMs) .. '|' .. ARGV[2], 'PX', d + PAD)
+${indexLua('KEYS[2]', 'KEYS[1]', 'untilMs')}
 return untilMs
+`;
+
+/*
+ * Lifts a block: deletes the block key and its entry in the block index, and the other keys given (a
+ * limiter's lockout state), in one call. KEYS[1] block key; KEYS[2] its block index key; KEYS[3 ...] other
+ * keys to delete (of the same slot); ARGV[1] now ('' = Redis TIME); ARGV[2] TTL padding. Reply: 1 when a
+ * block was in force, else 0.
+ */
+const UNBLOCK_LUA = `${ADMIN_PROLOGUE(1)}
+local was = redis.call('ZSCORE', KEYS[2], KEYS[1])
+redis.call('DEL', unpack(KEYS, 1, 1), unpack(KEYS, 3))
+${indexLua('KEYS[2]', 'KEYS[1]', undefined)}
+if was and tonumber(was) > NOW then return 1 end
+return 0
 `;
 
 const FIRST_CONNECT_STATES = new Set(['wait', 'connecting', 'connect']);
@@ -107,6 +129,11 @@ export class RedisStore implements Store {
     this.conn = connectionOf(client);
   }
 
+  /** Whether the client is connected now (status 'ready'). */
+  get connected(): boolean {
+    return this.client.status === 'ready';
+  }
+
   get breakerOpen(): boolean {
     return this.health.breaker.isOpen;
   }
@@ -155,8 +182,36 @@ export class RedisStore implements Store {
     return this.call(() => this.send(kind, lua, keys, argv), budgetMs);
   }
 
-  block(key: string, durationMs: number, reason: string, nowArg: string, pad: number, _now: number, budgetMs = 2_000): Promise<void> {
-    return this.call(() => this.command('block', BLOCK_LUA)(1, key, durationMs, reason, nowArg, pad), budgetMs).then(() => undefined);
+  /**
+   * A write for the command line's records (operator.ts), outside every check: sent only while the client
+   * is connected (else rejected at once, never queued), as a plain EVAL (no NOSCRIPT round trip: it runs at
+   * most every few seconds), with no deadline and no part in the breaker or health: it never decides anything.
+   */
+  sideWrite(lua: string, keys: string[], argv: (string | number)[]): Promise<unknown> {
+    const client = this.client as unknown as { eval?: (lua: string, n: number, ...args: (string | number)[]) => Promise<unknown> };
+    if (!this.connected || typeof client.eval !== 'function') return Promise.reject(new Error('not connected'));
+    return client.eval(lua, keys.length, ...keys, ...argv);
+  }
+
+  block(
+    key: string,
+    index: string,
+    durationMs: number,
+    reason: string,
+    nowArg: string,
+    pad: number,
+    _now: number,
+    budgetMs = 2_000,
+  ): Promise<void> {
+    return this.call(() => this.command('block', BLOCK_LUA)(2, key, index, durationMs, reason, nowArg, pad), budgetMs).then(
+      () => undefined,
+    );
+  }
+
+  unblock(key: string, index: string, others: string[], nowArg: string, pad: number, _now: number, budgetMs = 2_000): Promise<void> {
+    return this.call(() => this.command('unblock', UNBLOCK_LUA)(2 + others.length, key, index, ...others, nowArg, pad), budgetMs).then(
+      () => undefined,
+    );
   }
 
   refund(algorithm: Algorithm, keys: string[], receipts: string[], cost: number, ctx: RunContext): Promise<void> {

@@ -24,8 +24,13 @@ export interface Store {
   readonly remote: boolean;
   /** Runs the program over KEYS and ARGV: a reply now (memory), or one within ctx.budgetMs (Redis). */
   run(program: Program, keys: string[], argv: (string | number)[], ctx: RunContext): Promise<Reply> | Reply;
-  /** Sets a manual block until now + durationMs; `nowArg` is '' (store time) or a test clock. */
-  block(key: string, durationMs: number, reason: string, nowArg: string, pad: number, now: number): Promise<void> | void;
+  /**
+   * Sets a manual block until now + durationMs, and its entry in the block index `index` (the index key of
+   * the block key's slot), in one call; `nowArg` is '' (store time) or a test clock.
+   */
+  block(key: string, index: string, durationMs: number, reason: string, nowArg: string, pad: number, now: number): Promise<void> | void;
+  /** Lifts a block: deletes it, its entry in the block index and the `others` keys (its slot's), in one call. */
+  unblock(key: string, index: string, others: string[], nowArg: string, pad: number, now: number): Promise<void> | void;
   delete(keys: string[]): Promise<void> | void;
   /**
    * Gives back what a refundable check consumed (limiter.refund()): per state key, `cost` units of each

@@ -66,6 +66,13 @@ const LIMITER_ACL = [
   '+lpush',
   '+ltrim',
   '+lrem',
+  '+zadd',
+  '+zrem',
+  '+zrange',
+  '+zscore',
+  '+zremrangebyscore',
+  '+zincrby',
+  '+zremrangebyrank',
 ];
 
 describe('the ACL a limiter needs', () => {

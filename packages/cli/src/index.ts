@@ -1,0 +1,409 @@
+/**
+ * @floodgate/cli: `floodgate`, the command line for the person on call (docs/cli.md). `run(args)` is the
+ * whole program: it parses `args`, talks to Redis and resolves to the exit code, writing to `io`.
+ *
+ * @module @floodgate/cli
+ */
+import { parseArgs } from 'node:util';
+import { ArgumentError, ConfigError, type Decision } from '@floodgate/core';
+import { DEFAULT_PREFIX, formatWindow, parseDuration } from '@floodgate/core/admin';
+import { connect, redactUrl } from './connect';
+import { CliError, EXIT, type ExitCode } from './errors';
+import { Floodgate, redisCall, toCliError } from './floodgate';
+import { human, isoTime, table } from './format';
+
+export { EXIT, type ExitCode } from './errors';
+
+/** Where the program writes, and the environment it reads (REDIS_URL). */
+export interface Io {
+  stdout(text: string): void;
+  stderr(text: string): void;
+  env: Record<string, string | undefined>;
+}
+
+const processIo: Io = {
+  stdout: (text) => process.stdout.write(`${text}\n`),
+  stderr: (text) => process.stderr.write(`${text}\n`),
+  env: process.env,
+};
+
+export const USAGE = `Usage: floodgate <command> [options]
+
+Commands:
+  inspect <identifier>                     every limiter and rule holding state for it, its block and
+                                           lockouts (reads only: consumes nothing)
+  block <identifier> --for <duration>      block it in every limiter of the prefix (--reason <text>)
+  unblock <identifier>                     lift its block or lockout
+  reset <identifier> [--name <limiter>]    forget its counts in every limiter, or in one
+  blocks                                   the identifiers blocked now, with reason and end
+  top [--minutes <n>] [--limit <n>]        the most-denied identifiers of the last minutes (default 5, 10)
+  limiters                                 the limiters registered under the prefix
+
+Options:
+  --url <url>         Redis, or any node of a Cluster (default: $REDIS_URL, else redis://127.0.0.1:6379)
+  --prefix <prefix>   the limiters' key prefix (default: ${DEFAULT_PREFIX})
+  --json              print JSON for scripts instead of tables
+  --timeout <ms>      for connecting and for each command (default: 3000)
+  -h, --help          this help
+
+Exit codes: 0 ok, 1 nothing found or nothing to do, 2 usage error, 3 connection error,
+4 no Floodgate limiters under the prefix, 5 Redis answered with an error.`;
+
+const COMMANDS: Record<string, { positional: number; options: string[] }> = {
+  inspect: { positional: 1, options: [] },
+  block: { positional: 1, options: ['for', 'reason'] },
+  unblock: { positional: 1, options: [] },
+  reset: { positional: 1, options: ['name'] },
+  blocks: { positional: 0, options: [] },
+  top: { positional: 0, options: ['minutes', 'limit'] },
+  limiters: { positional: 0, options: [] },
+};
+
+interface Parsed {
+  command: string;
+  identifier: string;
+  url: string;
+  prefix: string;
+  json: boolean;
+  timeoutMs: number;
+  values: Record<string, string | boolean | undefined>;
+}
+
+function usage(message: string): CliError {
+  return new CliError(EXIT.usage, `${message} (floodgate --help lists commands and options)`);
+}
+
+function integer(value: string | undefined, option: string, min: number, max: number, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < min || n > max) throw usage(`--${option} must be a whole number from ${min} to ${max}; got '${value}'`);
+  return n;
+}
+
+function parse(args: string[], env: Io['env']): Parsed | 'help' {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        url: { type: 'string' },
+        prefix: { type: 'string' },
+        json: { type: 'boolean' },
+        timeout: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+        for: { type: 'string' },
+        reason: { type: 'string' },
+        name: { type: 'string' },
+        minutes: { type: 'string' },
+        limit: { type: 'string' },
+      },
+    });
+  } catch (err) {
+    throw usage((err as Error).message.replace(/\. To specify a positional argument.*$/s, ''));
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return 'help';
+  const [command, ...rest] = positionals;
+  if (command === undefined) throw usage('no command given');
+  const spec = COMMANDS[command];
+  if (spec === undefined) throw usage(`unknown command '${command}'`);
+  if (rest.length !== spec.positional) {
+    throw usage(
+      spec.positional === 1 ? `${command} takes one identifier, e.g. floodgate ${command} ip:203.0.113.7` : `${command} takes no arguments`,
+    );
+  }
+  const general = ['url', 'prefix', 'json', 'timeout', 'help'];
+  for (const [option, value] of Object.entries(values)) {
+    if (value !== undefined && !general.includes(option) && !spec.options.includes(option))
+      throw usage(`${command} has no option --${option}`);
+  }
+  const identifier = rest[0] ?? '';
+  if (spec.positional === 1 && identifier === '') throw usage('the identifier is empty');
+  if (command === 'block' && values.for === undefined) throw usage('block needs --for <duration>, e.g. --for 10m');
+  const prefix = values.prefix ?? DEFAULT_PREFIX;
+  if (!/^[A-Za-z0-9_.-]{1,32}$/.test(prefix)) throw usage(`--prefix must match [A-Za-z0-9_.-]{1,32}; got '${prefix}'`);
+  // Checked before connecting: a usage error never waits for Redis.
+  integer(values.minutes, 'minutes', 1, 60, 5);
+  integer(values.limit, 'limit', 1, 1000, 10);
+  if (values.for !== undefined) {
+    try {
+      parseDuration(values.for, '--for');
+    } catch (err) {
+      throw usage(`--for ${(err as Error).message.replace(/^.*?must/s, 'must')}`);
+    }
+  }
+  return {
+    command,
+    identifier,
+    url: values.url ?? env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+    prefix,
+    json: values.json ?? false,
+    timeoutMs: integer(values.timeout, 'timeout', 1, 600_000, 3_000),
+    values,
+  };
+}
+
+/** Runs the command line with `args` (without the node and script paths); resolves to the exit code. */
+export async function run(args: string[], io: Io = processIo): Promise<ExitCode> {
+  let options: Parsed | 'help';
+  try {
+    options = parse(args, io.env);
+  } catch (err) {
+    io.stderr(`floodgate: ${(err as Error).message}`);
+    return EXIT.usage;
+  }
+  if (options === 'help') {
+    io.stdout(USAGE);
+    return EXIT.ok;
+  }
+  let closeConnection: (() => Promise<void>) | undefined;
+  let floodgate: Floodgate | undefined;
+  try {
+    const conn = await connect(options.url, options.timeoutMs);
+    closeConnection = conn.close;
+    floodgate = await Floodgate.open(conn.client, options.prefix, options.timeoutMs, redactUrl(options.url));
+    return await COMMAND_RUNNERS[options.command]!(floodgate, options, io);
+  } catch (err) {
+    const error =
+      err instanceof ConfigError || err instanceof ArgumentError
+        ? new CliError(EXIT.usage, err.message.replace(/^floodgate: /, ''))
+        : toCliError(err);
+    io.stderr(`floodgate: ${error.message}`);
+    return error.code;
+  } finally {
+    await floodgate?.close().catch(() => undefined);
+    await closeConnection?.();
+  }
+}
+
+type Runner = (fg: Floodgate, options: Parsed, io: Io) => Promise<ExitCode>;
+
+function print(io: Io, options: Parsed, json: unknown, text: () => string): void {
+  io.stdout(options.json ? JSON.stringify(json, null, 2) : text());
+}
+
+/** A peek's decision, or the error it stood for (a rebuilt limiter's peek answers failures by its policy). */
+function checked(decision: Decision): Decision {
+  if (decision.source === 'fallback' && decision.error) throw toCliError(decision.error);
+  return decision;
+}
+
+function kindOf(identifier: string): string {
+  const colon = identifier.indexOf(':');
+  return colon === -1 ? '' : identifier.slice(0, colon);
+}
+
+const inspect: Runner = async (fg, options, io) => {
+  const id = options.identifier;
+  const now = await fg.now();
+  const block = await fg.block(id, now);
+  const limiters = [];
+  for (const { name, description } of fg.registered) {
+    const [state, lockoutRaw] = await redisCall(() =>
+      Promise.all([fg.client.exists(fg.stateKeyOf(name, id)), fg.client.hgetall(fg.lockoutKeyOf(name, id))]),
+    );
+    const limiter = fg.limiter(name);
+    const rules = new Map<
+      string,
+      { plans: string[]; limit: number; windowMs: number; for: string | null; remaining: number; resetMs: number }
+    >();
+    for (const [plan, list] of Object.entries(description.plans)) {
+      const decision = checked(await limiter.peek(id, plan === '' ? {} : { plan }));
+      const applicable = list.filter((r) => r.for === undefined || r.for === kindOf(id));
+      decision.states.forEach((s, k) => {
+        const rule = applicable[k];
+        const key = `${s.limit}/${s.windowMs}/${rule?.for ?? ''}`;
+        const row = rules.get(key);
+        if (row) row.plans.push(plan);
+        else
+          rules.set(key, {
+            plans: [plan],
+            limit: s.limit,
+            windowMs: s.windowMs,
+            for: rule?.for ?? null,
+            remaining: s.remaining,
+            resetMs: s.resetMs,
+          });
+      });
+    }
+    const lo = description.lockout;
+    const u = Number(lockoutRaw.u ?? 0);
+    const lockout =
+      lo && u > now
+        ? {
+            denials: now - Number(lockoutRaw.s ?? 0) < lo.within ? Number(lockoutRaw.n ?? 0) : 0,
+            after: lo.after,
+            withinMs: lo.within,
+            lockouts: Number(lockoutRaw.l ?? 0),
+            rememberedUntil: isoTime(u),
+          }
+        : null;
+    limiters.push({
+      name,
+      algorithm: description.algorithm,
+      hasState: state === 1 || lockout !== null,
+      rules: [...rules.values()].map(({ plans, ...r }) => ({ ...r, plans: plans.filter((p) => p !== '') })),
+      lockout,
+    });
+  }
+  const holding = limiters.filter((l) => l.hasState);
+  const json = {
+    identifier: id,
+    now: isoTime(now),
+    block: block ? { reason: block.reason, endsAt: isoTime(block.endsAt), endsAtMs: block.endsAt, remainingMs: block.endsAt - now } : null,
+    limiters: holding,
+  };
+  print(io, options, json, () => {
+    const lines = [`${id} (Redis time ${isoTime(now)})`];
+    lines.push(
+      block ? `blocked: ${block.reason || '(no reason)'}, until ${isoTime(block.endsAt)} (in ${human(block.endsAt - now)})` : 'blocked: no',
+    );
+    if (holding.length === 0) {
+      lines.push('', `no limiter under prefix '${fg.prefix}' holds state for ${id}`);
+      return lines.join('\n');
+    }
+    const rows = holding.flatMap((l) =>
+      l.rules.map((r) => [
+        l.name,
+        r.plans.join(',') || '-',
+        `${r.limit} per ${formatWindow(r.windowMs)}${r.for ? ` (${r.for})` : ''}`,
+        `${r.remaining}/${r.limit}`,
+        human(r.resetMs),
+      ]),
+    );
+    lines.push('', table(['LIMITER', 'PLAN', 'RULE', 'REMAINING', 'RESET'], rows));
+    const locked = holding.filter((l) => l.lockout !== null);
+    if (locked.length > 0) {
+      const lockRows = locked.map((l) => {
+        const o = l.lockout!;
+        return [l.name, `${o.denials} of ${o.after} within ${formatWindow(o.withinMs)}`, String(o.lockouts), o.rememberedUntil];
+      });
+      lines.push('', table(['LIMITER', 'LOCKOUT DENIALS', 'LOCKOUTS', 'REMEMBERED UNTIL'], lockRows));
+    }
+    return lines.join('\n');
+  });
+  return holding.length > 0 || block ? EXIT.ok : EXIT.nothing;
+};
+
+const blockCommand: Runner = async (fg, options, io) => {
+  const id = options.identifier;
+  const durationMs = parseDuration(options.values.for, '--for');
+  const reason = (options.values.reason as string | undefined) ?? '';
+  await fg.limiter(fg.registered[0]!.name).block(id, { duration: durationMs, reason });
+  const now = await fg.now();
+  const block = await fg.block(id, now);
+  if (block === undefined) throw new CliError(EXIT.redis, `the block of ${id} was written but is not in force`);
+  const json = { identifier: id, reason: block.reason, endsAt: isoTime(block.endsAt), endsAtMs: block.endsAt, durationMs };
+  print(
+    io,
+    options,
+    json,
+    () => `blocked ${id} until ${isoTime(block.endsAt)} (${human(durationMs)})${reason ? `, reason: ${reason}` : ''}`,
+  );
+  return EXIT.ok;
+};
+
+const unblock: Runner = async (fg, options, io) => {
+  const id = options.identifier;
+  const before = await fg.block(id, await fg.now());
+  // A limiter with a lockout forgets its escalation for the identifier too; any limiter lifts the block.
+  const withLockout = fg.registered.filter((l) => l.description.lockout !== null);
+  for (const { name } of withLockout.length > 0 ? withLockout : [fg.registered[0]!]) await fg.limiter(name).unblock(id);
+  const json = { identifier: id, wasBlocked: before !== undefined, reason: before?.reason ?? null };
+  print(io, options, json, () =>
+    before
+      ? `unblocked ${id} (was blocked${before.reason ? `: ${before.reason}` : ''}, until ${isoTime(before.endsAt)})`
+      : `${id} was not blocked`,
+  );
+  return before ? EXIT.ok : EXIT.nothing;
+};
+
+const reset: Runner = async (fg, options, io) => {
+  const id = options.identifier;
+  const name = options.values.name as string | undefined;
+  if (name !== undefined && !fg.registered.some((l) => l.name === name)) {
+    throw new CliError(
+      EXIT.nothing,
+      `no limiter named '${name}' under prefix '${fg.prefix}' (known: ${fg.registered.map((l) => l.name).join(', ')})`,
+    );
+  }
+  const names = name === undefined ? fg.registered.map((l) => l.name) : [name];
+  const held: string[] = [];
+  for (const n of names) {
+    const keys = [fg.stateKeyOf(n, id), ...(fg.registered.find((l) => l.name === n)!.description.lockout ? [fg.lockoutKeyOf(n, id)] : [])];
+    const counts = await redisCall(() => Promise.all(keys.map((k) => fg.client.exists(k))));
+    if (counts.some((c) => c > 0)) held.push(n);
+    await fg.limiter(n).reset(id);
+  }
+  const json = { identifier: id, limiters: names, reset: held };
+  print(io, options, json, () =>
+    held.length > 0 ? `reset ${id} in ${held.join(', ')}` : `${id} had no counts in ${names.join(', ')}: nothing to reset`,
+  );
+  return held.length > 0 ? EXIT.ok : EXIT.nothing;
+};
+
+const blocks: Runner = async (fg, options, io) => {
+  const now = await fg.now();
+  const list = await fg.blocks(now);
+  const json = {
+    now: isoTime(now),
+    blocks: list.map((b) => ({
+      identifier: b.identifier,
+      reason: b.reason,
+      endsAt: isoTime(b.endsAt),
+      endsAtMs: b.endsAt,
+      remainingMs: b.endsAt - now,
+    })),
+  };
+  print(io, options, json, () =>
+    list.length === 0
+      ? `no identifier is blocked under prefix '${fg.prefix}'`
+      : table(
+          ['IDENTIFIER', 'REASON', 'ENDS', 'IN'],
+          list.map((b) => [b.identifier, b.reason || '-', isoTime(b.endsAt), human(b.endsAt - now)]),
+        ),
+  );
+  return list.length > 0 ? EXIT.ok : EXIT.nothing;
+};
+
+const top: Runner = async (fg, options, io) => {
+  const minutes = integer(options.values.minutes as string | undefined, 'minutes', 1, 60, 5);
+  const limit = integer(options.values.limit as string | undefined, 'limit', 1, 1000, 10);
+  const now = await fg.now();
+  const list = (await fg.top(now, minutes)).slice(0, limit);
+  const json = { minutes, top: list };
+  print(io, options, json, () =>
+    list.length === 0
+      ? `no denials recorded under prefix '${fg.prefix}' in the last ${minutes} minute(s)`
+      : table(
+          ['#', 'IDENTIFIER', 'DENIALS'],
+          list.map((t, i) => [String(i + 1), t.identifier, String(t.denials)]),
+        ),
+  );
+  return list.length > 0 ? EXIT.ok : EXIT.nothing;
+};
+
+const limiters: Runner = async (fg, options, io) => {
+  const json = { prefix: fg.prefix, limiters: fg.registered.map(({ name, description }) => ({ name, ...description })) };
+  print(io, options, json, () =>
+    table(
+      ['LIMITER', 'ALGORITHM', 'RULES', 'LOCKOUT'],
+      fg.registered.map(({ name, description: d }) => [
+        name,
+        d.algorithm,
+        Object.entries(d.plans)
+          .map(([plan, rules]) => {
+            const list = rules.map((r) => `${r.limit}/${formatWindow(Number(r.window))}${r.for ? ` (${r.for})` : ''}`).join(', ');
+            return plan === '' ? list : `${plan}: ${list}`;
+          })
+          .join('; '),
+        d.lockout ? `after ${d.lockout.after} in ${formatWindow(d.lockout.within)}: ${formatWindow(d.lockout.duration)}` : '-',
+      ]),
+    ),
+  );
+  return EXIT.ok;
+};
+
+const COMMAND_RUNNERS: Record<string, Runner> = { inspect, block: blockCommand, unblock, reset, blocks, top, limiters };

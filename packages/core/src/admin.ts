@@ -1,0 +1,29 @@
+/**
+ * @floodgate/core/admin: what the `floodgate` command line (@floodgate/cli) reads from Redis beside the
+ * limiters' own calls: key names (docs/design.md, section 7), the registry of a prefix's limiters and the
+ * denial sample (docs/cli.md). Not for applications; it follows the key layout of this version of core.
+ *
+ * @module @floodgate/core/admin
+ */
+export {
+  encodeIdentifier,
+  blockKey,
+  keySlot,
+  slotTag,
+  indexKey,
+  colocatedIndexKey,
+  registryKey,
+  topKey,
+  keyScheme,
+  SLOTS,
+  DEFAULT_PREFIX,
+} from './keys';
+export { parseDuration, formatWindow } from './rules';
+export { REGISTRY_VERSION, TOP_KEEP, type LimiterDescription } from './operator';
+export { LOCKOUT_REASON } from './algorithms/lockout';
+import { ALGORITHMS, type AlgorithmName } from './algorithms';
+
+/** The state key tag (with its layout version) of an algorithm by name, e.g. 'fw2'; undefined for an unknown name. */
+export function algorithmTag(name: string): string | undefined {
+  return Object.hasOwn(ALGORITHMS, name) ? ALGORITHMS[name as AlgorithmName].tag : undefined;
+}
