@@ -74,7 +74,7 @@ export class CircuitBreaker {
   }
 }
 
-/** Per client: its breaker, and when it last answered one of Floodgate's commands (performance.now()). */
+/** Per client: its breaker, and when it last answered one of Floodgate's commands (realNow()). */
 export interface ClientHealth {
   readonly breaker: CircuitBreaker;
   lastReplyAt: number;

@@ -130,7 +130,7 @@ describe('Prometheus', () => {
 test('docs/grafana-dashboard.json queries only metrics this package exports', () => {
   const dashboard = readFileSync(join(__dirname, '..', '..', '..', 'docs', 'grafana-dashboard.json'), 'utf8');
   const used = new Set([...dashboard.matchAll(/floodgate_[a-z_]+/g)].map((m) => m[0].replace(/_(bucket|sum|count)$/, '')));
-  const exported = new Set(Object.values(METRICS).map((m) => m.prometheus));
+  const exported = new Set<string>(Object.values(METRICS).map((m) => m.prometheus));
   expect(used.size).toBeGreaterThanOrEqual(5);
   for (const name of used) expect({ name, exported: exported.has(name) }).toEqual({ name, exported: true });
 });
