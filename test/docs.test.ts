@@ -26,7 +26,7 @@ const CODE = new Map([
   ['mjs', 'mjs'],
   ['cjs', 'cjs'],
 ]);
-const PROGRAM_TIMEOUT_MS = 20_000;
+const PROGRAM_TIMEOUT_MS = 15_000;
 
 interface Block {
   file: string;
