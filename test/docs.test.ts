@@ -4,6 +4,7 @@ import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import Redis from 'ioredis';
 import { freePort, startRedis, type StartedRedis } from '@floodgate/testing';
+import { applyFigures, figureDocs, figures, readResults } from '../bench/src/doc-figures';
 
 /*
  * Docs that cannot drift (docs/design.md, "Code blocks in the docs"). Every fenced block of README.md,
@@ -12,7 +13,8 @@ import { freePort, startRedis, type StartedRedis } from '@floodgate/testing';
  * every program is type-checked (one tsc run, "module": "nodenext", strict, against the built packages as a
  * user installs them), then run against a redis-server of this test's own (REDIS_URL, PORT set; the server
  * is flushed between programs) and must exit with code 0 on its own within PROGRAM_TIMEOUT_MS. Other
- * languages (sh, text, json, ...) are not checked.
+ * languages (sh, text, json, ...) are not checked. And the benchmark figures the docs quote are the
+ * results files' (bench/src/doc-figures.ts).
  */
 const root = join(__dirname, '..');
 const FRAGMENT = '<!-- fragment -->';
@@ -150,6 +152,24 @@ test('every fragment marker stands right before a TypeScript or JavaScript block
     });
   }
   expect(stray).toEqual([]);
+});
+
+test('every benchmark figure the docs quote is what bench/results/*.json say (npm run bench:report rewrites them)', () => {
+  const values = figures(readResults());
+  const quoted: string[] = [];
+  const drifted: string[] = [];
+  const unknown: string[] = [];
+  for (const doc of figureDocs(root)) {
+    const text = readFileSync(join(root, doc), 'utf8');
+    quoted.push(...[...text.matchAll(/<!-- bench:([a-z0-9-]+) -->/g)].map((m) => `${doc}:${m[1]}`));
+    const regenerated = applyFigures(text, values, unknown);
+    if (regenerated !== text) drifted.push(doc);
+  }
+  expect({ unknown, drifted }).toEqual({ unknown: [], drifted: [] });
+  // The README's two tables and the algorithms page's per-algorithm figures at least.
+  expect(quoted).toEqual(
+    expect.arrayContaining(['README.md:http-table', 'README.md:core-table', 'docs/algorithms.md:core-us-sliding-window']),
+  );
 });
 
 describe.each(programs.map((b) => [`${b.file}:${b.line}`, b] as const))('%s', (_, block) => {
