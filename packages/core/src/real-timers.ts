@@ -15,7 +15,7 @@
  *   while checks are being sent, and does nothing else unless the global setImmediate is a fake (any fake:
  *   under one it knows, afterTurn goes to the backstop directly).
  * - realTimeout(fn, ms) is a deadline in real time: the global setTimeout while that is the event loop's,
- *   else (a fake it knows: sinon's marker, also Jest's; node:test's mock) AbortSignal.timeout, which
+ *   else (a fake it knows: sinon's marker, also Jest's; Jest's legacy mocks; node:test's) AbortSignal.timeout, which
  *   cannot be cleared (cancelling drops the callback; the timer is unref'd). Under a fake it does not know,
  *   a deadline follows the fake clock, and a check still settles when Redis answers.
  * - realNow() is the real monotonic clock in ms (process.uptime(), which none of them fakes, unlike
@@ -39,9 +39,10 @@ export function realNow(): number {
 
 function isFake(fn: unknown): boolean {
   if (typeof fn !== 'function') return true;
-  // @sinonjs/fake-timers (also Jest's modern timers) marks what it installs; node:test installs its
-  // MockTimers' private methods, bound.
-  return (fn as { clock?: unknown }).clock !== undefined || fn.name.startsWith('bound #');
+  // @sinonjs/fake-timers (also Jest's modern timers) marks what it installs; Jest's legacy timers are mock
+  // functions; node:test installs its MockTimers' private methods, bound.
+  const marks = fn as { clock?: unknown; _isMockFunction?: unknown };
+  return marks.clock !== undefined || marks._isMockFunction === true || fn.name.startsWith('bound #');
 }
 
 /** Whether the global timers are a fake clock's right now. */

@@ -59,6 +59,22 @@ test('under jest.useFakeTimers() the deadline runs in real time: a check to a Re
   await limiter.close();
 });
 
+test("under Jest's legacy fake timers too: checks settle, and the deadline runs in real time", async () => {
+  const { redis, prefix, limiter } = await setup(1, 300);
+  await limiter.check('warm');
+  jest.useFakeTimers({ legacyFakeTimers: true });
+  const first = await within(limiter.check('user:1'), 2000, 'check');
+  expect(first).toMatchObject({ allowed: true, source: 'redis' });
+  const busy = redis.blpop(`${prefix}:never`, 1.5);
+  const t0 = process.uptime();
+  const timedOut = await within(limiter.check('user:2'), 1200, 'check behind a busy connection');
+  expect(timedOut).toMatchObject({ allowed: false, source: 'fallback' });
+  expect((process.uptime() - t0) * 1000).toBeGreaterThanOrEqual(250);
+  jest.useRealTimers();
+  await busy;
+  await limiter.close();
+});
+
 test('under a fake setImmediate nobody marked (one that never fires), checks still settle: the backstop uncorks', async () => {
   const { redis, limiter } = await setup(1);
   const original = globalThis.setImmediate;
