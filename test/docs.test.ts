@@ -172,6 +172,30 @@ test('every benchmark figure the docs quote is what bench/results/*.json say (np
   );
 });
 
+test("docs/express.md's demo table is what `npm run demo` prints (the times aside)", async () => {
+  const doc = readFileSync(join(root, 'docs', 'express.md'), 'utf8');
+  const table = /```text\n(┌[\s\S]*?)```/.exec(doc)?.[1];
+  const { stdout } = await promisify(execFile)(process.execPath, [join(root, 'examples', 'express', 'dist', 'demo.js')], {
+    env: { ...process.env, REDIS_URL: redis.url },
+    timeout: 30_000,
+    encoding: 'utf8',
+  });
+  // Rows of the table: cells trimmed, the times (t=, Retry-After) masked: they depend on when the run starts.
+  const rows = (text: string): string[][] =>
+    text
+      .split('\n')
+      .filter((l) => l.startsWith('│'))
+      .map((l) =>
+        l
+          .split('│')
+          .slice(1, -1)
+          .map((c) => c.trim().replace(/t=\d+/g, 't=…'))
+          .map((c, i, all) => (i === all.length - 1 && /^\d+$/.test(c) ? 'seconds' : c)),
+      );
+  expect(table).toBeDefined();
+  expect(rows(table!)).toEqual(rows(stdout));
+}, 40_000);
+
 describe.each(programs.map((b) => [`${b.file}:${b.line}`, b] as const))('%s', (_, block) => {
   test('type-checks ("module": "nodenext", strict)', () => {
     const errors = typeErrors.get(`${nameOf(block)}.${CODE.get(block.lang)}`) ?? [];
