@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { createLimiter, type Decision, type Limiter } from '@floodgate/core';
 import { closeClients, connect, testRedisUrl, uniquePrefix } from '@floodgate/testing';
+import { CircuitBreaker } from '../src/circuit-breaker';
 import { within } from './fixtures/fake-timers/common';
 
 /*
@@ -73,6 +74,16 @@ test("under Jest's legacy fake timers too: checks settle, and the deadline runs 
   jest.useRealTimers();
   await busy;
   await limiter.close();
+});
+
+test('under jest.useFakeTimers() an open circuit breaker probes again after its interval of real time', async () => {
+  jest.useFakeTimers();
+  const breaker = new CircuitBreaker(2, 100);
+  for (let i = 0; i < 2; i++) breaker.failed(breaker.admit());
+  expect(breaker.isOpen).toBe(true);
+  expect(() => breaker.admit()).toThrow(/circuit/i);
+  await within(new Promise((resolve) => void AbortSignal.timeout(150).addEventListener('abort', resolve)), 1000, 'real 150 ms');
+  expect(breaker.admit()).toBe(true); // the next probe, after 100 ms of real time (the fake clock never moved)
 });
 
 test('under a fake setImmediate nobody marked (one that never fires), checks still settle: the backstop uncorks', async () => {
