@@ -1,6 +1,6 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Redis from 'ioredis';
 import { freePort, startRedis, type StartedRedis } from '@floodgate/testing';
@@ -219,7 +219,7 @@ describe.each(programs.map((b) => [`${b.file}:${b.line}`, b] as const))('%s', (_
         const e = err as { code?: unknown; killed?: boolean; stdout?: string; stderr?: string };
         failure = `${e.killed ? `did not exit within ${PROGRAM_TIMEOUT_MS} ms` : `exit code ${String(e.code)}`}\n${e.stdout ?? ''}${e.stderr ?? ''}`;
       }
-      expect({ program: `${relative(root, join(root, block.file))}:${block.line}`, failure }).toEqual({
+      expect({ program: `${block.file}:${block.line}`, failure }).toEqual({
         program: `${block.file}:${block.line}`,
         failure: '',
       });
