@@ -15,9 +15,10 @@
  *   while checks are being sent, and does nothing else unless the global setImmediate is a fake (any fake:
  *   under one it knows, afterTurn goes to the backstop directly).
  * - realTimeout(fn, ms) is a deadline in real time: the global setTimeout while that is the event loop's,
- *   else (a fake it knows: sinon's marker, also Jest's; Jest's legacy mocks; node:test's) AbortSignal.timeout, which
- *   cannot be cleared (cancelling drops the callback; the timer is unref'd). Under a fake it does not know,
- *   a deadline follows the fake clock, and a check still settles when Redis answers.
+ *   else (a fake it knows: sinon's marker, also Jest's modern timers'; Jest's legacy mocks; node:test's)
+ *   AbortSignal.timeout, which cannot be cleared (cancelling drops the callback; the timer is unref'd).
+ *   Under a fake it does not know, a deadline follows the fake clock, and a check still settles when Redis
+ *   answers.
  * - realNow() is the real monotonic clock in ms (process.uptime(), which none of them fakes, unlike
  *   performance.now and process.hrtime).
  */
@@ -32,6 +33,8 @@ interface Pending {
 
 const pending = new Set<Pending>();
 let backstop: AbortSignal | undefined;
+/** Deadlines on AbortSignal.timeout, held until they fire or are cancelled (Node drops the timer of a signal nobody references). */
+const deadlines = new Set<AbortSignal>();
 
 export function realNow(): number {
   return process.uptime() * 1000;
@@ -43,11 +46,6 @@ function isFake(fn: unknown): boolean {
   // functions; node:test installs its MockTimers' private methods, bound.
   const marks = fn as { clock?: unknown; _isMockFunction?: unknown };
   return marks.clock !== undefined || marks._isMockFunction === true || fn.name.startsWith('bound #');
-}
-
-/** Whether the global timers are a fake clock's right now. */
-export function timersFaked(): boolean {
-  return isFake(globalThis.setImmediate) || isFake(globalThis.setTimeout);
 }
 
 function run(item: Pending): void {
@@ -98,13 +96,16 @@ export function realTimeout(fn: Fn, ms: number): () => void {
   let callback: Fn | undefined = fn;
   const signal = AbortSignal.timeout(Math.min(Math.max(Math.ceil(ms), 0), 0xffff_ffff));
   const onAbort = (): void => {
+    deadlines.delete(signal);
     const f = callback;
     callback = undefined;
     f?.();
   };
+  deadlines.add(signal);
   signal.addEventListener('abort', onAbort, { once: true });
   return () => {
     callback = undefined;
+    deadlines.delete(signal);
     signal.removeEventListener('abort', onAbort);
   };
 }
