@@ -3,13 +3,15 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { coreTable, type CoreMeta, type CoreRow } from './core-table';
+import { updateDocs } from './doc-figures';
 import { printTables, type VariantResult } from './http/report-tables';
 import { fmt, markdownTable } from './lib/stats';
 import { renderRatioChart } from './ratio-chart';
 
 /*
  * `npm run bench:report` (and the end of `npm run bench`): bench/results/*.json -> bench/RESULTS.md and
- * docs/benchmarks.svg, with the machine, the versions and where each target of issue 7 stands.
+ * docs/benchmarks.svg, with the machine, the versions and where each target of issue 7 stands, and the
+ * figures README.md and docs/*.md quote (doc-figures.ts).
  */
 const ROOT = join(__dirname, '..', '..');
 const PACKAGES = [
@@ -150,7 +152,11 @@ function main(): void {
       ),
     );
   }
-  process.stdout.write('wrote bench/RESULTS.md and docs/benchmarks.svg\n');
+  // The figures README.md and docs/*.md quote (<!-- bench:NAME --> regions), when both runs are there.
+  const docs = http && core ? updateDocs(ROOT, { http, core }) : [];
+  process.stdout.write(
+    `wrote bench/RESULTS.md and docs/benchmarks.svg${docs.length > 0 ? `, and the figures in ${docs.join(', ')}` : ''}\n`,
+  );
 }
 
 main();

@@ -1,3 +1,4 @@
+import { realNow } from './real-timers';
 import { StoreError } from './errors';
 import { shared } from './state';
 
@@ -30,7 +31,8 @@ export class CircuitBreaker {
   constructor(
     private readonly threshold = BREAKER_THRESHOLD,
     private readonly probeIntervalMs = PROBE_INTERVAL_MS,
-    private readonly now: () => number = () => performance.now(),
+    // Real time, even under a test's fake timers (real-timers.ts): an open breaker still probes again.
+    private readonly now: () => number = realNow,
   ) {}
 
   get isOpen(): boolean {
@@ -74,7 +76,7 @@ export class CircuitBreaker {
   }
 }
 
-/** Per client: its breaker, and when it last answered one of Floodgate's commands (performance.now()). */
+/** Per client: its breaker, and when it last answered one of Floodgate's commands (realNow()). */
 export interface ClientHealth {
   readonly breaker: CircuitBreaker;
   lastReplyAt: number;

@@ -1,14 +1,16 @@
 import { StoreError } from './errors';
+import { afterTurn, realTimeout } from './real-timers';
 
 /**
  * Settles with the store's reply or, after `ms`, with a timeout. When the timer fires, it settles on
- * the next setImmediate so that a reply already sitting in the socket buffer still wins.
+ * the next setImmediate so that a reply already sitting in the socket buffer still wins. Real time, even
+ * under a test's fake timers (real-timers.ts).
  */
 export function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let settled = false;
-    const timer = setTimeout(() => {
-      setImmediate(() => {
+    const cancel = realTimeout(() => {
+      afterTurn(() => {
         if (settled) return;
         settled = true;
         reject(new StoreError('timeout', `no reply from Redis within ${ms} ms`));
@@ -18,13 +20,13 @@ export function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
       (value) => {
         if (settled) return;
         settled = true;
-        clearTimeout(timer);
+        cancel();
         resolve(value);
       },
       (err: unknown) => {
         if (settled) return;
         settled = true;
-        clearTimeout(timer);
+        cancel();
         reject(err);
       },
     );

@@ -13,11 +13,13 @@
  * answer. Memory: one entry per identifier with units in flight, one per waiting check.
  */
 
+import { afterTurn, realTimeout } from './real-timers';
+
 interface Waiter {
   readonly ids: readonly string[];
   readonly cost: number;
   resolve(admitted: boolean): void;
-  timer: NodeJS.Timeout | undefined;
+  cancel: (() => void) | undefined;
   /** The identifier whose queue it waits in. */
   at: string;
 }
@@ -40,15 +42,15 @@ export class InFlight {
       return true;
     }
     return new Promise<boolean>((resolve) => {
-      const waiter: Waiter = { ids, cost, resolve, timer: undefined, at: full };
+      const waiter: Waiter = { ids, cost, resolve, cancel: undefined, at: full };
       // Gives up on the next setImmediate after the timer, like the store's own deadline: the checks it
-      // waits on, due at the same time, settle (and may let it in) first.
+      // waits on, due at the same time, settle (and may let it in) first. Real time (real-timers.ts).
       const giveUp = (): void => {
         if (!this.queueOf(waiter.at).delete(waiter)) return;
         this.dropEmpty(waiter.at);
         resolve(false);
       };
-      waiter.timer = setTimeout(() => setImmediate(giveUp), budgetMs);
+      waiter.cancel = realTimeout(() => afterTurn(giveUp), budgetMs);
       this.queueOf(full).add(waiter);
     });
   }
@@ -94,7 +96,7 @@ export class InFlight {
         this.queueOf(full).add(waiter);
         continue;
       }
-      clearTimeout(waiter.timer);
+      waiter.cancel?.();
       this.add(waiter.ids, waiter.cost);
       waiter.resolve(true);
     }

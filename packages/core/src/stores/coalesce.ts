@@ -14,8 +14,11 @@
  * in the same turn leave in the same writev (at most one turn later than they would have).
  * Only a plain socket of a ready standalone client is corked (a Cluster's node clients are not: their
  * commands are already spread over several sockets).
+ * The uncork runs in real time even under a test's fake timers (real-timers.ts): a fake setImmediate that
+ * never fires would leave the socket corked, and the application's own commands on it hanging.
  */
 
+import { afterTurn, realNow } from '../real-timers';
 import { shared } from '../state';
 
 interface Corkable {
@@ -24,7 +27,7 @@ interface Corkable {
   writable?: boolean;
 }
 
-/** One turn's writes on one socket: `at` is when they left (performance.now()), undefined until then. */
+/** One turn's writes on one socket: `at` is when they left (realNow()), undefined until then. */
 export interface Flush {
   at: number | undefined;
 }
@@ -45,10 +48,10 @@ export function coalesceWrites(client: object): Flush | undefined {
   const turn: Flush = { at: undefined };
   turns.set(stream, turn);
   stream.cork();
-  setImmediate(() => {
+  afterTurn(() => {
     turns.delete(stream);
     stream.uncork!();
-    turn.at = performance.now();
+    turn.at = realNow();
   });
   return turn;
 }

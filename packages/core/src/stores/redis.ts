@@ -12,6 +12,7 @@ import { coalesceWrites, type Flush } from './coalesce';
 import { checkEvictionPolicy } from './eviction';
 import { shared } from '../state';
 import { indexLua } from '../algorithms/block-index';
+import { afterTurn, realNow, realTimeout } from '../real-timers';
 
 /**
  * The part of an ioredis `Redis` or `Cluster` that Floodgate uses. Structural, so that users of the
@@ -241,7 +242,8 @@ export class RedisStore implements Store {
 
   /**
    * The deadline, readiness and breaker around one command. One timer per call; when it fires, the call
-   * settles on the next setImmediate, so a reply already sitting in the socket buffer still wins.
+   * settles on the next setImmediate, so a reply already sitting in the socket buffer still wins. Real
+   * time, even under a test's fake timers (real-timers.ts).
    */
   private call<T>(send: () => Promise<T>, budgetMs: number, settled?: Settled): Promise<T> {
     return new Promise<T>((resolve, reject) => {
@@ -254,7 +256,7 @@ export class RedisStore implements Store {
       const finish = (err: unknown, value?: T): void => {
         if (done) return;
         done = true;
-        clearTimeout(timer);
+        cancelTimer();
         this.conn.waiters.delete(waiter);
         if (err === undefined) resolve(value as T);
         else reject(err);
@@ -272,7 +274,7 @@ export class RedisStore implements Store {
         // a starved event loop): the server is not what ran out the clock. Only silence while the server
         // had the time to answer is a connection fault (docs/design.md, invariant 6).
         const writtenAt = flush === undefined ? sentAt : flush.at;
-        const serverHadMs = writtenAt === undefined ? 0 : performance.now() - writtenAt;
+        const serverHadMs = writtenAt === undefined ? 0 : realNow() - writtenAt;
         const progressed = this.health.lastReplyAt > sentAt || serverHadMs < budgetMs / 2;
         if (progressed) this.health.breaker.released(probe);
         else this.health.breaker.failed(probe);
@@ -293,7 +295,7 @@ export class RedisStore implements Store {
           settled?.(undefined, true);
         }
       };
-      const timer = setTimeout(() => setImmediate(expire), Math.max(budgetMs, 0));
+      const cancelTimer = realTimeout(() => afterTurn(expire), Math.max(budgetMs, 0));
       const go = (): void => {
         if (done) return;
         try {
@@ -303,7 +305,7 @@ export class RedisStore implements Store {
           finish(err);
           return;
         }
-        sentAt = performance.now();
+        sentAt = realNow();
         this.checkEviction();
         let sending: Promise<T>;
         try {
@@ -315,7 +317,7 @@ export class RedisStore implements Store {
         }
         sending.then(
           (value) => {
-            this.health.lastReplyAt = performance.now();
+            this.health.lastReplyAt = realNow();
             this.health.breaker.succeeded(probe);
             if (!released) settled?.(value as Reply, done);
             finish(undefined, value);
@@ -324,7 +326,7 @@ export class RedisStore implements Store {
             const error = toStoreError(err);
             if (error.kind === 'reply') {
               // An error reply is still a reply: the connection works.
-              this.health.lastReplyAt = performance.now();
+              this.health.lastReplyAt = realNow();
               this.health.breaker.succeeded(probe);
             } else if (!done) this.health.breaker.failed(probe);
             if (!released) settled?.(undefined, done);
