@@ -12,8 +12,9 @@ async function main(): Promise<void> {
   const [framework, variant, shape, port, url] = process.argv.slice(2) as [string, string, ShapeName, string, string];
   const factory = FRAMEWORKS[framework]?.[variant];
   if (factory === undefined) throw new Error(`unknown variant ${framework}/${variant}`);
-  const redis = new Redis(url, { lazyConnect: false });
-  const listen = await factory(SHAPE[shape], redis);
+  // `floodgate+autopipeline`: ioredis batches every command of a tick into one pipeline (the client's option).
+  const redis = new Redis(url, { lazyConnect: false, enableAutoPipelining: variant.includes('+autopipeline') });
+  const listen = await factory(SHAPE[shape], redis, variant);
   await listen(Number(port));
   process.on('message', (msg: { type: string }) => {
     if (msg.type === 'cpu') process.send!({ type: 'cpu', usage: process.cpuUsage() });
