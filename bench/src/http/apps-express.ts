@@ -46,7 +46,6 @@ export const expressApps: Record<string, AppFactory> = {
   floodgate,
   ...Object.fromEntries(ALGORITHM_VARIANTS.map((a) => [`floodgate:${a}`, floodgate])),
   'floodgate+autopipeline': floodgate,
-  'floodgate@before': floodgate,
   'express-rate-limit': (shape, redis) =>
     app(
       shape.peers.map((r, i) =>

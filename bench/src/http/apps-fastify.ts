@@ -33,7 +33,6 @@ export const fastifyApps: Record<string, AppFactory> = {
   },
   floodgate,
   'floodgate+autopipeline': floodgate,
-  'floodgate@before': floodgate,
   '@fastify/rate-limit': async (shape, redis) => {
     const app = Fastify();
     // One registration per rule: hooks made by one registration's fastify.rateLimit() share a per-request

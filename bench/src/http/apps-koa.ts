@@ -24,7 +24,6 @@ export const koaApps: Record<string, AppFactory> = {
   baseline: () => app([]),
   floodgate,
   'floodgate+autopipeline': floodgate,
-  'floodgate@before': floodgate,
   'koa-ratelimit': (shape, redis) =>
     app(
       shape.peers.map((r, i) =>

@@ -17,12 +17,15 @@ export function serve(listener: RequestListener): Listen {
 
 /**
  * An adapter package for a Floodgate variant: this build's, or (`floodgate@before`) the one snapshotted in
- * BENCH_BEFORE by bench/scripts/snapshot-before.sh, for an A/B interleaved in one run.
+ * BENCH_BEFORE by bench/scripts/snapshot-before.sh (`floodgate@<build>`: BENCH_BUILDS/<build>), for an A/B
+ * interleaved in one run.
  */
 export function adapter<T>(variant: string, pkg: '@floodgate/express' | '@floodgate/fastify' | '@floodgate/koa', current: T): T {
-  if (!variant.endsWith('@before')) return current;
-  const dir = process.env.BENCH_BEFORE;
-  if (!dir) throw new Error(`${variant} needs BENCH_BEFORE (bench/scripts/snapshot-before.sh)`);
+  const at = variant.indexOf('@');
+  if (at < 0) return current;
+  const build = variant.slice(at + 1);
+  const dir = build === 'before' ? process.env.BENCH_BEFORE : process.env.BENCH_BUILDS && join(process.env.BENCH_BUILDS, build);
+  if (!dir) throw new Error(`${variant} needs ${build === 'before' ? 'BENCH_BEFORE' : 'BENCH_BUILDS'} (bench/scripts/snapshot-before.sh)`);
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   return require(join(dir, 'node_modules', pkg)) as T;
 }

@@ -1,13 +1,13 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import Redis from 'ioredis';
 import { LOAD_CORE, SERVER_CORE, commandCalls, commandUsec, freePort, pin, startBenchRedis, type BenchRedis } from '../lib/machine';
 import { keyBytes } from '../lib/memory';
 import { envInt, median } from '../lib/stats';
 import { traceCommands, wrk, type LoadResult } from './load';
 import { CLIENTS, SHAPE, SHAPES, isOptIn, runs, type ShapeName } from './shapes';
-import { FRAMEWORKS } from './frameworks';
+import { FRAMEWORKS, factoryOf } from './frameworks';
 import { printTables, type VariantResult } from './report-tables';
 
 /*
@@ -19,7 +19,8 @@ import { printTables, type VariantResult } from './report-tables';
  * BENCH_REPS (3), BENCH_FRAMEWORKS / BENCH_SHAPES / BENCH_VARIANTS (comma lists) to run a subset (opt-in
  * variants such as floodgate+autopipeline, floodgate@before and 429 run only when listed, see shapes.ts);
  * BENCH_PROFILE_DIR: write a `node --cpu-prof` profile of each limiter server there (summarise with
- * bench/scripts/profile-summary.mjs). A smoke: BENCH_SECONDS=1 BENCH_REPS=1.
+ * bench/scripts/profile-summary.mjs); BENCH_OUT: the results file in bench/results (http.json, which
+ * bench:report reads; an A/B elsewhere, e.g. ab/flush-size.json). A smoke: BENCH_SECONDS=1 BENCH_REPS=1.
  */
 const SECONDS = envInt('BENCH_SECONDS', 3);
 const CONNECTIONS = envInt('BENCH_CONNECTIONS', 50);
@@ -119,7 +120,9 @@ async function main(): Promise<void> {
     for (const framework of pick('BENCH_FRAMEWORKS', Object.keys(FRAMEWORKS))) {
       const all = Object.keys(FRAMEWORKS[framework]!).filter((v) => v !== 'baseline');
       const wanted = listed('BENCH_VARIANTS');
-      const variants = wanted ? all.filter((v) => wanted.includes(v)) : all.filter((v) => !isOptIn(v));
+      const variants = wanted
+        ? wanted.filter((v) => v !== 'baseline' && factoryOf(framework, v) !== undefined)
+        : all.filter((v) => !isOptIn(v));
       for (const shapeName of pick('BENCH_SHAPES', SHAPES)) {
         const here = variants.filter((v) => runs(framework, v, shapeName));
         if (here.length === 0) continue;
@@ -195,7 +198,9 @@ async function main(): Promise<void> {
   };
   const dir = join(__dirname, '..', '..', 'results');
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'http.json'), `${JSON.stringify({ meta, results }, null, 2)}\n`);
+  const out = join(dir, process.env.BENCH_OUT ?? 'http.json');
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, `${JSON.stringify({ meta, results }, null, 2)}\n`);
   process.stdout.write(printTables(results));
 }
 
