@@ -203,7 +203,9 @@ function main(): void {
   ];
   writeFileSync(join(__dirname, '..', 'RESULTS.md'), `${lines.join('\n')}\n`);
   if (http) {
-    const bars = http.results.map((r) => ({ shape: r.shape, framework: r.framework, variant: r.variant, ratio: r.ratio }));
+    const bars = http.results
+      .filter((r) => !/[:@+]/.test(r.variant) && r.variant !== '429')
+      .map((r) => ({ shape: r.shape, framework: r.framework, variant: r.variant, ratio: r.ratio }));
     writeFileSync(
       join(ROOT, 'docs', 'benchmarks.svg'),
       renderRatioChart(

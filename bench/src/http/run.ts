@@ -17,7 +17,7 @@ import { printTables, type VariantResult } from './report-tables';
  * hits every variant alike. Ratio: the median over reps of (variant req/s / the baseline run just before it).
  * Servers on SERVER_CORE, Redis and wrk on LOAD_CORE. Env: BENCH_SECONDS (3), BENCH_CONNECTIONS (50),
  * BENCH_REPS (3), BENCH_FRAMEWORKS / BENCH_SHAPES / BENCH_VARIANTS (comma lists) to run a subset (opt-in
- * variants such as floodgate+autopipeline, floodgate@before and 429 run only when listed, see shapes.ts);
+ * variants such as floodgate+autopipeline and floodgate@before run only when listed, see shapes.ts);
  * BENCH_PROFILE_DIR: write a `node --cpu-prof` profile of each limiter server there (summarise with
  * bench/scripts/profile-summary.mjs); BENCH_OUT: the results file in bench/results (http.json, which
  * bench:report reads; an A/B elsewhere, e.g. ab/flush-size.json). A smoke: BENCH_SECONDS=1 BENCH_REPS=1.

@@ -100,11 +100,12 @@ export function peerGroups(shape: Shape): PeerRule[][] {
  * Variants. `floodgate` is the default algorithm; `floodgate:<algorithm>` runs another one (Express, equal
  * and 3x2 only: Redis µs per check per algorithm). Opt-in variants (BENCH_VARIANTS only): `floodgate+autopipeline`
  * (ioredis enableAutoPipelining on the client), `floodgate@before` (the build in BENCH_BEFORE, for an
- * interleaved A/B against a change: bench/scripts/snapshot-before.sh), `429` (a hand-written denial, hot only).
+ * interleaved A/B against a change: bench/scripts/snapshot-before.sh; `floodgate@<build>` from BENCH_BUILDS).
+ * `429` (hot only, by default): a hand-written denial with no limiter, what the framework's own 429 costs.
  */
 export const ALGORITHM_VARIANTS = ['fixed-window', 'token-bucket', 'sliding-log'] as const;
 export const PER_ALGORITHM_SHAPES: ShapeName[] = ['equal', '3x2'];
-export const isOptIn = (variant: string): boolean => variant.includes('+') || variant.includes('@') || variant === '429';
+export const isOptIn = (variant: string): boolean => variant.includes('+') || variant.includes('@');
 export function runs(framework: string, variant: string, shape: ShapeName): boolean {
   if (variant.startsWith('floodgate:')) return framework === 'express' && PER_ALGORITHM_SHAPES.includes(shape);
   if (variant === '429') return shape === 'hot';
