@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { coreTable, type CoreMeta, type CoreRow } from './core-table';
@@ -158,6 +158,34 @@ function redisPerCheck(http: readonly VariantResult[]): string {
   );
 }
 
+/**
+ * The A/B runs kept in bench/results/ab/*.json (BENCH_OUT=ab/<name>.json): variants of one change measured
+ * interleaved in one run, each rep's ratio shown, so the noise is visible beside the medians.
+ */
+function abRuns(): string {
+  const dir = join(__dirname, '..', 'results', 'ab');
+  if (!existsSync(dir)) return '';
+  const out = [
+    '## A/B runs',
+    '',
+    'Each kept as `bench/results/ab/<name>.json` (`BENCH_OUT=ab/<name>.json`); `floodgate@<build>` is a snapshot of the packages (`bench/scripts/snapshot-before.sh`) run beside the current build. On a loaded machine the ratios spread widely from rep to rep (in brackets); server and Redis CPU per request are the steadier figures.',
+  ];
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .sort()) {
+    const run = JSON.parse(readFileSync(join(dir, file), 'utf8')) as {
+      meta: { date: string; seconds: number; reps: number };
+      results: VariantResult[];
+    };
+    out.push(
+      '',
+      `### ${file.replace(/\.json$/, '')} (${run.meta.date}, ${run.meta.reps} reps of ${run.meta.seconds} s)`,
+      printTables(run.results),
+    );
+  }
+  return out.join('\n');
+}
+
 function main(): void {
   const httpFile = join(__dirname, '..', 'results', 'http.json');
   const coreFile = join(__dirname, '..', 'results', 'core.json');
@@ -200,6 +228,7 @@ function main(): void {
     "Per variant: its ratio to the same framework with no limiter measured right before it (median of the per-pair ratios; each rep's in brackets, which shows the noise), share denied, server CPU per request (process.cpuUsage() of the server over IPC; the baseline's in brackets), Redis CPU per request (INFO cpu) and commandstats µs per request, req/s, Redis commands per request sent over the wire (a MONITOR trace: lines not tagged `lua`), commands run inside scripts, and memory per client (sum of MEMORY USAGE of every key / clients seen).",
     http ? printTables(http.results) : '',
     core ? `## Core\n${coreTable(core.meta, core.rows)}` : '',
+    abRuns(),
   ];
   writeFileSync(join(__dirname, '..', 'RESULTS.md'), `${lines.join('\n')}\n`);
   if (http) {
