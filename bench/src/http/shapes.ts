@@ -106,7 +106,7 @@ export function peerGroups(shape: Shape): PeerRule[][] {
 // Not sliding-log: it keeps a timestamp per unit, so it takes limits up to 1,000 only (bench:core measures it).
 export const ALGORITHM_VARIANTS = ['fixed-window', 'token-bucket'] as const;
 export const PER_ALGORITHM_SHAPES: ShapeName[] = ['equal', '3x2'];
-export const isOptIn = (variant: string): boolean => variant.includes('+') || variant.includes('@');
+export const isOptIn = (variant: string): boolean => variant.startsWith('floodgate+') || variant.startsWith('floodgate@');
 export function runs(framework: string, variant: string, shape: ShapeName): boolean {
   if (variant.startsWith('floodgate:')) return framework === 'express' && PER_ALGORITHM_SHAPES.includes(shape);
   if (variant === '429') return shape === 'hot';
