@@ -191,7 +191,7 @@ function main(): void {
   const coreFile = join(__dirname, '..', 'results', 'core.json');
   const http = existsSync(httpFile)
     ? (JSON.parse(readFileSync(httpFile, 'utf8')) as {
-        meta: { date: string; seconds: number; connections: number; reps: number; minutes: number };
+        meta: { date: string; seconds: number; connections: number; reps: number; minutes: number; merged?: string[] };
         results: VariantResult[];
       })
     : undefined;
@@ -209,6 +209,7 @@ function main(): void {
     http
       ? `- HTTP run: ${http.meta.date}, ${http.meta.reps} pairs (baseline, then limiter; the variants of a framework and shape interleaved rep by rep) of ${http.meta.seconds} s, ${http.meta.connections} connections, wrk -t1; took ${fmt(http.meta.minutes, 1)} min.`
       : '- HTTP run: none yet.',
+    ...(http?.meta.merged ?? []).map((m) => `- Rows rerun into that file (BENCH_MERGE=1): ${m}.`),
     core ? `- Core run: ${core.meta.date}.` : '- Core run: none yet.',
     '',
     '## Targets (issue 18)',

@@ -49,6 +49,6 @@ export function floodgateOptions<Req>(
 
 /** The hot shape's denial written by hand (no limiter, no Redis): what a 429 costs the framework itself. */
 export const HAND_429 = {
-  headers: { 'RateLimit-Policy': '"bench-hot";q=100;w=60', RateLimit: '"bench-hot";r=0;t=60', 'Retry-After': '60' },
-  body: { statusCode: 429, error: 'Too Many Requests', message: 'Rate limit exceeded, retry in 60 seconds' },
+  headers: { 'RateLimit-Policy': '"bench-hot";q=100;w=3600', RateLimit: '"bench-hot";r=0;t=3600', 'Retry-After': '3600' },
+  body: { statusCode: 429, error: 'Too Many Requests', message: 'Rate limit exceeded, retry in 3600 seconds' },
 };

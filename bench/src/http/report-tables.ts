@@ -46,7 +46,7 @@ const SHAPE_TITLE: Record<string, string> = {
   equal: 'equal: 1 rule x 1 identifier on both sides (equal work, nobody denied)',
   '3x2': '3x2: Floodgate 3 rules x 2 identifiers in one check; peers 3 rules stacked on 1 identifier (nobody denied)',
   multi: 'multi: 10/s + 120/min + 240/h on the client and its organisation, on both sides (compare with the denied share)',
-  hot: 'hot: one client, denied after its first 100 requests',
+  hot: 'hot: one client, denied after its first 100 requests (100 per hour)',
 };
 
 /** The Markdown tables of an HTTP run, one per shape. */

@@ -1,5 +1,5 @@
 import { fork, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import Redis from 'ioredis';
 import { LOAD_CORE, SERVER_CORE, commandCalls, commandUsec, freePort, pin, startBenchRedis, type BenchRedis } from '../lib/machine';
@@ -19,7 +19,7 @@ import { printTables, type VariantResult } from './report-tables';
  * BENCH_REPS (3), BENCH_FRAMEWORKS / BENCH_SHAPES / BENCH_VARIANTS (comma lists) to run a subset (opt-in
  * variants such as floodgate+autopipeline and floodgate@before run only when listed, see shapes.ts);
  * BENCH_PROFILE_DIR: write a `node --cpu-prof` profile of each limiter server there (summarise with
- * bench/scripts/profile-summary.mjs); BENCH_OUT: the results file in bench/results (http.json, which
+ * bench/scripts/profile-summary.mjs); BENCH_MERGE=1: replace only the rerun rows of the file; BENCH_OUT: the results file in bench/results (http.json, which
  * bench:report reads; an A/B elsewhere, e.g. ab/flush-size.json). A smoke: BENCH_SECONDS=1 BENCH_REPS=1.
  */
 const SECONDS = envInt('BENCH_SECONDS', 3);
@@ -199,6 +199,16 @@ async function main(): Promise<void> {
   const dir = join(__dirname, '..', '..', 'results');
   mkdirSync(dir, { recursive: true });
   const out = join(dir, process.env.BENCH_OUT ?? 'http.json');
+  // BENCH_MERGE=1: a rerun of a subset replaces its rows in the file and keeps the others (meta.merged says when).
+  if (process.env.BENCH_MERGE === '1' && existsSync(out)) {
+    const before = JSON.parse(readFileSync(out, 'utf8')) as { meta: typeof meta & { merged?: string[] }; results: VariantResult[] };
+    const key = (r: VariantResult): string => `${r.framework} ${r.shape} ${r.variant}`;
+    const fresh = new Set(results.map(key));
+    results.unshift(...before.results.filter((r) => !fresh.has(key(r))));
+    const order = Object.keys(FRAMEWORKS);
+    results.sort((a, b) => order.indexOf(a.framework) - order.indexOf(b.framework));
+    Object.assign(meta, { date: before.meta.date, merged: [...(before.meta.merged ?? []), `${meta.date}: ${[...fresh].join(', ')}`] });
+  }
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, `${JSON.stringify({ meta, results }, null, 2)}\n`);
   process.stdout.write(printTables(results));

@@ -9,7 +9,7 @@
  *   multi: 10/s, 120/min, 240/h on the client id and on an organisation shared by 10 clients, on both
  *          sides: Floodgate in one check, the peers 6 stacked middlewares (a union per identifier). Some
  *          organisations reach 120/min, so both sides deny; the denied share is reported beside the ratio.
- *   hot:   one client, 100 per minute: after the first 100, every request is denied.
+ *   hot:   one client, 100 per hour: after the first 100, every request is denied.
  */
 export type ShapeName = 'equal' | '3x2' | 'multi' | 'hot';
 export const SHAPES: ShapeName[] = ['equal', '3x2', 'multi', 'hot'];
@@ -75,7 +75,8 @@ export const SHAPE: Record<ShapeName, Shape> = {
     peers: [...on(MULTI, client, 'client'), ...on(MULTI, org, 'org')],
     random: true,
   },
-  hot: oneByOne('hot', { limit: 100, windowMs: 60_000 }, false),
+  // An hour, so the window never refills during a run: every request after the first 100 is denied.
+  hot: oneByOne('hot', { limit: 100, windowMs: 3_600_000 }, false),
 };
 
 /** The client id of a request, from any framework's header bag. */
