@@ -34,7 +34,13 @@ test('shapes: equal work in equal and multi, 3x2 against the peers stacked 3x1',
   expect(SHAPE['3x2'].identifiers('42')).toEqual(['client:42', 'org:42']);
   expect(SHAPE['3x2'].peers).toHaveLength(3);
   // multi: the peers check the same 3 rules on the same 2 identifiers, so both sides deny alike.
-  const fg = SHAPE.multi.floodgate.flatMap((r) => SHAPE.multi.identifiers('1042').map((id) => `${id} ${r.limit}/${r.windowMs}`));
+  const fg = SHAPE.multi.floodgate.flatMap((r) =>
+    SHAPE.multi
+      .identifiers('1042')
+      .filter((id) => id.startsWith(`${r.for}:`))
+      .map((id) => `${id} ${r.limit}/${r.windowMs}`),
+  );
+  expect(fg).toHaveLength(6);
   const peers = SHAPE.multi.peers.map((r) => `${r.id('1042')} ${r.limit}/${r.windowMs}`);
   expect(peers.sort()).toEqual(fg.sort());
   expect(peerGroups(SHAPE.multi)).toHaveLength(2);

@@ -45,7 +45,7 @@ function wire(r: VariantResult): string {
 const SHAPE_TITLE: Record<string, string> = {
   equal: 'equal: 1 rule x 1 identifier on both sides (equal work, nobody denied)',
   '3x2': '3x2: Floodgate 3 rules x 2 identifiers in one check; peers 3 rules stacked on 1 identifier (nobody denied)',
-  multi: 'multi: 10/s + 120/min + 240/h on the client and its organisation, on both sides (compare with the denied share)',
+  multi: 'multi: 10/s + 120/min + 240/h on the client, 10x that on its organisation, on both sides (6 pairs; compare the denied share)',
   hot: 'hot: one client, denied after its first 100 requests (100 per hour)',
 };
 
