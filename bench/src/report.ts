@@ -214,7 +214,7 @@ function main(): void {
     '',
     '## Targets (issue 18)',
     '',
-    "Fairness rule: a ratio is compared with a peer's only for the same work (the same rules on the same identifiers) and the same denied share; the share denied on each side is printed beside every comparison. `equal` is 1 rule x 1 identifier on both sides; `3x2` is Floodgate's 3 rules x 2 identifiers in one check against the peers' 3 rules stacked on 1 identifier (more work for Floodgate); `multi` is 3 x 2 on both sides with limits some clients reach. Ratios are to the framework with no limiter, measured right before each run.",
+    "Fairness rule: a ratio is compared with a peer's only for the same work (the same rules on the same identifiers) and the same denied share; the share denied on each side is printed beside every comparison. `equal` is 1 rule x 1 identifier on both sides; `3x2` is Floodgate's 3 rules x 2 identifiers in one check against the peers' 3 rules stacked on 1 identifier (more work for Floodgate); `multi` is the same 6 rule-identifier pairs on both sides with real limits (10/s, 120/min, 240/h per client, 10x that per organisation) that the random clients do not reach, so both deny ~0%. `hot` lists a hand-written 429 (no limiter) beside it: the bound for a limiter's denial. Ratios are to the framework with no limiter, measured right before each run.",
     '',
     markdownTable(['target', 'measured', 'status'], targets(http?.results ?? [], core?.rows ?? [])),
     '',
