@@ -2,7 +2,7 @@ import { commandCalls } from './lib/machine';
 import { markdownTable, median } from './lib/stats';
 import { parseMonitorLine } from './http/load';
 import { printTables, type VariantResult } from './http/report-tables';
-import { SHAPE } from './http/shapes';
+import { SHAPE, isOptIn, peerGroups, runs } from './http/shapes';
 import { renderRatioChart } from './ratio-chart';
 
 /* A cheap smoke test of the benchmark harness's pure parts; the benchmarks themselves run with `npm run bench`. */
@@ -26,18 +26,37 @@ test('INFO commandstats parses into calls per command', () => {
   expect(calls.get('hgetall')).toBe(24);
 });
 
-test('shapes: Floodgate checks 3 rules x 2 identifiers in spread and multi, peers 1 and 3 rules', () => {
-  expect(SHAPE.spread.floodgate).toHaveLength(3);
-  expect(SHAPE.spread.identifiers('42')).toEqual(['client:42', 'org:42']);
-  expect(SHAPE.spread.peers).toHaveLength(1);
-  expect(SHAPE.multi.peers).toHaveLength(3);
+test('shapes: equal work in equal and multi, 3x2 against the peers stacked 3x1', () => {
+  expect(SHAPE.equal.floodgate).toHaveLength(1);
+  expect(SHAPE.equal.identifiers('42')).toEqual(['client:42']);
+  expect(SHAPE.equal.peers.map((r) => r.id('42'))).toEqual(['client:42']);
+  expect(SHAPE['3x2'].floodgate).toHaveLength(3);
+  expect(SHAPE['3x2'].identifiers('42')).toEqual(['client:42', 'org:42']);
+  expect(SHAPE['3x2'].peers).toHaveLength(3);
+  // multi: the peers check the same 3 rules on the same 2 identifiers, so both sides deny alike.
+  const fg = SHAPE.multi.floodgate.flatMap((r) =>
+    SHAPE.multi
+      .identifiers('1042')
+      .filter((id) => id.startsWith(`${r.for}:`))
+      .map((id) => `${id} ${r.limit}/${r.windowMs}`),
+  );
+  expect(fg).toHaveLength(6);
+  const peers = SHAPE.multi.peers.map((r) => `${r.id('1042')} ${r.limit}/${r.windowMs}`);
+  expect(peers.sort()).toEqual(fg.sort());
+  expect(peerGroups(SHAPE.multi)).toHaveLength(2);
   expect(SHAPE.hot.random).toBe(false);
+  expect(runs('express', 'floodgate:fixed-window', 'equal')).toBe(true);
+  expect(runs('koa', 'floodgate:fixed-window', 'equal')).toBe(false);
+  expect(runs('express', '429', 'equal')).toBe(false);
+  expect(isOptIn('floodgate@before') && isOptIn('floodgate+autopipeline')).toBe(true);
+  // Peers run by default, whatever their names hold (@fastify/rate-limit).
+  expect(['floodgate:token-bucket', '@fastify/rate-limit', '429'].some(isOptIn)).toBe(false);
 });
 
 test('tables and the chart render a result', () => {
   const r: VariantResult = {
     framework: 'express',
-    shape: 'spread',
+    shape: 'equal',
     variant: 'floodgate',
     rps: 900,
     baseRps: 1000,
@@ -55,9 +74,9 @@ test('tables and the chart render a result', () => {
     bytesPerClient: 300,
     keys: 10,
   };
-  expect(printTables([r])).toContain('| express | floodgate | 900 | 1,000 | 0.90 |');
+  expect(printTables([r])).toContain('| express | floodgate | 0.90 | 0.0% | 50 (40) |');
   expect(markdownTable(['a'], [['1']])).toBe('| a |\n| --- |\n| 1 |');
-  const svg = renderRatioChart('t', 's', [{ shape: 'spread', framework: 'express', variant: 'floodgate', ratio: 0.9 }]);
+  const svg = renderRatioChart('t', 's', [{ shape: 'equal', framework: 'express', variant: 'floodgate', ratio: 0.9 }]);
   expect(svg).toMatch(/^<svg/);
   expect(svg).toContain('0.90');
 });

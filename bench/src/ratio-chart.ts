@@ -72,7 +72,7 @@ export function renderRatioChart(title: string, subtitle: string, bars: readonly
     out.push(`<line x1="${x0}" y1="${BASE_Y}" x2="${x0 + PANEL_W - 30}" y2="${BASE_Y}" stroke="#333"/>`);
   });
   out.push(
-    `<text x="20" y="${height - 8}" fill="#555">red: Floodgate (3 rules x 2 identifiers in spread and multi); grey: peers; dashed line: the framework with no limiter (1.0)</text>`,
+    `<text x="20" y="${height - 8}" fill="#555">red: Floodgate (1 x 1 in equal and hot, 3 rules x 2 identifiers in 3x2 and multi); grey: peers; dashed line: the framework with no limiter (1.0)</text>`,
   );
   out.push('</svg>');
   return `${out.join('\n')}\n`;

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { coreTable, type CoreMeta, type CoreRow } from './core-table';
@@ -10,7 +10,7 @@ import { renderRatioChart } from './ratio-chart';
 
 /*
  * `npm run bench:report` (and the end of `npm run bench`): bench/results/*.json -> bench/RESULTS.md and
- * docs/benchmarks.svg, with the machine, the versions and where each target of issue 7 stands, and the
+ * docs/benchmarks.svg, with the machine, the versions and where each target of issue 18 stands, and the
  * figures README.md and docs/*.md quote (doc-figures.ts).
  */
 const ROOT = join(__dirname, '..', '..');
@@ -45,44 +45,66 @@ function tool(cmd: string, args: string[]): string {
 
 type Check = [target: string, measured: string, status: string];
 
+const us = (v: number | undefined): string => (v === undefined ? '-' : fmt(v, 1));
+
+/** The targets of issue 18 (and the standing ones of issue 7), each with its figures and the denied shares. */
 function targets(http: readonly VariantResult[], core: readonly CoreRow[]): Check[] {
   const out: Check[] = [];
-  const fg = (fw: string, shape: string): VariantResult | undefined =>
-    http.find((r) => r.framework === fw && r.shape === shape && r.variant === 'floodgate');
+  const get = (fw: string, shape: string, variant = 'floodgate'): VariantResult | undefined =>
+    http.find((r) => r.framework === fw && r.shape === shape && r.variant === variant);
   const peers = (fw: string, shape: string): VariantResult[] =>
-    http.filter((r) => r.framework === fw && r.shape === shape && r.variant !== 'floodgate');
+    http.filter((r) => r.framework === fw && r.shape === shape && !r.variant.startsWith('floodgate') && r.variant !== '429');
+  const best = (fw: string, shape: string): VariantResult | undefined => peers(fw, shape).sort((a, b) => b.ratio - a.ratio)[0];
   const verdict = (value: number, goal: number): string => (value >= goal ? 'met' : `missed by ${fmt((1 - value / goal) * 100, 0)}%`);
+  const denied = (...rs: VariantResult[]): string => rs.map((r) => `${fmt(100 * r.non2xxShare, 1)}%`).join(' / ');
   for (const fw of [...new Set(http.map((r) => r.framework))]) {
-    const s = fg(fw, 'spread');
-    const best = peers(fw, 'spread').sort((a, b) => b.ratio - a.ratio)[0];
-    if (s && best)
+    const e = get(fw, 'equal');
+    const eb = best(fw, 'equal');
+    if (e && eb)
       out.push([
-        `${fw} spread: >= 1.15x the best peer (${best.variant})`,
-        `${fmt(s.ratio / best.ratio, 2)}x`,
-        verdict(s.ratio / best.ratio, 1.15),
+        `1. ${fw} equal (1 x 1): >= 1.15x the best peer (${eb.variant})`,
+        `${fmt(e.ratio / eb.ratio, 2)}x (${fmt(e.ratio, 2)} vs ${fmt(eb.ratio, 2)} of baseline; denied ${denied(e, eb)})`,
+        verdict(e.ratio / eb.ratio, 1.15),
       ]);
-    if (s) out.push([`${fw} spread: >= 0.85x no limiter`, `${fmt(s.ratio, 2)}x`, verdict(s.ratio, 0.85)]);
-    const m = fg(fw, 'multi');
-    for (const p of peers(fw, 'multi'))
-      if (m)
-        out.push([`${fw} multi: >= 1.5x ${p.variant} (stacked/union)`, `${fmt(m.ratio / p.ratio, 2)}x`, verdict(m.ratio / p.ratio, 1.5)]);
-    const h = fg(fw, 'hot');
-    if (h) out.push([`${fw} hot: >= 0.95x no limiter`, `${fmt(h.ratio, 2)}x`, verdict(h.ratio, 0.95)]);
-    if (s) {
-      const wire = Object.values(s.wirePerReq).reduce((a, b) => a + b, 0);
+    const t = get(fw, '3x2');
+    if (t && eb)
+      out.push([
+        `2a. ${fw} 3x2: >= the best peer's 1 x 1 (${eb.variant})`,
+        `${fmt(t.ratio / eb.ratio, 2)}x (${fmt(t.ratio, 2)} vs ${fmt(eb.ratio, 2)})`,
+        verdict(t.ratio / eb.ratio, 1),
+      ]);
+    for (const p of t ? peers(fw, '3x2') : [])
+      out.push([
+        `2b. ${fw} 3x2: >= 1.5x ${p.variant} stacked 3 x 1${fw === 'express' ? '' : ' (the issue asks it on Express)'}`,
+        `${fmt(t!.ratio / p.ratio, 2)}x (${fmt(t!.ratio, 2)} vs ${fmt(p.ratio, 2)} of baseline)`,
+        verdict(t!.ratio / p.ratio, 1.5),
+      ]);
+    const m = get(fw, 'multi');
+    for (const p of m ? peers(fw, 'multi') : [])
+      out.push([
+        `${fw} multi (3 x 2 both sides): against ${p.variant} (no target; same work, compare denied shares)`,
+        `${fmt(m!.ratio / p.ratio, 2)}x (${fmt(m!.ratio, 2)} vs ${fmt(p.ratio, 2)}; denied ${denied(m!, p)})`,
+        '-',
+      ]);
+    const h = get(fw, 'hot');
+    const hand = get(fw, 'hot', '429');
+    if (h)
+      out.push([
+        `3. ${fw} hot: >= 0.95x no limiter`,
+        `${fmt(h.ratio, 2)}x${hand ? ` (a hand-written 429: ${fmt(hand.ratio, 2)}x)` : ''}`,
+        verdict(h.ratio, 0.95),
+      ]);
+    if (e) {
+      const wire = Object.values(e.wirePerReq).reduce((a, b) => a + b, 0);
       out.push([
         `${fw}: exactly 1 Redis command per allowed check`,
-        `${fmt(wire, 2)} (${Object.keys(s.wirePerReq).join(', ')})`,
+        `${fmt(wire, 2)} (${Object.keys(e.wirePerReq).join(', ')})`,
         Math.abs(wire - 1) < 0.02 ? 'met' : 'missed',
       ]);
     }
     if (h) {
       const wire = Object.values(h.wirePerReq).reduce((a, b) => a + b, 0);
-      out.push([
-        `${fw} hot: 0 commands for a cached blocked client`,
-        `${fmt(wire, 2)} per request`,
-        wire < 0.02 ? 'met' : 'missed (no local block cache in this build)',
-      ]);
+      out.push([`${fw} hot: 0 commands for a cached blocked client`, `${fmt(wire, 2)} per request`, wire < 0.02 ? 'met' : 'missed']);
     }
   }
   for (const r of core)
@@ -105,12 +127,73 @@ function targets(http: readonly VariantResult[], core: readonly CoreRow[]): Chec
   return out;
 }
 
+/** Target 4: Redis µs per check (INFO cpu and commandstats) per algorithm, 1 x 1 and 3x2, beside the peers'. */
+function redisPerCheck(http: readonly VariantResult[]): string {
+  const rows: string[][] = [];
+  for (const fw of [...new Set(http.map((r) => r.framework))])
+    for (const variant of [...new Set(http.filter((r) => r.framework === fw && r.variant !== '429').map((r) => r.variant))]) {
+      const e = http.find((r) => r.framework === fw && r.shape === 'equal' && r.variant === variant);
+      const t = http.find((r) => r.framework === fw && r.shape === '3x2' && r.variant === variant);
+      if (!e && !t) continue;
+      const label = variant === 'floodgate' ? 'floodgate (sliding-window, default)' : variant.replace('floodgate:', 'floodgate ');
+      rows.push([
+        fw,
+        label,
+        us(e?.redisCpuUsPerReq),
+        us(e?.redisCmdUsPerReq),
+        us(t?.redisCpuUsPerReq),
+        us(t?.redisCmdUsPerReq),
+        !t ? '-' : t.variant.startsWith('floodgate') ? '3 x 2 in one check' : '3 x 1 stacked',
+      ]);
+    }
+  return markdownTable(
+    [
+      'framework',
+      'limiter',
+      'equal: Redis CPU µs/check',
+      'equal: commandstats µs',
+      '3x2: Redis CPU µs/request',
+      '3x2: commandstats µs',
+      '3x2 work',
+    ],
+    rows,
+  );
+}
+
+/**
+ * The A/B runs kept in bench/results/ab/*.json (BENCH_OUT=ab/<name>.json): variants of one change measured
+ * interleaved in one run, each rep's ratio shown, so the noise is visible beside the medians.
+ */
+function abRuns(): string {
+  const dir = join(__dirname, '..', 'results', 'ab');
+  if (!existsSync(dir)) return '';
+  const out = [
+    '## A/B runs',
+    '',
+    'Each kept as `bench/results/ab/<name>.json` (`BENCH_OUT=ab/<name>.json`); `floodgate@<build>` is a snapshot of the packages (`bench/scripts/snapshot-before.sh`) run beside the current build. On a loaded machine the ratios spread widely from rep to rep (in brackets); server and Redis CPU per request are the steadier figures.',
+  ];
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .sort()) {
+    const run = JSON.parse(readFileSync(join(dir, file), 'utf8')) as {
+      meta: { date: string; seconds: number; reps: number };
+      results: VariantResult[];
+    };
+    out.push(
+      '',
+      `### ${file.replace(/\.json$/, '')} (${run.meta.date}, ${run.meta.reps} reps of ${run.meta.seconds} s)`,
+      printTables(run.results),
+    );
+  }
+  return out.join('\n');
+}
+
 function main(): void {
   const httpFile = join(__dirname, '..', 'results', 'http.json');
   const coreFile = join(__dirname, '..', 'results', 'core.json');
   const http = existsSync(httpFile)
     ? (JSON.parse(readFileSync(httpFile, 'utf8')) as {
-        meta: { date: string; seconds: number; connections: number; reps: number; minutes: number };
+        meta: { date: string; seconds: number; connections: number; reps: number; minutes: number; merged?: string[] };
         results: VariantResult[];
       })
     : undefined;
@@ -126,23 +209,35 @@ function main(): void {
     `- Node ${process.version}; ${tool('redis-server', ['--version'])}; ${tool('wrk', ['-v'])}.`,
     `- Versions: ${PACKAGES.map((p) => `${p} ${version(p)}`).join(', ')}.`,
     http
-      ? `- HTTP run: ${http.meta.date}, ${http.meta.reps} pairs (baseline, then limiter) of ${http.meta.seconds} s, ${http.meta.connections} connections, wrk -t1; took ${fmt(http.meta.minutes, 1)} min.`
+      ? `- HTTP run: ${http.meta.date}, ${http.meta.reps} pairs (baseline, then limiter; the variants of a framework and shape interleaved rep by rep) of ${http.meta.seconds} s, ${http.meta.connections} connections, wrk -t1; took ${fmt(http.meta.minutes, 1)} min.`
       : '- HTTP run: none yet.',
+    ...(http?.meta.merged ?? []).map((m) => `- Rows rerun into that file (BENCH_MERGE=1): ${m}.`),
     core ? `- Core run: ${core.meta.date}.` : '- Core run: none yet.',
     '',
-    '## Targets (issue 7)',
+    '## Targets (issue 18)',
+    '',
+    "Fairness rule: a ratio is compared with a peer's only for the same work (the same rules on the same identifiers) and the same denied share; the share denied on each side is printed beside every comparison. `equal` is 1 rule x 1 identifier on both sides; `3x2` is Floodgate's 3 rules x 2 identifiers in one check against the peers' 3 rules stacked on 1 identifier (more work for Floodgate); `multi` is the same 6 rule-identifier pairs on both sides with real limits (10/s, 120/min, 240/h per client, 10x that per organisation) that the random clients do not reach, so both deny ~0%. `hot` lists a hand-written 429 (no limiter) beside it: the bound for a limiter's denial. Ratios are to the framework with no limiter, measured right before each run.",
     '',
     markdownTable(['target', 'measured', 'status'], targets(http?.results ?? [], core?.rows ?? [])),
     '',
+    '### Redis per check (target 4)',
+    '',
+    "Redis CPU: INFO cpu (user + sys) of redis-server per request, which also holds its network syscalls. commandstats: INFO commandstats usec of the commands each request sends over the wire (a script's includes the commands it calls), per request.",
+    '',
+    http ? redisPerCheck(http.results) : '',
+    '',
     '## HTTP',
     '',
-    'Per variant: req/s and its ratio to the same framework with no limiter measured right before it (median of the per-pair ratios), latency, server CPU per request (process.cpuUsage() of the server, over IPC), share denied, Redis commands per request sent over the wire (a MONITOR trace: lines not tagged `lua`), commands run inside scripts, and memory per client (sum of MEMORY USAGE of every key / clients seen).',
+    "Per variant: its ratio to the same framework with no limiter measured right before it (median of the per-pair ratios; each rep's in brackets, which shows the noise), share denied, server CPU per request (process.cpuUsage() of the server over IPC; the baseline's in brackets), Redis CPU per request (INFO cpu) and commandstats µs per request, req/s, Redis commands per request sent over the wire (a MONITOR trace: lines not tagged `lua`), commands run inside scripts, and memory per client (sum of MEMORY USAGE of every key / clients seen).",
     http ? printTables(http.results) : '',
     core ? `## Core\n${coreTable(core.meta, core.rows)}` : '',
+    abRuns(),
   ];
   writeFileSync(join(__dirname, '..', 'RESULTS.md'), `${lines.join('\n')}\n`);
   if (http) {
-    const bars = http.results.map((r) => ({ shape: r.shape, framework: r.framework, variant: r.variant, ratio: r.ratio }));
+    const bars = http.results
+      .filter((r) => !/[:@+]/.test(r.variant) && r.variant !== '429')
+      .map((r) => ({ shape: r.shape, framework: r.framework, variant: r.variant, ratio: r.ratio }));
     writeFileSync(
       join(ROOT, 'docs', 'benchmarks.svg'),
       renderRatioChart(

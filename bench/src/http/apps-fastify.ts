@@ -1,8 +1,8 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import fastifyRateLimit from '@fastify/rate-limit';
-import floodgate from '@floodgate/fastify';
-import type { AppFactory, Listen } from './apps';
-import { clientOf, floodgateLimits } from './shapes';
+import * as floodgateFastify from '@floodgate/fastify';
+import { HAND_429, adapter, floodgateOptions, type AppFactory, type Listen } from './apps';
+import { clientOf } from './shapes';
 
 /*
  * Fastify 5: no limiter; Floodgate (@floodgate/fastify); @fastify/rate-limit with its Redis store
@@ -15,23 +15,24 @@ function listen(app: FastifyInstance): Listen {
   };
 }
 
+const floodgate: AppFactory = async (shape, redis, variant) => {
+  const app = Fastify();
+  await app.register(
+    adapter(variant, '@floodgate/fastify', floodgateFastify).default,
+    floodgateOptions<{ headers: Record<string, string | string[] | undefined> }>(shape, redis, variant, (req) => req.headers),
+  );
+  app.get('/', async () => 'ok');
+  return listen(app);
+};
+
 export const fastifyApps: Record<string, AppFactory> = {
   baseline: async () => {
     const app = Fastify();
     app.get('/', async () => 'ok');
     return listen(app);
   },
-  floodgate: async (shape, redis) => {
-    const app = Fastify();
-    await app.register(floodgate, {
-      redis,
-      name: `bench-${shape.name}`,
-      limits: floodgateLimits(shape),
-      identify: (req) => shape.identifiers(clientOf(req.headers)),
-    });
-    app.get('/', async () => 'ok');
-    return listen(app);
-  },
+  floodgate,
+  'floodgate+autopipeline': floodgate,
   '@fastify/rate-limit': async (shape, redis) => {
     const app = Fastify();
     // One registration per rule: hooks made by one registration's fastify.rateLimit() share a per-request
@@ -43,9 +44,18 @@ export const fastifyApps: Record<string, AppFactory> = {
         nameSpace: `frl${i}-`,
         max: r.limit,
         timeWindow: r.windowMs,
-        keyGenerator: (req) => clientOf(req.headers),
+        keyGenerator: (req) => r.id(clientOf(req.headers)),
       });
     }
+    app.get('/', async () => 'ok');
+    return listen(app);
+  },
+  '429': async () => {
+    const app = Fastify();
+    // Sent from the hook without calling done(), as Floodgate's hook sends a plain denial.
+    app.addHook('onRequest', (_req, reply, _done) => {
+      void reply.code(429).headers(HAND_429.headers).send(HAND_429.body);
+    });
     app.get('/', async () => 'ok');
     return listen(app);
   },

@@ -1,8 +1,8 @@
 import Koa from 'koa';
 import koaRateLimit from 'koa-ratelimit';
-import { rateLimit as floodgate } from '@floodgate/koa';
-import { serve, type AppFactory, type Listen } from './apps';
-import { clientOf, floodgateLimits } from './shapes';
+import * as floodgateKoa from '@floodgate/koa';
+import { HAND_429, adapter, floodgateOptions, serve, type AppFactory, type Listen } from './apps';
+import { clientOf } from './shapes';
 
 /* Koa 3: no limiter; Floodgate (@floodgate/koa); koa-ratelimit with its Redis (ioredis) driver, stacked for several rules. */
 
@@ -15,17 +15,15 @@ function app(middleware: Koa.Middleware[]): Listen {
   return serve(a.callback());
 }
 
+const floodgate: AppFactory = (shape, redis, variant) =>
+  app([
+    adapter(variant, '@floodgate/koa', floodgateKoa).rateLimit(floodgateOptions<Koa.Context>(shape, redis, variant, (ctx) => ctx.headers)),
+  ]);
+
 export const koaApps: Record<string, AppFactory> = {
   baseline: () => app([]),
-  floodgate: (shape, redis) =>
-    app([
-      floodgate({
-        redis,
-        name: `bench-${shape.name}`,
-        limits: floodgateLimits(shape),
-        identify: (ctx) => shape.identifiers(clientOf(ctx.headers)),
-      }),
-    ]),
+  floodgate,
+  'floodgate+autopipeline': floodgate,
   'koa-ratelimit': (shape, redis) =>
     app(
       shape.peers.map((r, i) =>
@@ -35,8 +33,16 @@ export const koaApps: Record<string, AppFactory> = {
           namespace: `krl${i}`,
           duration: r.windowMs,
           max: r.limit,
-          id: (ctx) => clientOf(ctx.headers),
+          id: (ctx) => r.id(clientOf(ctx.headers)),
         }),
       ),
     ),
+  '429': () =>
+    app([
+      (ctx) => {
+        ctx.set(HAND_429.headers);
+        ctx.status = 429;
+        ctx.body = HAND_429.body;
+      },
+    ]),
 };

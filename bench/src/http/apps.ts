@@ -1,11 +1,12 @@
 import { createServer, type RequestListener } from 'node:http';
+import { join } from 'node:path';
 import type Redis from 'ioredis';
-import type { Shape } from './shapes';
+import { clientOf, floodgateLimits, type Shape } from './shapes';
 
 /** Starts the app on 127.0.0.1:port. */
 export type Listen = (port: number) => Promise<void>;
-/** Builds one variant's app for a shape, with the Redis client it may use. */
-export type AppFactory = (shape: Shape, redis: Redis) => Listen | Promise<Listen>;
+/** Builds one variant's app for a shape, with the Redis client it may use; `variant` is its name. */
+export type AppFactory = (shape: Shape, redis: Redis, variant: string) => Listen | Promise<Listen>;
 
 /** A plain Node server around a request listener (Express apps, Koa's callback()). */
 export function serve(listener: RequestListener): Listen {
@@ -13,3 +14,41 @@ export function serve(listener: RequestListener): Listen {
   server.keepAliveTimeout = 60_000;
   return (port) => new Promise((resolve) => server.listen(port, '127.0.0.1', () => resolve()));
 }
+
+/**
+ * An adapter package for a Floodgate variant: this build's, or (`floodgate@before`) the one snapshotted in
+ * BENCH_BEFORE by bench/scripts/snapshot-before.sh (`floodgate@<build>`: BENCH_BUILDS/<build>), for an A/B
+ * interleaved in one run.
+ */
+export function adapter<T>(variant: string, pkg: '@floodgate/express' | '@floodgate/fastify' | '@floodgate/koa', current: T): T {
+  const at = variant.indexOf('@');
+  if (at < 0) return current;
+  const build = variant.slice(at + 1);
+  const dir = build === 'before' ? process.env.BENCH_BEFORE : process.env.BENCH_BUILDS && join(process.env.BENCH_BUILDS, build);
+  if (!dir) throw new Error(`${variant} needs ${build === 'before' ? 'BENCH_BEFORE' : 'BENCH_BUILDS'} (bench/scripts/snapshot-before.sh)`);
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require(join(dir, 'node_modules', pkg)) as T;
+}
+
+/** Floodgate's options for a shape and variant (`floodgate:<algorithm>` picks the algorithm). */
+export function floodgateOptions<Req>(
+  shape: Shape,
+  redis: Redis,
+  variant: string,
+  headers: (req: Req) => Record<string, string | string[] | undefined>,
+) {
+  const algorithm = variant.startsWith('floodgate:') ? variant.slice('floodgate:'.length) : undefined;
+  return {
+    redis,
+    name: `bench-${shape.name}-${variant.replace(/[^a-z0-9-]/gi, '_')}`,
+    limits: floodgateLimits(shape),
+    ...(algorithm === undefined ? {} : { algorithm: algorithm as 'fixed-window' }),
+    identify: (req: Req) => shape.identifiers(clientOf(headers(req))),
+  };
+}
+
+/** The hot shape's denial written by hand (no limiter, no Redis): what a 429 costs the framework itself. */
+export const HAND_429 = {
+  headers: { 'RateLimit-Policy': '"bench-hot";q=100;w=3600', RateLimit: '"bench-hot";r=0;t=3600', 'Retry-After': '3600' },
+  body: { statusCode: 429, error: 'Too Many Requests', message: 'Rate limit exceeded, retry in 3600 seconds' },
+};

@@ -5,3 +5,13 @@ import { koaApps } from './apps-koa';
 
 /** Every framework's variants; 'baseline' is the app with no limiter. */
 export const FRAMEWORKS: Record<string, Record<string, AppFactory>> = { express: expressApps, fastify: fastifyApps, koa: koaApps };
+
+/**
+ * A variant's app factory: a listed one, or `floodgate@<build>` (any build name: the Floodgate packages
+ * snapshotted by bench/scripts/snapshot-before.sh, loaded from BENCH_BEFORE for `@before`, else from
+ * BENCH_BUILDS/<build>), run as `floodgate` is.
+ */
+export function factoryOf(framework: string, variant: string): AppFactory | undefined {
+  const apps = FRAMEWORKS[framework];
+  return apps?.[variant] ?? (/^floodgate@[\w.-]+$/.test(variant) ? apps?.floodgate : undefined);
+}

@@ -9,6 +9,8 @@ export interface VariantResult {
   baseRps: number;
   /** Median over reps of (this run's req/s / the baseline run just before it). */
   ratio: number;
+  /** Each rep's ratio, in run order (how noisy the median is). */
+  ratios?: number[];
   p50Ms: number;
   p99Ms: number;
   baseP50Ms: number;
@@ -17,6 +19,8 @@ export interface VariantResult {
   baseCpuUsPerReq: number;
   /** Redis's CPU time (INFO cpu) per request. */
   redisCpuUsPerReq?: number;
+  /** INFO commandstats usec per request of the commands sent over the wire (a script's includes what it calls). */
+  redisCmdUsPerReq?: number;
   /** Share of responses that were not 2xx (denials). */
   non2xxShare: number;
   /** Commands sent over the wire per request, by name (MONITOR, script-internal ones excluded). */
@@ -38,24 +42,32 @@ function wire(r: VariantResult): string {
   return `${fmt(total, 2)}${parts.length ? ` (${parts.map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')})` : ''}`;
 }
 
+const SHAPE_TITLE: Record<string, string> = {
+  equal: 'equal: 1 rule x 1 identifier on both sides (equal work, nobody denied)',
+  '3x2': '3x2: Floodgate 3 rules x 2 identifiers in one check; peers 3 rules stacked on 1 identifier (nobody denied)',
+  multi: 'multi: 10/s + 120/min + 240/h on the client, 10x that on its organisation, on both sides (6 pairs; compare the denied share)',
+  hot: 'hot: one client, denied after its first 100 requests (100 per hour)',
+};
+
 /** The Markdown tables of an HTTP run, one per shape. */
 export function printTables(results: readonly VariantResult[]): string {
   const out: string[] = [];
   for (const shape of [...new Set(results.map((r) => r.shape))]) {
-    out.push(`\n#### ${shape}\n`);
+    out.push(`\n#### ${SHAPE_TITLE[shape] ?? shape}\n`);
     out.push(
       markdownTable(
         [
           'framework',
           'limiter',
-          'req/s',
-          'baseline req/s',
-          'x baseline',
-          'p50 / p99 ms',
-          'baseline p50 / p99',
+          'x baseline (reps)',
+          'denied',
           'server CPU µs/req (baseline)',
           'Redis CPU µs/req',
-          'denied',
+          'Redis cmd µs/req',
+          'req/s',
+          'baseline req/s',
+          'p50 / p99 ms',
+          'baseline p50 / p99',
           'Redis cmds/req over the wire',
           'in scripts',
           'bytes/client (keys)',
@@ -65,14 +77,15 @@ export function printTables(results: readonly VariantResult[]): string {
           .map((r) => [
             r.framework,
             r.variant,
+            `${fmt(r.ratio, 2)}${r.ratios && r.ratios.length > 1 ? ` (${r.ratios.map((x) => fmt(x, 2)).join(' ')})` : ''}`,
+            `${fmt(100 * r.non2xxShare, 1)}%`,
+            `${fmt(r.cpuUsPerReq, 0)} (${fmt(r.baseCpuUsPerReq, 0)})`,
+            r.redisCpuUsPerReq === undefined ? '-' : fmt(r.redisCpuUsPerReq, 1),
+            r.redisCmdUsPerReq === undefined ? '-' : fmt(r.redisCmdUsPerReq, 1),
             fmt(r.rps),
             fmt(r.baseRps),
-            fmt(r.ratio, 2),
             `${fmt(r.p50Ms, 2)} / ${fmt(r.p99Ms, 2)}`,
             `${fmt(r.baseP50Ms, 2)} / ${fmt(r.baseP99Ms, 2)}`,
-            `${fmt(r.cpuUsPerReq, 0)} (${fmt(r.baseCpuUsPerReq, 0)})`,
-            r.redisCpuUsPerReq === undefined ? '-' : fmt(r.redisCpuUsPerReq, 0),
-            `${fmt(100 * r.non2xxShare, 1)}%`,
             wire(r),
             fmt(r.luaPerReq, 2),
             r.bytesPerClient === undefined ? '-' : `${fmt(r.bytesPerClient)} (${fmt(r.keys ?? 0)})`,

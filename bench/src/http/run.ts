@@ -1,27 +1,35 @@
 import { fork, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import Redis from 'ioredis';
-import { LOAD_CORE, SERVER_CORE, commandCalls, freePort, pin, startBenchRedis, type BenchRedis } from '../lib/machine';
+import { LOAD_CORE, SERVER_CORE, commandCalls, commandUsec, freePort, pin, startBenchRedis, type BenchRedis } from '../lib/machine';
 import { keyBytes } from '../lib/memory';
 import { envInt, median } from '../lib/stats';
 import { traceCommands, wrk, type LoadResult } from './load';
-import { CLIENTS, SHAPE, SHAPES, type ShapeName } from './shapes';
-import { FRAMEWORKS } from './frameworks';
+import { CLIENTS, SHAPE, SHAPES, isOptIn, runs, type ShapeName } from './shapes';
+import { FRAMEWORKS, factoryOf } from './frameworks';
 import { printTables, type VariantResult } from './report-tables';
 
 /*
- * `npm run bench`: every framework x shape x limiter variant, each limiter run right after its
- * framework's no-limiter baseline (median of BENCH_REPS pairs of BENCH_SECONDS runs), servers on
- * SERVER_CORE, Redis and wrk on LOAD_CORE. Env: BENCH_SECONDS (3), BENCH_CONNECTIONS (50), BENCH_REPS (3),
- * BENCH_FRAMEWORKS / BENCH_SHAPES / BENCH_VARIANTS (comma lists) to run a subset; BENCH_PROFILE_DIR: write
- * a `node --cpu-prof` profile of each limiter server there (summarise with bench/scripts/profile-summary.mjs).
+ * `npm run bench`: every framework x shape x limiter variant. Per framework and shape, the baseline (no
+ * limiter) and every variant's server run side by side, and the reps interleave: rep 1 of variant A (a
+ * baseline run, then A), rep 1 of B, ..., rep 2 of A, ... so load that comes and goes on a shared machine
+ * hits every variant alike. Ratio: the median over reps of (variant req/s / the baseline run just before it).
+ * Servers on SERVER_CORE, Redis and wrk on LOAD_CORE. Env: BENCH_SECONDS (3), BENCH_CONNECTIONS (50),
+ * BENCH_REPS (3), BENCH_FRAMEWORKS / BENCH_SHAPES / BENCH_VARIANTS (comma lists) to run a subset (opt-in
+ * variants such as floodgate+autopipeline and floodgate@before run only when listed, see shapes.ts);
+ * BENCH_PROFILE_DIR: write a `node --cpu-prof` profile of each limiter server there (summarise with
+ * bench/scripts/profile-summary.mjs); BENCH_MERGE=1: replace only the rerun rows of the file; BENCH_OUT: the results file in bench/results (http.json, which
+ * bench:report reads; an A/B elsewhere, e.g. ab/flush-size.json). A smoke: BENCH_SECONDS=1 BENCH_REPS=1.
  */
 const SECONDS = envInt('BENCH_SECONDS', 3);
 const CONNECTIONS = envInt('BENCH_CONNECTIONS', 50);
 const REPS = envInt('BENCH_REPS', 3);
-const pick = <T extends string>(env: string, all: readonly T[]): T[] =>
-  process.env[env] ? all.filter((x) => process.env[env]!.split(',').includes(x)) : [...all];
+const listed = (env: string): string[] | undefined => process.env[env]?.split(',').filter((x) => x !== '');
+const pick = <T extends string>(env: string, all: readonly T[]): T[] => {
+  const want = listed(env);
+  return want ? all.filter((x) => want.includes(x)) : [...all];
+};
 
 interface Server {
   port: number;
@@ -36,7 +44,13 @@ async function startServer(framework: string, variant: string, shape: ShapeName,
     execArgv: [
       '-r',
       'ts-node/register/transpile-only',
-      ...(process.env.BENCH_PROFILE_DIR && variant !== 'baseline' ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : []),
+      ...(process.env.BENCH_PROFILE_DIR
+        ? [
+            '--cpu-prof',
+            `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`,
+            `--cpu-prof-name=${`${framework}-${shape}-${variant}`.replace(/[^a-z0-9-]/gi, '_')}.${Date.now()}.cpuprofile`,
+          ]
+        : []),
     ],
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
@@ -57,7 +71,13 @@ async function startServer(framework: string, variant: string, shape: ShapeName,
   };
 }
 
-type Measured = LoadResult & { cpuUsPerReq: number; redisCmdsPerReq: number; redisCpuUsPerReq: number };
+type Measured = LoadResult & {
+  cpuUsPerReq: number;
+  redisCmdsPerReq: number;
+  redisCpuUsPerReq: number;
+  /** INFO commandstats usec per request, by command (a script's includes the commands it calls). */
+  usecPerReq: Map<string, number>;
+};
 
 /** One wrk run with the server's CPU time and Redis's command counts around it. */
 async function measure(server: Server, r: BenchRedis, random: boolean): Promise<Measured> {
@@ -70,6 +90,8 @@ async function measure(server: Server, r: BenchRedis, random: boolean): Promise<
     const info = r.cli('INFO', 'cpu');
     return (Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1])) * 1e6;
   };
+  const usec = (): Map<string, number> => commandUsec(r.cli('INFO', 'commandstats'));
+  const u0 = usec();
   const c0 = calls();
   const rc0 = redisCpu();
   const cpu0 = await server.cpuMicros();
@@ -77,12 +99,14 @@ async function measure(server: Server, r: BenchRedis, random: boolean): Promise<
   const cpu1 = await server.cpuMicros();
   const rc1 = redisCpu();
   const c1 = calls();
+  const u1 = usec();
   if (load.errors > 0) process.stderr.write(`  warning: ${load.errors} socket errors\n`);
   return {
     ...load,
     cpuUsPerReq: (cpu1 - cpu0) / load.requests,
     redisCmdsPerReq: (c1 - c0) / load.requests,
     redisCpuUsPerReq: (rc1 - rc0) / load.requests,
+    usecPerReq: new Map([...u1].map(([k, v]) => [k, (v - (u0.get(k) ?? 0)) / load.requests])),
   };
 }
 
@@ -94,32 +118,39 @@ async function main(): Promise<void> {
   const started = Date.now();
   try {
     for (const framework of pick('BENCH_FRAMEWORKS', Object.keys(FRAMEWORKS))) {
-      const variants = pick(
-        'BENCH_VARIANTS',
-        Object.keys(FRAMEWORKS[framework]!).filter((v) => v !== 'baseline'),
-      );
+      const all = Object.keys(FRAMEWORKS[framework]!).filter((v) => v !== 'baseline');
+      const wanted = listed('BENCH_VARIANTS');
+      const variants = wanted
+        ? wanted.filter((v) => v !== 'baseline' && factoryOf(framework, v) !== undefined)
+        : all.filter((v) => !isOptIn(v));
       for (const shapeName of pick('BENCH_SHAPES', SHAPES)) {
+        const here = variants.filter((v) => runs(framework, v, shapeName));
+        if (here.length === 0) continue;
         const random = SHAPE[shapeName].random;
+        await admin.flushall();
         const base = await startServer(framework, 'baseline', shapeName, r.url);
-        await wrk(base.port, 1, CONNECTIONS, random); // warm-up (JIT)
-        for (const variant of variants) {
-          await admin.flushall();
-          const server = await startServer(framework, variant, shapeName, r.url);
-          try {
+        const servers = new Map<string, Server>();
+        try {
+          await wrk(base.port, 1, CONNECTIONS, random); // warm-up (JIT)
+          for (const variant of here) {
+            const server = await startServer(framework, variant, shapeName, r.url);
+            servers.set(variant, server);
             await wrk(server.port, 1, CONNECTIONS, random);
-            const pairs: { base: Measured; run: Measured }[] = [];
-            for (let rep = 0; rep < REPS; rep++)
-              pairs.push({ base: await measure(base, r, random), run: await measure(server, r, random) });
+          }
+          const pairs = new Map<string, { base: Measured; run: Measured }[]>(here.map((v) => [v, []]));
+          for (let rep = 0; rep < REPS; rep++)
+            for (const variant of here)
+              pairs.get(variant)!.push({ base: await measure(base, r, random), run: await measure(servers.get(variant)!, r, random) });
+          for (const variant of here) {
+            const server = servers.get(variant)!;
+            const ps = pairs.get(variant)!;
+            // Memory per client: from an empty Redis, what one short run leaves (not for hot: one client).
+            if (shapeName !== 'hot') await admin.flushall();
             const trace = await traceCommands(r.port, server.port, random);
             const mem = shapeName === 'hot' ? undefined : await keyBytes(admin, '*');
-            const seen =
-              CLIENTS *
-              (1 -
-                Math.pow(
-                  1 - 1 / CLIENTS,
-                  pairs.reduce((a, p) => a + p.run.requests, 0),
-                ));
-            const m = (f: (p: (typeof pairs)[number]) => number): number => median(pairs.map(f));
+            const seen = CLIENTS * (1 - Math.pow(1 - 1 / CLIENTS, trace.requests));
+            const m = (f: (p: (typeof ps)[number]) => number): number => median(ps.map(f));
+            const onWire = [...trace.wire.keys()];
             const res: VariantResult = {
               framework,
               shape: shapeName,
@@ -127,6 +158,7 @@ async function main(): Promise<void> {
               rps: m((p) => p.run.rps),
               baseRps: m((p) => p.base.rps),
               ratio: m((p) => p.run.rps / p.base.rps),
+              ratios: ps.map((p) => p.run.rps / p.base.rps),
               p50Ms: m((p) => p.run.p50Ms),
               p99Ms: m((p) => p.run.p99Ms),
               baseP50Ms: m((p) => p.base.p50Ms),
@@ -134,22 +166,23 @@ async function main(): Promise<void> {
               cpuUsPerReq: m((p) => p.run.cpuUsPerReq),
               baseCpuUsPerReq: m((p) => p.base.cpuUsPerReq),
               redisCpuUsPerReq: m((p) => p.run.redisCpuUsPerReq),
+              redisCmdUsPerReq: m((p) => onWire.reduce((a, k) => a + (p.run.usecPerReq.get(k) ?? 0), 0)),
               non2xxShare: m((p) => p.run.non2xx / p.run.requests),
               wirePerReq: Object.fromEntries([...trace.wire].map(([k, v]) => [k, v / trace.requests])),
               luaPerReq: trace.lua / trace.requests,
               allCmdsPerReq: m((p) => p.run.redisCmdsPerReq),
-              bytesPerClient: mem ? mem.bytes / seen : undefined,
+              bytesPerClient: mem && trace.requests > 0 ? mem.bytes / seen : undefined,
               keys: mem?.keys,
             };
             results.push(res);
             process.stderr.write(
-              `${framework} ${shapeName} ${variant}: ${Math.round(res.rps)} req/s = ${res.ratio.toFixed(2)} x baseline ${Math.round(res.baseRps)}\n`,
+              `${framework} ${shapeName} ${variant}: ${Math.round(res.rps)} req/s = ${res.ratio.toFixed(2)} x baseline ${Math.round(res.baseRps)} (reps ${res.ratios!.map((x) => x.toFixed(2)).join(' ')}), server ${res.cpuUsPerReq.toFixed(0)} µs/req, Redis ${res.redisCpuUsPerReq!.toFixed(1)} µs/req, denied ${(100 * res.non2xxShare).toFixed(1)}%\n`,
             );
-          } finally {
-            server.stop();
           }
+        } finally {
+          for (const s of servers.values()) s.stop();
+          base.stop();
         }
-        base.stop();
       }
     }
   } finally {
@@ -165,7 +198,19 @@ async function main(): Promise<void> {
   };
   const dir = join(__dirname, '..', '..', 'results');
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'http.json'), `${JSON.stringify({ meta, results }, null, 2)}\n`);
+  const out = join(dir, process.env.BENCH_OUT ?? 'http.json');
+  // BENCH_MERGE=1: a rerun of a subset replaces its rows in the file and keeps the others (meta.merged says when).
+  if (process.env.BENCH_MERGE === '1' && existsSync(out)) {
+    const before = JSON.parse(readFileSync(out, 'utf8')) as { meta: typeof meta & { merged?: string[] }; results: VariantResult[] };
+    const key = (r: VariantResult): string => `${r.framework} ${r.shape} ${r.variant}`;
+    const fresh = new Set(results.map(key));
+    results.unshift(...before.results.filter((r) => !fresh.has(key(r))));
+    const order = Object.keys(FRAMEWORKS);
+    results.sort((a, b) => order.indexOf(a.framework) - order.indexOf(b.framework));
+    Object.assign(meta, { date: before.meta.date, merged: [...(before.meta.merged ?? []), `${meta.date}: ${[...fresh].join(', ')}`] });
+  }
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, `${JSON.stringify({ meta, results }, null, 2)}\n`);
   process.stdout.write(printTables(results));
 }
 

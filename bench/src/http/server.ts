@@ -1,5 +1,5 @@
 import Redis from 'ioredis';
-import { FRAMEWORKS } from './frameworks';
+import { factoryOf } from './frameworks';
 import { SHAPE, type ShapeName } from './shapes';
 
 /*
@@ -10,10 +10,11 @@ import { SHAPE, type ShapeName } from './shapes';
 
 async function main(): Promise<void> {
   const [framework, variant, shape, port, url] = process.argv.slice(2) as [string, string, ShapeName, string, string];
-  const factory = FRAMEWORKS[framework]?.[variant];
+  const factory = factoryOf(framework, variant);
   if (factory === undefined) throw new Error(`unknown variant ${framework}/${variant}`);
-  const redis = new Redis(url, { lazyConnect: false });
-  const listen = await factory(SHAPE[shape], redis);
+  // `floodgate+autopipeline`: ioredis batches every command of a tick into one pipeline (the client's option).
+  const redis = new Redis(url, { lazyConnect: false, enableAutoPipelining: variant.includes('+autopipeline') });
+  const listen = await factory(SHAPE[shape], redis, variant);
   await listen(Number(port));
   process.on('message', (msg: { type: string }) => {
     if (msg.type === 'cpu') process.send!({ type: 'cpu', usage: process.cpuUsage() });

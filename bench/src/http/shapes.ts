@@ -1,20 +1,34 @@
 /*
- * The three request shapes of issue 7. Every request carries `x-client-id`; the load generator picks it
- * at random out of CLIENTS (spread, multi) or sends one value (hot).
- *   spread: limits nobody reaches, so every request passes: the pure cost of limiting.
- *           Floodgate checks 3 rules x 2 identifiers; each peer checks 1 rule x 1 identifier.
- *   hot:    one client, 100 per minute: after the first 100, every request is denied.
- *   multi:  10/s, 120/min, 240/h. Floodgate: the 3 rules on 2 identifiers in one check; peers: the
- *           3 rules stacked (3 middlewares) or their union helper, on the client id only.
+ * The request shapes of `npm run bench` (issues 7 and 18). Every request carries `x-client-id`; the load
+ * generator picks it at random out of CLIENTS or sends one value (hot). The fairness rule: a ratio is
+ * compared with a peer's only when both sides do the same work (the same rules on the same identifiers)
+ * and deny the same share, or the table says otherwise beside it (every table has a `denied` column).
+ *   equal: 1 rule x 1 identifier on both sides, a limit nobody reaches, the default algorithm: equal work.
+ *   3x2:   Floodgate 3 rules x 2 identifiers in one check; the peers the same 3 rules stacked on the client
+ *          id (3 middlewares, or their union helper): 3 x 1. Limits nobody reaches (0% denied both sides).
+ *   multi: 10/s, 120/min, 240/h on the client id and ten times that on its organisation (shared by 10
+ *          clients), on both sides: Floodgate's 6 rules scoped with `for` in one check, the peers 6 stacked
+ *          middlewares (a union per identifier). Real limits that random clients do not reach: the denied
+ *          share stays ~0 on both sides whatever the throughput (it is reported beside the ratio).
+ *   hot:   one client, 100 per hour: after the first 100, every request is denied.
  */
-export type ShapeName = 'spread' | 'hot' | 'multi';
-export const SHAPES: ShapeName[] = ['spread', 'hot', 'multi'];
+export type ShapeName = 'equal' | '3x2' | 'multi' | 'hot';
+export const SHAPES: ShapeName[] = ['equal', '3x2', 'multi', 'hot'];
 export const CLIENTS = 10_000;
 export const HEADER = 'x-client-id';
 
 export interface RuleSpec {
   limit: number;
   windowMs: number;
+  /** Floodgate: the identifier kind the rule is scoped to (`for`), else every identifier. */
+  for?: string;
+}
+
+/** One peer rule: a middleware (or union member) on one identifier of the client. */
+export interface PeerRule extends RuleSpec {
+  /** The identifier this rule counts, from the client id; `group` names it (one union per group). */
+  id: (client: string) => string;
+  group: string;
 }
 
 export interface Shape {
@@ -23,8 +37,8 @@ export interface Shape {
   floodgate: RuleSpec[];
   /** Floodgate's identifiers for a client id. */
   identifiers: (client: string) => string[];
-  /** The peers' rules: one middleware (or union member) per rule, on the client id. */
-  peers: RuleSpec[];
+  /** The peers' rules: one middleware (or union member) per rule. */
+  peers: PeerRule[];
   /** Whether wrk picks a random client per request (else every request is client 'hot'). */
   random: boolean;
 }
@@ -39,19 +53,40 @@ const MULTI: RuleSpec[] = [
   { limit: 120, windowMs: 60_000 },
   { limit: 240, windowMs: 3_600_000 },
 ];
+/*
+ * The organisation's rules: ten times a client's, as it has ten clients. With one org limit equal to a
+ * client's, the org's share denied grew with throughput (39-47% on a fast server, 3% vs 0.2% between two
+ * limiters at different req/s), so the faster side denied more and answered more from its cache.
+ * At these limits neither side's random clients reach them at any throughput this machine gives.
+ */
+const MULTI_ORG: RuleSpec[] = MULTI.map((r) => ({ ...r, limit: r.limit * 10 }));
+const client = (c: string): string => `client:${c}`;
 // The second identifier: an organisation shared by 10 clients (an API key, a tenant), as real set-ups add.
-const two = (client: string): string[] => [`client:${client}`, `org:${Number(client) % 1000}`];
+const org = (c: string): string => `org:${Number(c) % 1000}`;
+const two = (c: string): string[] => [client(c), org(c)];
+const on = (rules: RuleSpec[], id: (c: string) => string, group: string): PeerRule[] => rules.map((r) => ({ ...r, id, group }));
+
+/** One rule on the client id, on both sides. */
+const oneByOne = (name: ShapeName, rule: RuleSpec, random: boolean): Shape => ({
+  name,
+  floodgate: [rule],
+  identifiers: (c) => [client(c)],
+  peers: on([rule], client, 'client'),
+  random,
+});
 
 export const SHAPE: Record<ShapeName, Shape> = {
-  spread: { name: 'spread', floodgate: HIGH, identifiers: two, peers: [{ limit: 1e9, windowMs: 60_000 }], random: true },
-  hot: {
-    name: 'hot',
-    floodgate: [{ limit: 100, windowMs: 60_000 }],
-    identifiers: (c) => [`client:${c}`],
-    peers: [{ limit: 100, windowMs: 60_000 }],
-    random: false,
+  equal: oneByOne('equal', { limit: 1e9, windowMs: 60_000 }, true),
+  '3x2': { name: '3x2', floodgate: HIGH, identifiers: two, peers: on(HIGH, client, 'client'), random: true },
+  multi: {
+    name: 'multi',
+    floodgate: [...MULTI.map((r) => ({ ...r, for: 'client' })), ...MULTI_ORG.map((r) => ({ ...r, for: 'org' }))],
+    identifiers: two,
+    peers: [...on(MULTI, client, 'client'), ...on(MULTI_ORG, org, 'org')],
+    random: true,
   },
-  multi: { name: 'multi', floodgate: MULTI, identifiers: two, peers: MULTI, random: true },
+  // An hour, so the window never refills during a run: every request after the first 100 is denied.
+  hot: oneByOne('hot', { limit: 100, windowMs: 3_600_000 }, false),
 };
 
 /** The client id of a request, from any framework's header bag. */
@@ -61,6 +96,32 @@ export function clientOf(headers: Record<string, string | string[] | undefined>)
 }
 
 /** Floodgate's `limits` option for a shape. */
-export function floodgateLimits(shape: Shape): { limit: number; window: number }[] {
-  return shape.floodgate.map((r) => ({ limit: r.limit, window: r.windowMs }));
+export function floodgateLimits(shape: Shape): { limit: number; window: number; for?: string }[] {
+  return shape.floodgate.map((r) =>
+    r.for === undefined ? { limit: r.limit, window: r.windowMs } : { limit: r.limit, window: r.windowMs, for: r.for },
+  );
+}
+
+/** The peers' rules grouped by identifier (one rate-limiter-flexible union per group). */
+export function peerGroups(shape: Shape): PeerRule[][] {
+  const groups = new Map<string, PeerRule[]>();
+  for (const r of shape.peers) groups.set(r.group, [...(groups.get(r.group) ?? []), r]);
+  return [...groups.values()];
+}
+
+/*
+ * Variants. `floodgate` is the default algorithm; `floodgate:<algorithm>` runs another one (Express, equal
+ * and 3x2 only: Redis µs per check per algorithm). Opt-in variants (BENCH_VARIANTS only): `floodgate+autopipeline`
+ * (ioredis enableAutoPipelining on the client), `floodgate@before` (the build in BENCH_BEFORE, for an
+ * interleaved A/B against a change: bench/scripts/snapshot-before.sh; `floodgate@<build>` from BENCH_BUILDS).
+ * `429` (hot only, by default): a hand-written denial with no limiter, what the framework's own 429 costs.
+ */
+// Not sliding-log: it keeps a timestamp per unit, so it takes limits up to 1,000 only (bench:core measures it).
+export const ALGORITHM_VARIANTS = ['fixed-window', 'token-bucket'] as const;
+export const PER_ALGORITHM_SHAPES: ShapeName[] = ['equal', '3x2'];
+export const isOptIn = (variant: string): boolean => variant.startsWith('floodgate+') || variant.startsWith('floodgate@');
+export function runs(framework: string, variant: string, shape: ShapeName): boolean {
+  if (variant.startsWith('floodgate:')) return framework === 'express' && PER_ALGORITHM_SHAPES.includes(shape);
+  if (variant === '429') return shape === 'hot';
+  return true;
 }

@@ -76,3 +76,10 @@ export function commandCalls(info: string): Map<string, number> {
   for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls.set(m[1]!.toLowerCase(), Number(m[2]));
   return calls;
 }
+
+/** Parses `INFO commandstats` into microseconds spent per command (lower case), e.g. { evalsha: 3 }. */
+export function commandUsec(info: string): Map<string, number> {
+  const usec = new Map<string, number>();
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=\d+,usec=(\d+)/gm)) usec.set(m[1]!.toLowerCase(), Number(m[2]));
+  return usec;
+}

@@ -26,6 +26,8 @@ interface Entry {
  */
 export class BlockCache {
   private readonly entries = new Map<string, Entry>();
+  /** The entry set last (the end of the LRU order), while no other has been set since. */
+  private newest: Entry | undefined;
 
   constructor(
     readonly prefix: string,
@@ -60,8 +62,12 @@ export class BlockCache {
       // Only the cost that was denied is answered from here: its retry time is exact. A smaller cost may
       // fit, and a larger one may need longer than the cached retry, so both ask the store.
       if (!e.blocked && cost !== e.minCost) continue;
-      this.entries.delete(id);
-      this.entries.set(id, e);
+      // LRU touch, skipped for the entry that is already the newest (a client that keeps hammering).
+      if (e !== this.newest) {
+        this.entries.delete(id);
+        this.entries.set(id, e);
+        this.newest = e;
+      }
       if (!best || (e.blocked && !best.blocked) || (e.blocked === best.blocked && e.until > best.until)) best = e;
     }
     return best && this.answer(best, now, cost);
@@ -121,6 +127,7 @@ export class BlockCache {
   private put(id: string, entry: Entry): void {
     this.entries.delete(id);
     this.entries.set(id, entry);
+    this.newest = entry;
     if (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value as string);
   }
 

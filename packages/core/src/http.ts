@@ -17,6 +17,8 @@ export interface HeaderPlan {
   readonly policy: string;
   /** draft-8 policy item name per rule, keyed by `limit/windowMs/for`. */
   readonly itemNames: ReadonlyMap<string, string>;
+  /** The last draft-8 item this plan wrote (rateLimitHeaders' memo). */
+  last?: LastItem;
 }
 
 export function resolveHeaderMode(value: unknown): HeaderMode {
@@ -75,11 +77,8 @@ export function rateLimitHeaders(
   const remaining = Math.max(0, Math.floor(decision.remaining));
   const reset = Math.max(0, Math.ceil(decision.resetMs / 1000));
   if (plan.mode === 'draft-8') {
-    const kind = decision.identifier === undefined ? undefined : identifierKind(decision.identifier);
-    const name =
-      plan.itemNames.get(ruleKey(decision.limit, decision.windowMs, kind)) ??
-      plan.itemNames.get(ruleKey(decision.limit, decision.windowMs, undefined));
-    if (name !== undefined) append.push(['RateLimit', `"${name}";r=${remaining};t=${reset}`]);
+    const item = draft8Item(plan, decision, remaining, reset);
+    if (item !== undefined) append.push(['RateLimit', item]);
     return { set, append };
   }
   if (previous !== undefined && !bindsTighter(decision, previous)) return { set, append };
@@ -97,6 +96,35 @@ export function rateLimitHeaders(
     );
   }
   return { set, append };
+}
+
+/** A plan's last draft-8 RateLimit item: a client that stays denied gets the same item for a second. */
+interface LastItem {
+  id: string | undefined;
+  limit: number;
+  windowMs: number;
+  r: number;
+  t: number;
+  item: string | undefined;
+}
+
+function draft8Item(plan: HeaderPlan, decision: Decision, remaining: number, reset: number): string | undefined {
+  const { identifier: id, limit, windowMs } = decision;
+  const last = plan.last;
+  if (
+    last !== undefined &&
+    last.id === id &&
+    last.limit === limit &&
+    last.windowMs === windowMs &&
+    last.r === remaining &&
+    last.t === reset
+  )
+    return last.item;
+  const kind = id === undefined ? undefined : identifierKind(id);
+  const name = plan.itemNames.get(ruleKey(limit, windowMs, kind)) ?? plan.itemNames.get(ruleKey(limit, windowMs, undefined));
+  const item = name === undefined ? undefined : `"${name}";r=${remaining};t=${reset}`;
+  plan.last = { id, limit, windowMs, r: remaining, t: reset, item };
+  return item;
 }
 
 /** Denied beats allowed; then fewer remaining; a decision with no rule states never binds. */

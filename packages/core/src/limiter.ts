@@ -365,7 +365,9 @@ export class FloodgateLimiter implements Limiter {
   }
 
   private async evaluate(plan: PlanState, op: 'c' | 'p', ids: string[], cost: number): Promise<Decision> {
-    const call: Call = { ...plan.planner.prepare(op, ids, cost), plan };
+    // The prepared check itself, with its plan added (no copy of it per check).
+    const call = plan.planner.prepare(op, ids, cost) as Call;
+    call.plan = plan;
     const { program, cache, inflight } = plan;
     if (!this.store.remote) {
       const reply = this.store.run(program, call.keys, call.argv, { now: this.now(), budgetMs: Infinity }) as Reply;
@@ -384,7 +386,8 @@ export class FloodgateLimiter implements Limiter {
         return this.enforce(cached, plan, undefined, op);
       }
     }
-    const budgetMs = this.opts.timeoutMs - (performance.now() - started);
+    const sent = performance.now();
+    const budgetMs = this.opts.timeoutMs - (sent - started);
     // The registry entry for the command line, when due, in the same write as this check (operator.ts).
     if (op === 'c') this.records?.touch();
     if (budgetMs < 1) {
@@ -400,7 +403,6 @@ export class FloodgateLimiter implements Limiter {
         // A reply after the deadline still teaches the cache: the next check of a denied client stays local.
         if (late && reply !== undefined) cache?.remember(this.decode(call, reply, 'redis'), call.cost);
       };
-      const sent = performance.now();
       const reply = await this.store.run(program, call.keys, call.argv, { now: this.now(), budgetMs, settled });
       latencyMs = performance.now() - sent;
       this.recorder.answered(latencyMs);

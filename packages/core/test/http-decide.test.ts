@@ -120,3 +120,23 @@ test('a limiter shared through `limiter` answers cache hits synchronously too; e
     await limiter.close();
   }
 });
+
+test('a second limiter writes in the draft the first one chose, on an extensible request and on a frozen one', async () => {
+  const first = limiterFor({ headers: 'draft-7' });
+  const second = limiterFor({ headers: 'draft-8' });
+  try {
+    for (const req of [{}, Object.freeze({})] as Req[]) {
+      const a = await first.decide(req, '10.0.0.7');
+      const b = await second.decide(req, '10.0.0.7', a.decision);
+      expect(a.set.map(([name]) => name)).toContain('RateLimit');
+      // draft-7 syntax from the second limiter too (its policy item): never two syntaxes in one response.
+      expect(b.append).toContainEqual(['RateLimit-Policy', '1;w=60']);
+      expect([...b.set, ...b.append].every(([name, value]) => name !== 'RateLimit' || value.startsWith('limit='))).toBe(true);
+      // A request no limiter saw before gets the limiter's own draft.
+      const fresh = await second.decide({}, '10.0.0.8');
+      expect(fresh.append).toContainEqual(['RateLimit', '"1m";r=0;t=30']);
+    }
+  } finally {
+    await Promise.all([first.limiter.close(), second.limiter.close()]);
+  }
+});
