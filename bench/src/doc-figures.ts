@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { CoreMeta, CoreRow } from './core-table';
 import type { VariantResult } from './http/report-tables';
 import { fmt, markdownTable } from './lib/stats';
+import { targets } from './targets';
 
 /*
  * The benchmark figures the docs quote, made from bench/results/*.json, so that none is copied by hand.
@@ -24,7 +25,6 @@ export function readResults(dir = RESULTS): Results {
 }
 
 const FRAMEWORKS: Record<string, string> = { express: 'Express', fastify: 'Fastify', koa: 'Koa' };
-const redisUs = (rs: VariantResult[]): number[] => rs.flatMap((r) => (r.redisCpuUsPerReq === undefined ? [] : [r.redisCpuUsPerReq]));
 const range = (values: number[], digits: number, unit: string): string => {
   const lo = fmt(Math.min(...values), digits);
   const hi = fmt(Math.max(...values), digits);
@@ -36,39 +36,37 @@ export function figures({ http, core }: Results): Map<string, string> {
   const out = new Map<string, string>();
   const results = http.results;
   const frameworks = [...new Set(results.map((r) => r.framework))];
-  const variants = frameworks.flatMap((fw) => [
-    ...results.filter((r) => r.framework === fw && r.variant === 'floodgate').slice(0, 1),
-    ...results.filter((r) => r.framework === fw && r.variant !== 'floodgate' && r.shape === 'spread'),
+  // One column per framework's Floodgate (default algorithm) and per peer; the hand-written 429 and the
+  // A/B variants (floodgate:algorithm, floodgate@build, floodgate+autopipeline) stay in RESULTS.md.
+  const columns = frameworks.flatMap((fw) => [
+    { framework: fw, variant: 'floodgate' },
+    ...[
+      ...new Set(
+        results.filter((r) => r.framework === fw && !r.variant.startsWith('floodgate') && r.variant !== '429').map((r) => r.variant),
+      ),
+    ].map((variant) => ({ framework: fw, variant })),
   ]);
   const shapes = [...new Set(results.map((r) => r.shape))];
-  const ratioOf = (fw: string, variant: string, shape: string): number | undefined =>
-    results.find((r) => r.framework === fw && r.variant === variant && r.shape === shape)?.ratio;
+  const resultOf = (fw: string, variant: string, shape: string): VariantResult | undefined =>
+    results.find((r) => r.framework === fw && r.variant === variant && r.shape === shape);
+  const cell = (r: VariantResult | undefined): string => (r === undefined ? '-' : `${fmt(r.ratio, 2)} (${fmt(100 * r.non2xxShare, 0)}%)`);
   out.set(
     'http-table',
     markdownTable(
-      ['shape', ...variants.map((v) => (v.variant === 'floodgate' ? `${FRAMEWORKS[v.framework] ?? v.framework}: Floodgate` : v.variant))],
-      shapes.map((shape) => [shape, ...variants.map((v) => fmt(ratioOf(v.framework, v.variant, shape) ?? NaN, 2))]),
+      ['shape', ...columns.map((c) => (c.variant === 'floodgate' ? `${FRAMEWORKS[c.framework] ?? c.framework}: Floodgate` : c.variant))],
+      shapes.map((shape) => [shape, ...columns.map((c) => cell(resultOf(c.framework, c.variant, shape)))]),
     ),
   );
   out.set('http-date', http.meta.date.slice(0, 10));
-  const floodgate = (shape: string): VariantResult[] => results.filter((r) => r.variant === 'floodgate' && r.shape === shape);
-  out.set('http-spread-redis-us', range(redisUs(floodgate('spread')), 0, ' µs'));
-  const peerSpread = results.filter((r) => r.variant !== 'floodgate' && r.shape === 'spread');
-  out.set('http-peer-redis-us', range(redisUs(peerSpread), 0, ' µs'));
-  const multi = floodgate('multi').flatMap((m) =>
-    results.filter((p) => p.framework === m.framework && p.shape === 'multi' && p.variant !== 'floodgate').map((p) => m.ratio / p.ratio),
-  );
-  out.set('http-multi-vs-peers', range(multi, 2, 'x'));
-  // Per result: http-ratio-<framework>-<variant>-<shape> (0.74x), http-cpu-... (server CPU per request),
-  // and per multi peer http-multi-<framework>-<peer> (Floodgate's ratio over the peer's: 1.29x).
+  out.set('http-targets', markdownTable(['target', 'measured', 'status'], targets(results, core.rows)));
   const slug = (s: string): string => s.replace(/[^a-z0-9]+/gi, '-').replace(/^-|-$/g, '');
+  // Per result: http-ratio-<framework>-<variant>-<shape> (0.74x), http-cpu-... (server CPU per request),
+  // http-redis-... (Redis CPU per request).
   for (const r of results) {
     const id = `${r.framework}-${slug(r.variant)}-${r.shape}`;
     out.set(`http-ratio-${id}`, `${fmt(r.ratio, 2)}x`);
     out.set(`http-cpu-${id}`, `${fmt(r.cpuUsPerReq, 0)} µs`);
-    const fg = results.find((f) => f.framework === r.framework && f.variant === 'floodgate' && f.shape === 'multi');
-    if (r.shape === 'multi' && r.variant !== 'floodgate' && fg)
-      out.set(`http-multi-${r.framework}-${slug(r.variant)}`, `${fmt(fg.ratio / r.ratio, 2)}x`);
+    if (r.redisCpuUsPerReq !== undefined) out.set(`http-redis-${id}`, `${fmt(r.redisCpuUsPerReq, 1)} µs`);
   }
 
   const rows = core.rows;
