@@ -1,4 +1,4 @@
-import { fork, type ChildProcess } from 'node:child_process';
+import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import Redis from 'ioredis';
@@ -111,6 +111,13 @@ async function measure(server: Server, r: BenchRedis, random: boolean): Promise<
 }
 
 async function main(): Promise<void> {
+  for (const tool of ['wrk', 'taskset']) {
+    try {
+      execFileSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' });
+    } catch {
+      throw new Error(`npm run bench needs ${tool} on the PATH (Debian: apt-get install ${tool === 'wrk' ? 'wrk' : 'util-linux'})`);
+    }
+  }
   pin(process.pid, LOAD_CORE);
   const r = await startBenchRedis();
   const admin = new Redis(r.url);
