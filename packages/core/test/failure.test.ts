@@ -160,7 +160,7 @@ test('an error reply maps to the policy and reaches onEvent, never a rejection',
   expect(decision).toMatchObject({ allowed: false, source: 'fallback', reason: 'store-unavailable' });
   expect(decision.error?.kind).toBe('reply');
   expect(String((decision.error?.cause as Error).message)).toMatch(/OOM/);
-  expect(events).toHaveLength(2);
+  expect(events.filter((e) => e.type === 'store-error')).toHaveLength(2);
   // One warning per outage, not one per check; the driver's text stays in `cause`.
   expect(warnings).toHaveLength(1);
   expect(warnings[0]).toMatch(/failure policy 'closed'/);
