@@ -42,7 +42,7 @@ const CONNECTION_FAULT =
  * the scripts need that the server lacks.
  */
 const UNSUPPORTED =
-  /non deterministic commands|unknown command [`'"]?(evalsha|eval|script)\b|NOPERM|nonexistent global variable|Error compiling script|Unknown Redis command called from script|not allowed from script|scripting is disabled/i;
+  /non deterministic commands|unknown command [`'"]?(evalsha|eval|script)\b|NOPERM|PermissionDenied|nonexistent global variable|Error compiling script|Unknown Redis command called from script|not allowed from script|scripting is disabled/i;
 
 /** The server's own words of an error reply: the message without a client's decoration. */
 function serverWords(message: string): string {

@@ -8,7 +8,14 @@ import type { Reply, UndoReceipt } from '../src/reply';
 import { createProgram } from '../src/algorithms/script';
 import { ClusterStore } from '../src/stores/cluster';
 import { MemoryStore } from '../src/stores/memory';
-import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
+import { closeClients, connect, storeClient, uniquePrefix } from '@floodgate/testing';
+import type { RedisClient } from '../src/stores/client';
+
+// The store's client is the one under test (FLOODGATE_CLIENT, jest.config.ts); the test's own commands use ioredis.
+let client: RedisClient;
+beforeAll(async () => {
+  client = await storeClient();
+});
 
 /*
  * Undo receipts (docs/design.md, section 6) on one Redis: ClusterStore works on a plain client too, where a
@@ -46,7 +53,7 @@ const CASES: Array<[string, Algorithm, number[], string]> = [
 
 /** One identifier's key on Redis (Lua) and in memory (JS twins), driven in lockstep. */
 function twins(algorithm: Algorithm, rules: number[]) {
-  const redis = new ClusterStore(connect());
+  const redis = new ClusterStore(client);
   const memory = new MemoryStore();
   const key = `${uniquePrefix('undo')}:${algorithm.tag}:{u}`;
   const keys = [key, `${key}:b`];

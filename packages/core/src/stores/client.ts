@@ -221,20 +221,12 @@ const NOT_CONNECTED =
 
 function nodeRedisAdapter(c: NodeRedisLike): ClientAdapter {
   const cluster = isFn(c.getNodeClientForKey);
-  let warned = false;
-  const adapter: ClientAdapter = {
+  return {
     library: 'node-redis',
     target: c,
     isCluster: cluster,
-    readiness() {
-      if (c.isReady) return 'ready';
-      if (c.isOpen) return 'first-connect';
-      if (!warned) {
-        warned = true;
-        adapter.logger?.warn(`floodgate: ${NOT_CONNECTED}; until then every check takes the failure policy`);
-      }
-      return { down: NOT_CONNECTED };
-    },
+    // Never connected: the limiter's warning quotes this, once while failing.
+    readiness: () => (c.isReady ? 'ready' : c.isOpen ? 'first-connect' : { down: NOT_CONNECTED }),
     onFirstReady(done) {
       const finish = (err?: unknown): void => {
         c.removeListener?.('ready', onReady);
@@ -258,7 +250,6 @@ function nodeRedisAdapter(c: NodeRedisLike): ClientAdapter {
       return c.masters.map((m) => c.nodeClient!(m).then((n) => n.info('memory')));
     },
   };
-  return adapter;
 }
 
 /** Valkey GLIDE: connected when created (it reconnects by itself), a request timeout and an in-flight limit of its own. */
