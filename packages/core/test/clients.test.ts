@@ -334,3 +334,17 @@ describe('detection and hazards', () => {
     g.close();
   });
 });
+
+test('the servers are those the run selects: FLOODGATE_REDIS_SERVER (the valkey project: valkey-server) for the shared server and own ones', async () => {
+  const binary = process.env.FLOODGATE_REDIS_SERVER ?? 'redis-server';
+  const valkey = /valkey/.test(binary);
+  const server = await spawnRedis();
+  try {
+    for (const url of [testRedisUrl(), server.url]) {
+      const info = await connect(url).info('server');
+      expect(/^valkey_version:/m.test(info)).toBe(valkey);
+    }
+  } finally {
+    await server.stop();
+  }
+});
