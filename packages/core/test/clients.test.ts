@@ -146,6 +146,31 @@ describe.each(CLIENT_KINDS)('%s', (kind) => {
     });
   });
 
+  test('a killed server is a connection fault (never an error reply), and decisions come back from Redis after its restart', async () => {
+    const server = await spawnRedis();
+    const own = await storeClient(server.url, kind);
+    const limiter = limiterOn(own, { failure: 'closed', timeoutMs: 200, blockCache: false });
+    try {
+      expect((await limiter.check('ip:6.6.6.1')).source).toBe('redis');
+      await server.kill();
+      const d = await limiter.check('ip:6.6.6.1');
+      expect(d).toMatchObject({ allowed: false, source: 'fallback', reason: 'store-unavailable' });
+      expect(['unavailable', 'timeout', 'circuit-open']).toContain(d.error?.kind);
+      await server.start();
+      const end = Date.now() + 10_000;
+      let after = await limiter.check('ip:6.6.6.2');
+      while (after.source !== 'redis' && Date.now() < end) {
+        await new Promise((r) => setTimeout(r, 100));
+        after = await limiter.check('ip:6.6.6.2');
+      }
+      expect(after.source).toBe('redis');
+    } finally {
+      await limiter.close();
+      await closeStoreClient(own);
+      await server.stop();
+    }
+  });
+
   test.each([
     [
       'an ACL that refuses EVALSHA and EVAL',
