@@ -7,7 +7,7 @@ import { resolveOptions, type LimiterOptions, type ResolvedOptions, type Limiter
 import { parseDuration, type Rule } from './rules';
 import { MemoryStore, sharedMemoryStore } from './stores/memory';
 import { RedisStore } from './stores/redis';
-import { adapterOf } from './stores/client';
+import { adapterOf, checkRequestTimeout } from './stores/client';
 import { createProgram, type Program } from './algorithms/script';
 import { ClusterStore } from './stores/cluster';
 import type { Store } from './stores/types';
@@ -135,6 +135,7 @@ export class FloodgateLimiter implements Limiter {
       : opts.clock
         ? new MemoryStore(opts.memoryMaxKeys)
         : sharedMemoryStore(opts.prefix, opts.memoryMaxKeys);
+    if (opts.redis) checkRequestTimeout(adapterOf(opts.redis), opts.timeoutMs, opts.logger);
     this.cacheFirst = !opts.penalty;
     this.keys = keyScheme(opts.prefix, opts.name, opts.algorithm.tag, opts.colocate);
     // Each plan's script is built here, once; its block cache and units in flight are its own, as its

@@ -336,6 +336,18 @@ describe('detection and hazards', () => {
     c.destroy();
   });
 
+  test("GLIDE whose requestTimeout is not above the limiter's timeoutMs: a warning at construction", async () => {
+    const url = new URL(testRedisUrl());
+    const g = await GlideClient.createClient({ addresses: [{ host: url.hostname, port: Number(url.port) }] });
+    const warnings: string[] = [];
+    const logger = { warn: (m: string) => warnings.push(m) };
+    await limiterOn(g as unknown as RedisClient, { logger }).close(); // defaults: 250 ms both
+    await limiterOn(g as unknown as RedisClient, { logger, timeoutMs: 200 }).close();
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/requestTimeout \(250 ms\) is not above the limiter's timeoutMs \(250 ms\)/);
+    g.close();
+  });
+
   test('GLIDE with a small in-flight limit: 1,000 concurrent checks against a limit of 100 admit exactly 100, never by the policy', async () => {
     const url = new URL(testRedisUrl());
     const g = await GlideClient.createClient({

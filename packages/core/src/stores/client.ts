@@ -79,6 +79,8 @@ export interface ClientAdapter {
   infoMemory(): Promise<string>[];
   /** Set by the store: where the adapter reports a hazard it meets at run time (once per client). */
   logger?: Logger;
+  /** The client's own per-request timeout, when it has one (Valkey GLIDE's requestTimeout). */
+  readonly requestTimeoutMs?: number;
 }
 
 /**
@@ -324,6 +326,7 @@ function glideAdapter(c: GlideLike): ClientAdapter {
     library: 'glide',
     target: c,
     isCluster: cluster,
+    requestTimeoutMs: typeof c.requestTimeout === 'number' ? c.requestTimeout : 250,
     readiness: () => (c.isClosed === true ? { down: 'the Valkey GLIDE client is closed' } : 'ready'),
     onFirstReady: (done) => done(),
     evalScript: (script, keys, argv, deadlineAt = Infinity) =>
@@ -407,6 +410,19 @@ export function assertClient(value: unknown, option = 'redis'): void {
 export type RedisClient = IoredisLike | NodeRedisLike | GlideLike | ScriptClient;
 
 const adapters = shared('clientAdapters', () => new WeakMap<object, ClientAdapter>());
+
+/**
+ * Warns when the client gives up on a request before the limiter's deadline (Valkey GLIDE's requestTimeout,
+ * default 250 ms): its timeouts, not Floodgate's deadline, would then decide (docs/clients.md).
+ */
+export function checkRequestTimeout(client: ClientAdapter, timeoutMs: number, logger: Logger): void {
+  const own = client.requestTimeoutMs;
+  if (own === undefined || own > timeoutMs) return;
+  logger.warn(
+    `floodgate: the Valkey GLIDE client's requestTimeout (${own} ms) is not above the limiter's timeoutMs (${timeoutMs} ms): ` +
+      "GLIDE's own timeouts would cut checks short. Create the client with a larger requestTimeout (docs/clients.md)",
+  );
+}
 
 /** The adapter of a client (one per client object in a process, shared by every store on it). */
 export function adapterOf(client: object): ClientAdapter {
