@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from 'jest';
@@ -30,17 +31,74 @@ const transform: Config['transform'] = {
   '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.json' }],
 };
 
-function project(displayName: string, roots: string[]): Config {
+function project(displayName: string, roots: string[], testMatch = ['**/*.test.ts'], globals: Record<string, string> = {}): Config {
   return {
     displayName,
     rootDir: root,
     roots,
     testEnvironment: 'node',
-    testMatch: ['**/*.test.ts'],
+    testMatch,
     moduleNameMapper,
     transform,
+    globals,
+    setupFiles: ['<rootDir>/test/setup-server.ts'],
   };
 }
+
+/*
+ * The same proofs on every client (docs/clients.md): the suites whose limiters take storeClient() run again
+ * per client library, FLOODGATE_CLIENT naming it (packages/testing/src/clients.ts). The default projects
+ * above run them on ioredis; packages/core/test/clients.test.ts runs every client single and Cluster.
+ */
+const PER_CLIENT = [
+  'packages/core/test/check.test.ts',
+  'packages/core/test/algorithms.test.ts',
+  'packages/core/test/model.test.ts',
+  'packages/core/test/undo-receipts.test.ts',
+  'packages/express/test/conformance.test.ts',
+];
+const clientProjects = (['iovalkey', 'node-redis', 'glide'] as const).map((kind) =>
+  project(
+    `clients:${kind}`,
+    ['<rootDir>/packages'],
+    PER_CLIENT.map((f) => `<rootDir>/${f}`),
+    { FLOODGATE_CLIENT: kind },
+  ),
+);
+
+/*
+ * Valkey: when valkey-server is installed (and the run is not pointed at one server by REDIS_URL or
+ * FLOODGATE_REDIS_SERVER), the client and core suites run once more on a Valkey the global setup starts, and
+ * every server those suites start themselves is a valkey-server too (test/setup-server.ts).
+ */
+function which(name: string): string {
+  try {
+    return execFileSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' }).trim();
+  } catch {
+    return '';
+  }
+}
+const valkey = process.env.REDIS_URL || process.env.FLOODGATE_REDIS_SERVER ? '' : which('valkey-server');
+if (valkey) process.env.FLOODGATE_VALKEY_SERVER = valkey;
+const ON_VALKEY = [
+  'packages/core/test/clients.test.ts',
+  'packages/core/test/check.test.ts',
+  'packages/core/test/algorithms.test.ts',
+  'packages/core/test/scripts.test.ts',
+  'packages/core/test/undo-receipts.test.ts',
+  'packages/core/test/failure.test.ts',
+  'packages/core/test/cluster-equivalence.test.ts',
+];
+const valkeyProjects = valkey
+  ? [
+      project(
+        'valkey',
+        ['<rootDir>/packages'],
+        ON_VALKEY.map((f) => `<rootDir>/${f}`),
+        { FLOODGATE_SERVER: 'valkey' },
+      ),
+    ]
+  : [];
 
 const config: Config = {
   // `npm test` runs with --coverage: the report, and a floor CI holds (a drop below it fails the run).
@@ -54,6 +112,8 @@ const config: Config = {
   projects: [
     ...workspaces.map(({ dir }) => project(dir.replace(/^packages\//, '').replace(/^examples\//, 'example-'), [`<rootDir>/${dir}`])),
     project('smoke', ['<rootDir>/test']),
+    ...clientProjects,
+    ...valkeyProjects,
   ],
 };
 

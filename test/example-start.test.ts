@@ -2,8 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
-import { join } from 'node:path';
-import { freePort } from '@floodgate/testing';
+import { basename, join } from 'node:path';
+import { freePort, redisServerBinary } from '@floodgate/testing';
 
 /*
  * `npm start` without npm: `node scripts/example.mjs start` builds (cached after npm test's build) and runs
@@ -150,7 +150,8 @@ afterAll(() => {
 
       const tree = descendants(s.child.pid!);
       const server = tree.find((p) => p.ppid === s.child.pid && p.comm === 'node');
-      const redis = tree.find((p) => p.comm === 'redis-server');
+      // The binary FLOODGATE_REDIS_SERVER selects (valkey-server, say); /proc's comm is its name, cut at 15 characters.
+      const redis = tree.find((p) => p.comm === basename(redisServerBinary()).slice(0, 15));
       expect(server).toBeDefined();
       expect(redis).toBeDefined();
 

@@ -40,11 +40,27 @@ const SERVER_WIDE_COMMANDS = [
 
 /** Starts the shared test redis-server on a free port, unless REDIS_URL points at one. */
 export default async function globalSetup(): Promise<void> {
-  if (process.env.REDIS_URL) {
-    process.env.FLOODGATE_TEST_REDIS_URL = process.env.REDIS_URL;
+  const env = process.env;
+  // What every file gets back after a file of the valkey project (test/setup-server.ts).
+  if (env.FLOODGATE_REDIS_SERVER) env.FLOODGATE_RUN_REDIS_SERVER = env.FLOODGATE_REDIS_SERVER;
+  if (env.REDIS_URL) {
+    env.FLOODGATE_TEST_REDIS_URL = env.FLOODGATE_RUN_REDIS_URL = env.REDIS_URL;
     return;
   }
-  const redis = await startRedis(['--user', 'default', 'on', 'nopass', '~*', '&*', '+@all', ...SERVER_WIDE_COMMANDS.map((c) => `-${c}`)]);
-  (globalThis as { __floodgateRedis?: unknown }).__floodgateRedis = redis;
-  process.env.FLOODGATE_TEST_REDIS_URL = redis.url;
+  const acl = ['--user', 'default', 'on', 'nopass', '~*', '&*', '+@all', ...SERVER_WIDE_COMMANDS.map((c) => `-${c}`)];
+  const started = [await startRedis(acl)];
+  env.FLOODGATE_TEST_REDIS_URL = env.FLOODGATE_RUN_REDIS_URL = started[0]!.url;
+  // The valkey project's shared server (jest.config.ts sets FLOODGATE_VALKEY_SERVER when valkey-server is installed).
+  if (env.FLOODGATE_VALKEY_SERVER) {
+    const before = env.FLOODGATE_REDIS_SERVER;
+    env.FLOODGATE_REDIS_SERVER = env.FLOODGATE_VALKEY_SERVER;
+    try {
+      started.push(await startRedis(acl));
+    } finally {
+      if (before === undefined) delete env.FLOODGATE_REDIS_SERVER;
+      else env.FLOODGATE_REDIS_SERVER = before;
+    }
+    env.FLOODGATE_TEST_VALKEY_URL = started[1]!.url;
+  }
+  (globalThis as { __floodgateRedis?: unknown }).__floodgateRedis = started;
 }

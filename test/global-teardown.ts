@@ -25,9 +25,8 @@ async function strayKeys(url: string): Promise<string[]> {
 }
 
 export default async function globalTeardown(): Promise<void> {
-  const redis = (globalThis as { __floodgateRedis?: StartedRedis }).__floodgateRedis;
-  if (!redis) return;
-  const stray = await strayKeys(redis.url).finally(() => redis.stop());
+  const started = (globalThis as { __floodgateRedis?: StartedRedis[] }).__floodgateRedis ?? [];
+  const stray = (await Promise.all(started.map((s) => strayKeys(s.url).finally(() => s.stop())))).flat();
   if (stray.length > 0)
     throw new Error(`tests left keys outside a uniquePrefix() of their own on the shared test Redis: ${stray.slice(0, 20).join(', ')}`);
 }

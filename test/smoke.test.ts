@@ -68,6 +68,7 @@ test('@floodgate/core exports the application API and nothing else (docs/design.
     'StoreError',
     'createConcurrencyLimiter',
     'createLimiter',
+    'defineClient',
     'normaliseIp',
   ]);
 });

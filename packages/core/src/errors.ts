@@ -50,9 +50,11 @@ export class ArgumentError extends FloodgateError {
 /**
  * timeout: no reply (or no first connection) within the deadline; overload: the deadline passed while Redis
  * kept answering this process's earlier commands (its own backlog); unavailable: no connection; reply: an
- * error reply; circuit-open: not sent, the breaker is open.
+ * error reply; circuit-open: not sent, the breaker is open; unsupported: the server answered that it cannot run
+ * Floodgate's scripts at all (too old, scripting disabled or refused by an ACL: docs/clients.md, "Servers"),
+ * quoted in the message.
  */
-export type StoreErrorKind = 'timeout' | 'overload' | 'unavailable' | 'reply' | 'circuit-open';
+export type StoreErrorKind = 'timeout' | 'overload' | 'unavailable' | 'reply' | 'circuit-open' | 'unsupported';
 
 /** The store could not make a decision: wraps the driver's error (kept as `cause`, never shown to clients). */
 export class StoreError extends FloodgateError {

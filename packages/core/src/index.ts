@@ -17,7 +17,8 @@ export type { DecisionEvent, DecisionOutcome, RefundEvent, EventListener } from 
 export type { LimiterHealth, HealthStatus } from './health';
 export type { RuleInput } from './rules';
 export type { AlgorithmName } from './algorithms/types';
-export type { RedisClient } from './stores/redis';
+export type { RedisClient, ScriptClient } from './stores/client';
+export { defineClient } from './stores/client';
 export { FloodgateError, ConfigError, ArgumentError, StoreError } from './errors';
 export type { FloodgateErrorCode, StoreErrorKind } from './errors';
 export { normaliseIp } from './identity';

@@ -1,5 +1,5 @@
 import { ArgumentError, ConfigError, StoreError, describeValue } from './errors';
-import { toStoreError } from './deadline';
+import { storeFailureWarning, toStoreError } from './deadline';
 import type { Decision } from './decision';
 import { decodeReply, type Reply } from './reply';
 import { encodeIdentifier, keyScheme, type KeyScheme } from './keys';
@@ -7,6 +7,7 @@ import { resolveOptions, type LimiterOptions, type ResolvedOptions, type Limiter
 import { parseDuration, type Rule } from './rules';
 import { MemoryStore, sharedMemoryStore } from './stores/memory';
 import { RedisStore } from './stores/redis';
+import { adapterOf, checkRequestTimeout } from './stores/client';
 import { createProgram, type Program } from './algorithms/script';
 import { ClusterStore } from './stores/cluster';
 import type { Store } from './stores/types';
@@ -129,6 +130,7 @@ export class FloodgateLimiter implements Limiter {
   /** The registry entry and denial sample for the command line (operator.ts): Redis, real time only. */
   private readonly records: OperatorRecords | undefined;
   private failing = false;
+  private unsupportedWarned = false;
   /** The last connection-level failure (timeout, unavailable, circuit open), until the store answers again. */
   private fault: StoreError | undefined;
   private closed = false;
@@ -149,11 +151,12 @@ export class FloodgateLimiter implements Limiter {
     registerLimiter(this, opts);
     this.events = new Events(opts.name, opts.onEvent, opts.eventIdentifiers, opts.logger);
     this.store = opts.redis
-      ? new (opts.redis.isCluster ? ClusterStore : RedisStore)(opts.redis, opts.logger)
+      ? new (adapterOf(opts.redis).isCluster ? ClusterStore : RedisStore)(opts.redis, opts.logger)
       : opts.clock
         ? new MemoryStore(opts.memoryMaxKeys)
         : sharedMemoryStore(opts.prefix, opts.memoryMaxKeys);
     this.records = this.store instanceof RedisStore && opts.clock === undefined ? new OperatorRecords(this.store, opts) : undefined;
+    if (opts.redis) checkRequestTimeout(adapterOf(opts.redis), opts.timeoutMs, opts.logger);
     this.cacheFirst = !opts.penalty;
     this.keys = keyScheme(opts.prefix, opts.name, opts.algorithm.tag, opts.colocate);
     // Each plan's script is built here, once; its block cache and units in flight are its own, as its
@@ -464,11 +467,11 @@ export class FloodgateLimiter implements Limiter {
     if (error.kind !== 'overload' && error.kind !== 'reply') this.fault = error;
     this.recorder.failed(error);
     this.emit({ type: 'store-error', limiter: this.name, error, policy: this.failure });
-    if (!this.failing) {
+    // Once while failing; a server that cannot run the scripts is said so even when another failure came first.
+    if (!this.failing || (error.kind === 'unsupported' && !this.unsupportedWarned)) {
       this.failing = true;
-      this.opts.logger.warn(
-        `floodgate: limiter '${this.name}' could not get an answer from its store (${error.message}); failure policy '${this.failure}' applies`,
-      );
+      if (error.kind === 'unsupported') this.unsupportedWarned = true;
+      this.opts.logger.warn(storeFailureWarning(`limiter '${this.name}'`, error, this.failure));
     }
     // An identifier known to be over its limit stays denied, whatever the policy (docs/security.md).
     const known = call.plan.cache?.known(call.ids, call.cost);

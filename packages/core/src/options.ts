@@ -4,7 +4,7 @@ import { ConfigError, describeValue } from './errors';
 import { parseDuration, resolveRules, type Rule, type RuleInput } from './rules';
 import type { LockoutSpec } from './algorithms/lockout';
 import { DEFAULT_PREFIX } from './keys';
-import type { RedisClient } from './stores/redis';
+import { assertClient, type RedisClient } from './stores/client';
 import { Lists } from './lists';
 
 export type FailurePolicy = 'open' | 'closed' | 'local';
@@ -18,7 +18,11 @@ import type { LimiterEvent } from './events';
 export type { LimiterEvent } from './events';
 
 export interface LimiterOptions {
-  /** An ioredis `Redis` (or `Cluster`). Omitted: the in-memory store. Floodgate never closes it. */
+  /**
+   * A Redis client, single or Cluster (docs/clients.md): an ioredis or iovalkey `Redis`/`Cluster`, a node-redis
+   * (v5+) client or cluster, a Valkey GLIDE client or cluster client, or any other wrapped with defineClient().
+   * Omitted: the in-memory store. Floodgate never connects (node-redis: call connect()) nor closes it.
+   */
   redis?: RedisClient;
   /** Part of every key; [A-Za-z0-9_.-]{1,48}. Default 'default'. */
   name?: string;
@@ -196,9 +200,9 @@ const PEER_NAMES: Record<string, string> = {
   timeWindow: "`limits: [{ limit, window }]` (window takes ms or '1m')",
   keyGenerator: '`identify(req, defaults)`',
   keyPrefix: '`prefix`',
-  storeClient: '`redis` (an ioredis client)',
-  store: '`redis` (an ioredis client)',
-  client: '`redis` (an ioredis client)',
+  storeClient: '`redis` (a Redis client: ioredis, node-redis or Valkey GLIDE)',
+  store: '`redis` (a Redis client: ioredis, node-redis or Valkey GLIDE)',
+  client: '`redis` (a Redis client: ioredis, node-redis or Valkey GLIDE)',
   blockDuration: '`limiter.block(identifier, { duration })`',
   insuranceLimiter: "`failure: 'local'`",
   skipOnError: "`failure: 'open'`",
@@ -400,12 +404,7 @@ export function resolveOptions(input: LimiterOptions, extraKeys: readonly string
   assertKnownOptions(input, [...LIMITER_OPTION_KEYS, ...extraKeys]);
   input = ownOptions(input);
   const redis = input.redis;
-  if (typeof redis === 'string') {
-    throw new ConfigError('redis', 'must be an ioredis Redis or Cluster client, not a URL: pass `new Redis(url)`');
-  }
-  if (redis !== undefined && (typeof redis !== 'object' || redis === null || typeof redis.defineCommand !== 'function')) {
-    throw new ConfigError('redis', `must be an ioredis Redis or Cluster client; got ${describeValue(redis)}`);
-  }
+  if (redis !== undefined) assertClient(redis);
   const algorithmName = oneOf(input.algorithm, 'algorithm', Object.keys(ALGORITHMS) as AlgorithmName[], 'sliding-window');
   const timeoutMs = input.timeoutMs ?? 250;
   if (typeof timeoutMs !== 'number' || !Number.isInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > 60_000) {

@@ -1,13 +1,18 @@
 import type Redis from 'ioredis';
-import { ConfigError, createLimiter, type AlgorithmName, type LimiterOptions } from '@floodgate/core';
-import { closeClients, commandStats, connect, startRedis, uniquePrefix, type StartedRedis } from '@floodgate/testing';
+import { ConfigError, createLimiter, type AlgorithmName, type LimiterOptions, type RedisClient } from '@floodgate/core';
+import { closeClients, commandStats, connect, startRedis, storeClient, uniquePrefix, type StartedRedis } from '@floodgate/testing';
 
 /* Every algorithm on a real Redis: exactness under concurrency, the boundary burst, one round trip, TTLs. */
 const ALGORITHMS: AlgorithmName[] = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket'];
 const redis = connect();
+// The limiters' client is the one under test (FLOODGATE_CLIENT, jest.config.ts); the test's own commands use ioredis.
+let store: RedisClient;
+beforeAll(async () => {
+  store = await storeClient();
+});
 afterAll(closeClients);
 
-function limiter(algorithm: AlgorithmName, extra: Partial<LimiterOptions> & Pick<LimiterOptions, 'limits'>, client: Redis = redis) {
+function limiter(algorithm: AlgorithmName, extra: Partial<LimiterOptions> & Pick<LimiterOptions, 'limits'>, client: RedisClient = store) {
   return createLimiter({
     redis: client,
     prefix: uniquePrefix(algorithm.slice(0, 6)),
@@ -81,9 +86,11 @@ describe.each(ALGORITHMS)('%s on Redis', (algorithm) => {
 describe('one round trip per check', () => {
   let server: StartedRedis;
   let client: Redis;
+  let own: RedisClient;
   beforeAll(async () => {
     server = await startRedis();
     client = connect(server.url);
+    own = await storeClient(server.url);
   });
   afterAll(async () => {
     client.disconnect();
@@ -101,7 +108,7 @@ describe('one round trip per check', () => {
         ],
         blockCache: false,
       },
-      client,
+      own,
     ); // every check reaches Redis
     await lim.check('ip:192.0.2.50'); // loads the script (EVAL) once
     const scripts = async (): Promise<number> => {
@@ -168,7 +175,7 @@ describe('fixed-window layout 2 (one stamp, one counter per window)', () => {
   test("3 rules are 4 hash fields, and a removed rule's counter is deleted on the next write", async () => {
     const prefix = uniquePrefix('fwl');
     const three = createLimiter({
-      redis,
+      redis: store,
       prefix,
       name: 'fw',
       algorithm: 'fixed-window',
@@ -184,7 +191,7 @@ describe('fixed-window layout 2 (one stamp, one counter per window)', () => {
     expect(Object.keys(await redis.hgetall(key)).sort()).toEqual(['1000', '3600000', '60000', 't']);
     // A later deployment drops the 1 m rule: its counter must not be read against a newer stamp if it returns.
     const two = createLimiter({
-      redis,
+      redis: store,
       prefix,
       name: 'fw',
       algorithm: 'fixed-window',

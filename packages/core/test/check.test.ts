@@ -1,8 +1,13 @@
-import { createLimiter, type Limiter, type LimiterOptions } from '@floodgate/core';
+import { createLimiter, type Limiter, type LimiterOptions, type RedisClient } from '@floodgate/core';
 import { encodeIdentifier } from '../src/keys';
-import { closeClients, connect, startRedis, uniquePrefix } from '@floodgate/testing';
+import { closeClients, connect, startRedis, storeClient, uniquePrefix } from '@floodgate/testing';
 
+// The limiters' client is the one under test (FLOODGATE_CLIENT, jest.config.ts); the test's own commands use ioredis.
 const redis = connect();
+let store: RedisClient;
+beforeAll(async () => {
+  store = await storeClient();
+});
 const limiters: Limiter[] = [];
 afterAll(async () => {
   await Promise.all(limiters.map((l) => l.close()));
@@ -11,7 +16,7 @@ afterAll(async () => {
 
 function make(options: Partial<LimiterOptions> & Pick<LimiterOptions, 'limits'>): Limiter {
   const limiter = createLimiter({
-    redis,
+    redis: store,
     prefix: uniquePrefix('check'),
     algorithm: 'fixed-window',
     failure: 'closed',
@@ -157,10 +162,10 @@ test('a check succeeds right after SCRIPT FLUSH (NOSCRIPT is recovered by EVAL)'
   // SCRIPT FLUSH empties the whole server's script cache: a server of its own, not the shared one.
   const server = await startRedis();
   try {
-    const own = connect(server.url);
+    const own = await storeClient(server.url);
     const limiter = make({ redis: own, limits: { limit: 10, window: '1h' } });
     expect((await limiter.check('ip:9.9.9.9')).source).toBe('redis');
-    await own.script('FLUSH');
+    await connect(server.url).script('FLUSH');
     const after = await limiter.check('ip:9.9.9.9');
     expect(after).toMatchObject({ allowed: true, source: 'redis', remaining: 8 });
     await limiter.close();

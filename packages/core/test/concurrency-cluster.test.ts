@@ -82,12 +82,15 @@ test('two limiters, 2 x 40 concurrent leases over three slots, max 3: never more
   const leases = await Promise.all([limiter, other].flatMap((l) => Array.from({ length: 40 }, () => l.lease(IDS))));
   const granted = leases.filter((l) => l.granted);
   // Between a slot's grant and its give-back, a concurrent lease may be denied that would have fitted (a
-  // brief under-admission; with two clients whose calls reach each node in a different order, each slot's
-  // three grants can go to different leases and none gets all three); never more than max.
+  // brief under-admission); never more than max. Each slot may grant different leases of the burst, so a
+  // burst can even grant none (seen about once in four runs on a loaded machine): the under-admission is
+  // brief, so once the give-backs are in, a lease is granted again.
   expect(granted.length).toBeLessThanOrEqual(3);
   const want = IDS.map(() => granted.length);
   expect(await eventually(() => Promise.all(IDS.map((id) => admin.zcard(key(id)))), want)).toEqual(want);
-  await Promise.all(granted.map((l) => l.release()));
+  const next = await limiter.lease(IDS);
+  expect(next.granted).toBe(granted.length < 3);
+  await Promise.all([...granted, next].map((l) => l.release()));
   for (const id of IDS) expect(await admin.exists(key(id))).toBe(0);
   // The under-admission is brief: once the burst is over, a lease fits again.
   expect((await limiter.lease(IDS)).granted).toBe(true);

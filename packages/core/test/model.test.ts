@@ -1,7 +1,7 @@
 import fc from 'fast-check';
-import { createLimiter, type AlgorithmName, type Decision, type RuleInput } from '@floodgate/core';
+import { createLimiter, type AlgorithmName, type Decision, type RedisClient, type RuleInput } from '@floodgate/core';
 import { identifierKind } from '../src/keys';
-import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
+import { closeClients, storeClient, uniquePrefix } from '@floodgate/testing';
 import { onlyOptionsOf } from './fixtures/rule-options';
 
 /*
@@ -143,7 +143,11 @@ function assertGuarantee(algorithm: AlgorithmName, rules: readonly RuleInput[], 
   }
 }
 
-const redis = connect();
+let redis: RedisClient;
+beforeAll(async () => {
+  // The client under test (FLOODGATE_CLIENT, jest.config.ts).
+  redis = await storeClient();
+});
 afterAll(closeClients);
 
 describe.each<AlgorithmName>(['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket'])('model: %s', (algorithm) => {

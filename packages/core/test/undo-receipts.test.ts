@@ -8,7 +8,14 @@ import type { Reply, UndoReceipt } from '../src/reply';
 import { createProgram } from '../src/algorithms/script';
 import { ClusterStore } from '../src/stores/cluster';
 import { MemoryStore } from '../src/stores/memory';
-import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
+import { closeClients, connect, storeClient, uniquePrefix } from '@floodgate/testing';
+import type { RedisClient } from '../src/stores/client';
+
+// The store's client is the one under test (FLOODGATE_CLIENT, jest.config.ts); the test's own commands use ioredis.
+let client: RedisClient;
+beforeAll(async () => {
+  client = await storeClient();
+});
 
 /*
  * Undo receipts (docs/design.md, section 6) on one Redis: ClusterStore works on a plain client too, where a
@@ -46,7 +53,7 @@ const CASES: Array<[string, Algorithm, number[], string]> = [
 
 /** One identifier's key on Redis (Lua) and in memory (JS twins), driven in lockstep. */
 function twins(algorithm: Algorithm, rules: number[]) {
-  const redis = new ClusterStore(connect());
+  const redis = new ClusterStore(client);
   const memory = new MemoryStore();
   const key = `${uniquePrefix('undo')}:${algorithm.tag}:{u}`;
   const keys = [key, `${key}:b`];
@@ -109,7 +116,7 @@ function twins(algorithm: Algorithm, rules: number[]) {
     expect(digest).toMatch(/^[0-9a-f]{40}$/);
     expect({ type, items }).toEqual({ type: before.type, items: before.items });
     if (before.expireAt < 0) expect(expireAt).toBe(before.expireAt);
-    else expect(Math.abs(Number(expireAt) - before.expireAt)).toBeLessThan(50);
+    else expect(Math.abs(Number(expireAt) - before.expireAt)).toBeLessThan(250);
     const full = { receipt: jsReceipt, digest: String(digest), type: String(type), expireAt: Number(expireAt), items: items.map(String) };
     return { reply, receipt: jsReceipt, full, memoryBefore };
   }
@@ -160,6 +167,8 @@ async function stored(key: string): Promise<{ type: string; items: string[]; exp
       .map((x) => (/[A-Za-z0-9:.-]/.test(String.fromCharCode(x)) ? String.fromCharCode(x) : `%${x.toString(16).padStart(2, '0')}`))
       .join('');
   const pttl = await c.pttl(key);
+  // Date.now() + PTTL: as exact as the time between the PTTL reply and this line, which a loaded machine (a
+  // slower client, other suites in parallel) stretches to tens of ms; the comparisons below allow 250 ms.
   return { type, items: raw.map(enc), expireAt: pttl < 0 ? -1 : Date.now() + pttl, pttl };
 }
 
@@ -199,7 +208,7 @@ describe.each(CASES)('%s', (_name, algorithm, rules, first) => {
     expect(await t.restore(T0 + 70_000, third, 3)).toBe(1);
     const after = await stored(t.key);
     expect({ ...after, expireAt: 0, pttl: 0 }).toEqual({ ...before, expireAt: 0, pttl: 0 });
-    expect(Math.abs(after.expireAt - before.expireAt)).toBeLessThan(50);
+    expect(Math.abs(after.expireAt - before.expireAt)).toBeLessThan(250);
     // Redis and the twin still agree.
     await t.peek(T0 + 70_000);
   });
@@ -289,7 +298,7 @@ test('sliding-log: a snapshot of thousands of entries is restored exactly (in ch
   expect(await t.restore(T0 + 1_000, checked, 100)).toBe(1);
   const after = await stored(t.key);
   expect(after.items).toEqual(before.items);
-  expect(Math.abs(after.expireAt - before.expireAt)).toBeLessThan(50);
+  expect(Math.abs(after.expireAt - before.expireAt)).toBeLessThan(250);
   await t.peek(T0 + 1_000);
 });
 

@@ -1,5 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import Redis, { type RedisOptions } from 'ioredis';
+import Redis, { Cluster, type RedisOptions } from 'ioredis';
+import { Redis as Valkey, Cluster as ValkeyCluster } from 'iovalkey';
+import { createClient, createCluster } from 'redis';
+import { GlideClient, GlideClusterClient, Logger } from '@valkey/valkey-glide';
+import type { RedisClient } from '@floodgate/core';
 
 /** The shared test Redis, started by the jest global setup (or REDIS_URL when set). */
 export function testRedisUrl(): string {
@@ -31,7 +35,107 @@ export function connect(url = testRedisUrl(), options: RedisOptions = {}): Redis
 export async function closeClients(): Promise<void> {
   const all = [...clients];
   clients.clear();
-  await Promise.all(all.map((c) => (c.status === 'ready' ? c.quit().catch(() => c.disconnect()) : c.disconnect())));
+  const others = [...storeClients];
+  storeClients.clear();
+  await Promise.all([
+    ...all.map((c) => (c.status === 'ready' ? c.quit().catch(() => c.disconnect()) : c.disconnect())),
+    ...others.map((c) => closeStoreClient(c)),
+  ]);
+}
+
+/*
+ * The client under test. The check, algorithm, model, undo-receipt and conformance suites give their limiters
+ * storeClient() (their own commands stay on connect()'s ioredis), so one jest project per client library runs
+ * the same files with another client: FLOODGATE_CLIENT (a jest project's `globals`, or the environment) is
+ * ioredis (default), iovalkey, node-redis or glide.
+ */
+export const CLIENT_KINDS = ['ioredis', 'iovalkey', 'node-redis', 'glide'] as const;
+export type ClientKind = (typeof CLIENT_KINDS)[number];
+
+export function clientKind(): ClientKind {
+  const v = (globalThis as { FLOODGATE_CLIENT?: string }).FLOODGATE_CLIENT ?? process.env.FLOODGATE_CLIENT ?? 'ioredis';
+  if (!(CLIENT_KINDS as readonly string[]).includes(v))
+    throw new Error(`FLOODGATE_CLIENT is ${JSON.stringify(v)}; one of ${CLIENT_KINDS.join(', ')}`);
+  return v as ClientKind;
+}
+
+const storeClients = new Set<object>();
+let glideQuiet = false;
+
+/** An ioredis-like client's test options (fast reconnects, nothing re-sent, quick close). */
+const IOREDIS_TEST = { retryStrategy: () => 50, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1, disconnectTimeout: 100 };
+
+/**
+ * A client of library `kind` (default: the one under test) on `url`, connected (node-redis: connect() awaited;
+ * GLIDE: created). Closed by closeClients(); closeStoreClient() closes one now.
+ */
+export async function storeClient(url = testRedisUrl(), kind: ClientKind = clientKind()): Promise<RedisClient> {
+  if (kind === 'ioredis') return connect(url);
+  let client: RedisClient;
+  if (kind === 'iovalkey') {
+    const c = new Valkey(url, IOREDIS_TEST);
+    c.on('error', () => undefined);
+    client = c as unknown as RedisClient;
+  } else if (kind === 'node-redis') {
+    const c = createClient({ url, socket: { reconnectStrategy: () => 50, connectTimeout: 2_000 } });
+    c.on('error', () => undefined);
+    await c.connect();
+    client = c as unknown as RedisClient;
+  } else {
+    quietGlide();
+    const { hostname, port } = new URL(url);
+    client = (await GlideClient.createClient({
+      addresses: [{ host: hostname, port: Number(port) }],
+      requestTimeout: 10_000,
+    })) as unknown as RedisClient;
+  }
+  storeClients.add(client);
+  return client;
+}
+
+/** A Cluster client of library `kind` on these nodes (ioredis and iovalkey: Cluster; node-redis: createCluster; GLIDE: GlideClusterClient). */
+export async function storeClusterClient(nodes: { host: string; port: number }[], kind: ClientKind = clientKind()): Promise<RedisClient> {
+  let client: RedisClient;
+  if (kind === 'ioredis' || kind === 'iovalkey') {
+    const C = kind === 'ioredis' ? Cluster : ValkeyCluster;
+    const c = new C(nodes, { clusterRetryStrategy: () => 50, redisOptions: IOREDIS_TEST });
+    c.on('error', () => undefined);
+    client = c as unknown as RedisClient;
+  } else if (kind === 'node-redis') {
+    const c = createCluster({
+      rootNodes: nodes.map((n) => ({ url: `redis://${n.host}:${n.port}` })),
+      defaults: { socket: { reconnectStrategy: () => 50 } },
+    });
+    c.on('error', () => undefined);
+    await c.connect();
+    client = c as unknown as RedisClient;
+  } else {
+    quietGlide();
+    client = (await GlideClusterClient.createClient({ addresses: nodes, requestTimeout: 10_000 })) as unknown as RedisClient;
+  }
+  storeClients.add(client);
+  return client;
+}
+
+function quietGlide(): void {
+  if (glideQuiet) return;
+  glideQuiet = true;
+  // GLIDE logs every error reply (a NOSCRIPT included) to the console by default.
+  Logger.setLoggerConfig('off');
+}
+
+/** Closes a client of any library now, without waiting for a server that may be gone. */
+export async function closeStoreClient(client: object): Promise<void> {
+  storeClients.delete(client);
+  const c = client as { disconnect?(): unknown; destroy?(): unknown; close?(): unknown; isOpen?: boolean; status?: string };
+  try {
+    if (typeof c.status === 'string') c.disconnect?.();
+    else if (typeof c.isOpen === 'boolean') {
+      if (c.isOpen) await Promise.resolve(c.destroy?.());
+    } else c.close?.();
+  } catch {
+    // already closed
+  }
 }
 
 /** A unique key prefix per test file or test, so files run in parallel without FLUSHALL. */

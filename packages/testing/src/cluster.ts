@@ -1,6 +1,9 @@
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { spawnRedis, type RedisProcess } from './processes';
+import { redisServerBinary } from './redis-server';
 import { ask } from './sentinel';
 
 export interface ClusterSetup {
@@ -10,16 +13,24 @@ export interface ClusterSetup {
   stop(): Promise<void>;
 }
 
+/** The CLI beside the server binary (valkey-cli beside valkey-server), else redis-cli from PATH. */
+export function serverCli(): string {
+  const server = redisServerBinary();
+  const cli = join(dirname(server), basename(server).replace(/server/, 'cli'));
+  return cli !== server && existsSync(cli) ? cli : 'redis-cli';
+}
+
 /**
- * A real Redis Cluster of 3 masters and 3 replicas from the redis-server on PATH, on free loopback ports,
- * created with `redis-cli --cluster create`; resolves once every node reports cluster_state:ok.
+ * A real Redis Cluster of 3 masters and 3 replicas from the server binary (redisServerBinary(): FLOODGATE_REDIS_SERVER
+ * or redis-server), on free loopback ports, created with its CLI's `--cluster create`; resolves once every
+ * node reports cluster_state:ok.
  */
 export async function startCluster(): Promise<ClusterSetup> {
   const nodes = await Promise.all(
     Array.from({ length: 6 }, () => spawnRedis(['--cluster-enabled', 'yes', '--cluster-node-timeout', '2000'])),
   );
   const addrs = nodes.map((n) => `${n.host}:${n.port}`);
-  await promisify(execFile)('redis-cli', ['--cluster', 'create', ...addrs, '--cluster-replicas', '1', '--cluster-yes']);
+  await promisify(execFile)(serverCli(), ['--cluster', 'create', ...addrs, '--cluster-replicas', '1', '--cluster-yes']);
   const end = Date.now() + 30_000;
   for (;;) {
     const states = await Promise.all(nodes.map((n) => ask(n.port, (c) => c.cluster('INFO')).catch(() => '')));

@@ -8,7 +8,8 @@ import {
   type Logger,
   type SlowDownHttpOptions,
 } from '@floodgate/core/adapter';
-import { closeClients, connect, uniquePrefix } from './clients';
+import type { RedisClient } from '@floodgate/core';
+import { closeClients, closeStoreClient, connect, storeClient, uniquePrefix } from './clients';
 import { startRedis } from './redis-server';
 import { concurrencyConformance } from './concurrency-conformance';
 
@@ -70,10 +71,15 @@ const header = (res: request.Response, name: string): string | undefined => res.
 /** The behaviours of docs/design.md section 10, "HTTP behaviour", identical for every adapter (run with describe per adapter). */
 export function conformance(factory: AdapterFactory): void {
   describe(`${factory.name} conformance`, () => {
+    // The test's own commands use ioredis; the apps' limiters the client under test (FLOODGATE_CLIENT, jest.config.ts).
     const redis = connect();
+    let store: RedisClient;
+    beforeAll(async () => {
+      store = await storeClient();
+    });
     const apps: TestApp[] = [];
     const base = (extra: Partial<NeutralOptions> = {}): NeutralOptions =>
-      ({ redis, prefix: uniquePrefix(factory.name), limits: { limit: 5, window: '1m' }, ...extra }) as NeutralOptions;
+      ({ redis: store, prefix: uniquePrefix(factory.name), limits: { limit: 5, window: '1m' }, ...extra }) as NeutralOptions;
     const start = async (spec: AppSpec): Promise<TestApp> => {
       const app = await factory.makeApp(spec);
       apps.push(app);
@@ -233,7 +239,7 @@ export function conformance(factory: AdapterFactory): void {
 
     test('Redis down: failure closed answers 503 with Retry-After and no driver text, open lets through, both within the deadline', async () => {
       const server = await startRedis();
-      const down = connect(server.url);
+      const down = await storeClient(server.url);
       const closed = await start({ global: base({ redis: down, failure: 'closed', timeoutMs: 100, logger: { warn: () => undefined } }) });
       const open = await start({ global: base({ redis: down, failure: 'open', timeoutMs: 100, logger: { warn: () => undefined } }) });
       expect((await request(closed.url).get('/')).status).toBe(200);
@@ -250,7 +256,7 @@ export function conformance(factory: AdapterFactory): void {
       expect(header(passed, 'RateLimit-Policy')).toBeUndefined();
       expect(closed.hits() + open.hits()).toBe(2);
       // quit() would wait for a server that is gone.
-      down.disconnect();
+      await closeStoreClient(down);
     });
 
     test('shadow mode and skip() never deny and send no rate-limit headers', async () => {

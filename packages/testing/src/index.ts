@@ -1,10 +1,22 @@
 export { redisServerBinary, serveHttp, startRedis, type StartedRedis } from './redis-server';
-export { connect, closeClients, uniquePrefix, testRedisUrl, commandStats } from './clients';
+export {
+  connect,
+  closeClients,
+  uniquePrefix,
+  testRedisUrl,
+  commandStats,
+  storeClient,
+  storeClusterClient,
+  closeStoreClient,
+  clientKind,
+  CLIENT_KINDS,
+  type ClientKind,
+} from './clients';
 export { adversarial } from './adversarial';
 export { abandon, policyConformance } from './conformance-policies';
 export { conformance, answerOf, type AdapterFactory, type AppSpec, type TestApp, type NeutralOptions, type RoutePath } from './conformance';
 export { freePort, waitForPing, spawnRedis, RedisProcess } from './processes';
 export { runLoad, liveTimers, collectGarbage, type Sample, type LoadResult } from './load';
 export { startSentinels, forceFailover, ask, SENTINEL_MASTER, type SentinelSetup } from './sentinel';
-export { startCluster, type ClusterSetup } from './cluster';
+export { startCluster, serverCli, type ClusterSetup } from './cluster';
 export { exampleSmoke } from './example-smoke';

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { StoreError } from '../errors';
-import { toStoreError } from '../deadline';
+import { storeFailureWarning, toStoreError } from '../deadline';
 import { encodeIdentifier, keyScheme, type KeyScheme } from '../keys';
 import type { FailurePolicy, LimiterEvent, ResolvedOptions } from '../options';
 import { CallPlanner } from '../call-plan';
 import { RedisStore } from '../stores/redis';
+import { adapterOf } from '../stores/client';
 import { keySlot } from '../stores/cluster';
 import { ACQUIRE_LUA, RELEASE_LUA, decodeAcquire, type AcquireReply } from './lease-script';
 import { MemoryLeases, sharedMemoryLeases } from './memory-leases';
@@ -91,6 +92,7 @@ class Leases implements ConcurrencyLimiter {
   private readonly tally: Tally | undefined;
   private readonly bySlot: boolean;
   private failing = false;
+  private unsupportedWarned = false;
   private releaseFailing = false;
 
   constructor(resolved: ResolvedConcurrencyOptions) {
@@ -110,7 +112,7 @@ class Leases implements ConcurrencyLimiter {
     this.keys = keyScheme(opts.prefix, opts.name, 'cc1', opts.colocate);
     this.planner = new CallPlanner(opts, this.keys);
     this.tally = this.store ? new Tally() : undefined;
-    this.bySlot = opts.redis?.isCluster === true;
+    this.bySlot = opts.redis !== undefined && adapterOf(opts.redis).isCluster;
   }
 
   async lease(input: string | readonly string[]): Promise<Lease> {
@@ -251,11 +253,10 @@ class Leases implements ConcurrencyLimiter {
   /** The store could not decide: the failure policy, once the event and (once while failing) a warning are out. */
   private fallback(ids: string[], keys: string[], error: StoreError): Lease {
     this.emit({ type: 'store-error', limiter: this.name, error, policy: this.failure });
-    if (!this.failing) {
+    if (!this.failing || (error.kind === 'unsupported' && !this.unsupportedWarned)) {
       this.failing = true;
-      this.opts.logger.warn(
-        `floodgate: concurrency limiter '${this.name}' could not get an answer from its store (${error.message}); failure policy '${this.failure}' applies`,
-      );
+      if (error.kind === 'unsupported') this.unsupportedWarned = true;
+      this.opts.logger.warn(storeFailureWarning(`concurrency limiter '${this.name}'`, error, this.failure));
     }
     // Overload (Redis answering, this process's own backlog out of time) is not an outage: never granted by 'open'.
     const policy = error.kind === 'overload' && this.failure === 'open' ? 'closed' : this.failure;

@@ -3,7 +3,7 @@ import { assertKnownOptions, ownOptions, resolveOptions, type LimiterOptions, ty
 import { parseDuration } from '../rules';
 
 export interface ConcurrencyLimiterOptions {
-  /** An ioredis `Redis` (or `Cluster`). Omitted: leases live in this process's memory. Floodgate never closes it. */
+  /** A Redis client (docs/clients.md): ioredis or iovalkey, node-redis, Valkey GLIDE. Omitted: leases live in this process's memory. Floodgate never closes it. */
   redis?: LimiterOptions['redis'];
   /** Part of every key; [A-Za-z0-9_.-]{1,48}. Default 'default'. Limiters with one prefix and name share their slots. */
   name?: string;

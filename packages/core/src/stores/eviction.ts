@@ -10,12 +10,6 @@ import { shared } from '../state';
 
 const checked = shared('evictionChecked', () => new WeakSet<object>());
 
-interface InfoClient {
-  info?(section: string): Promise<string>;
-  nodes?(role: string): InfoClient[];
-  isCluster?: boolean;
-}
-
 /** The maxmemory and maxmemory-policy of an INFO memory reply. */
 export function parseMemoryInfo(info: string): { maxmemory: number; policy: string } | undefined {
   const policy = /^maxmemory_policy:(\S+)/m.exec(info)?.[1];
@@ -24,16 +18,19 @@ export function parseMemoryInfo(info: string): { maxmemory: number; policy: stri
 }
 
 /** Warns through `logger` when a server this client talks to may evict keys. Fire and forget; never throws. */
-export function checkEvictionPolicy(client: object, logger: Logger): void {
-  if (checked.has(client)) return;
-  checked.add(client);
-  const c = client as InfoClient;
-  const servers = c.isCluster && typeof c.nodes === 'function' ? c.nodes('master') : [c];
-  for (const server of servers) {
-    if (typeof server.info !== 'function') continue;
-    server.info('memory').then(
-      (info) => {
-        const found = parseMemoryInfo(String(info));
+export function checkEvictionPolicy(client: { target: object; infoMemory(): Promise<string>[] }, logger: Logger): void {
+  if (checked.has(client.target)) return;
+  checked.add(client.target);
+  let infos: Promise<string>[];
+  try {
+    infos = client.infoMemory();
+  } catch {
+    return;
+  }
+  for (const info of infos) {
+    info.then(
+      (text) => {
+        const found = parseMemoryInfo(String(text));
         if (found === undefined || found.policy === 'noeviction') return;
         logger.warn(
           `floodgate: Redis maxmemory-policy is '${found.policy}'${found.maxmemory > 0 ? ` with maxmemory ${found.maxmemory}` : ''}: ` +

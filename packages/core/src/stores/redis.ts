@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { Program } from '../algorithms/script';
 import type { Reply, UndoReceipt } from '../reply';
 import type { Algorithm } from '../algorithms/types';
@@ -8,27 +7,14 @@ import { healthOf, type ClientHealth } from '../circuit-breaker';
 import { toStoreError } from '../deadline';
 import { safeLogger, type Logger } from '../options';
 import type { RunContext, Store } from './types';
-import { coalesceWrites, type Flush } from './coalesce';
+import type { Flush } from './coalesce';
+import { adapterOf, scriptOf, type ClientAdapter, type RedisClient } from './client';
 import { checkEvictionPolicy } from './eviction';
 import { shared } from '../state';
 import { indexLua } from '../algorithms/block-index';
 import { afterTurn, realNow, realTimeout } from '../real-timers';
 
-/**
- * The part of an ioredis `Redis` or `Cluster` that Floodgate uses. Structural, so that users of the
- * memory store need no ioredis types, and so that both client classes fit.
- */
-export interface RedisClient {
-  status: string;
-  defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void;
-  del(...keys: string[]): Promise<number>;
-  once(event: string, listener: (...args: unknown[]) => void): unknown;
-  removeListener(event: string, listener: (...args: unknown[]) => void): unknown;
-  connect?(): Promise<unknown>;
-  isCluster?: boolean;
-}
-
-type ScriptCommand = (numKeys: number, ...args: (string | number)[]) => Promise<unknown>;
+export type { RedisClient } from './client';
 
 /**
  * Called once when a command is done with: when it settles, even after its caller's deadline, with the reply
@@ -77,13 +63,6 @@ if was and tonumber(was) > NOW then return 1 end
 return 0
 `;
 
-const FIRST_CONNECT_STATES = new Set(['wait', 'connecting', 'connect']);
-
-/** Names commands after their script's hash, so two Floodgate versions in one process never clash. */
-function commandName(kind: string, lua: string): string {
-  return `floodgate_${kind}_${createHash('sha1').update(lua).digest('hex').slice(0, 10)}`;
-}
-
 interface ReadyWaiter {
   ready(): void;
   fail(err: StoreError): void;
@@ -98,17 +77,17 @@ interface Connection {
 }
 const connections = shared('connections', () => new WeakMap<object, Connection>());
 
-function connectionOf(client: RedisClient): Connection {
-  let c = connections.get(client);
+function connectionOf(client: ClientAdapter): Connection {
+  let c = connections.get(client.target);
   if (c === undefined) {
-    c = { everReady: client.status === 'ready', waiters: new Set(), listening: false };
-    connections.set(client, c);
+    c = { everReady: client.readiness() === 'ready', waiters: new Set(), listening: false };
+    connections.set(client.target, c);
   }
   return c;
 }
 
 /**
- * The store on one ioredis client. It owns its resilience (docs/design.md, "Deadline"): a call settles
+ * The store on one Redis client, of any library the client seam knows (stores/client.ts). It owns its resilience (docs/design.md, "Deadline"): a call settles
  * within the deadline it is given whatever the server does (never connects, accepts TCP and never answers,
  * is paused, answers -LOADING), it is sent at most once, and only connection-level faults feed the client's
  * circuit breaker.
@@ -116,23 +95,25 @@ function connectionOf(client: RedisClient): Connection {
 export class RedisStore implements Store {
   readonly source = 'redis' as const;
   readonly remote = true;
-  protected readonly client: RedisClient;
+  protected readonly client: ClientAdapter;
   private readonly health: ClientHealth;
   private readonly conn: Connection;
-  private readonly commands = new Map<string, ScriptCommand>();
+  /** When the command being sent must have left (performance.now()); read by send() (see call()). */
+  private deadlineAt = Infinity;
 
   constructor(
     client: RedisClient,
     protected readonly logger: Logger = safeLogger(undefined),
   ) {
-    this.client = client;
-    this.health = healthOf(client);
-    this.conn = connectionOf(client);
+    this.client = adapterOf(client);
+    this.client.logger ??= logger;
+    this.health = healthOf(this.client.target);
+    this.conn = connectionOf(this.client);
   }
 
   /** Whether the client is connected now (status 'ready'). */
   get connected(): boolean {
-    return this.client.status === 'ready';
+    return this.client.readiness() === 'ready';
   }
 
   get breakerOpen(): boolean {
@@ -153,27 +134,13 @@ export class RedisStore implements Store {
   }
 
   protected send(kind: string, lua: string, keys: string[], argv: (string | number)[]): Promise<Reply> {
-    const cmd = this.command(kind, lua);
-    this.flush = coalesceWrites(this.client);
-    return cmd(keys.length, ...keys, ...argv) as Promise<Reply>;
+    // Corked first, so that this command joins the turn's one write (stores/coalesce.ts).
+    this.flush = this.client.coalesce();
+    return this.client.evalScript(scriptOf(kind, lua), keys, argv, this.deadlineAt) as Promise<Reply>;
   }
 
   /** The write turn of the last command sent (see coalesce.ts); read right after sending. */
   private flush: Flush | undefined;
-
-  /** The command running `lua`; `kind` names it (with the script's hash) and keys the cache with `lua`. */
-  protected command(kind: string, lua: string): ScriptCommand {
-    let cmd = this.commands.get(lua);
-    if (cmd === undefined) {
-      const name = commandName(kind, lua);
-      const client = this.client as unknown as Record<string, ScriptCommand | undefined>;
-      // defineCommand: EVALSHA, EVAL on first use per connection and after NOSCRIPT (ioredis Script).
-      if (typeof client[name] !== 'function') this.client.defineCommand(name, { lua });
-      cmd = (client[name] as ScriptCommand).bind(this.client);
-      this.commands.set(lua, cmd);
-    }
-    return cmd;
-  }
 
   /**
    * One call of a script that is not a limiter's program (the leases of concurrency/), with the same
@@ -185,13 +152,12 @@ export class RedisStore implements Store {
 
   /**
    * A write for the command line's records (operator.ts), outside every check: sent only while the client
-   * is connected (else rejected at once, never queued), as a plain EVAL (no NOSCRIPT round trip: it runs at
-   * most every few seconds), with no deadline and no part in the breaker or health: it never decides anything.
+   * is connected (else rejected at once, never queued), with no deadline and no part in the breaker or
+   * health: it never decides anything.
    */
   sideWrite(lua: string, keys: string[], argv: (string | number)[]): Promise<unknown> {
-    const client = this.client as unknown as { eval?: (lua: string, n: number, ...args: (string | number)[]) => Promise<unknown> };
-    if (!this.connected || typeof client.eval !== 'function') return Promise.reject(new Error('not connected'));
-    return client.eval(lua, keys.length, ...keys, ...argv);
+    if (!this.connected) return Promise.reject(new Error('not connected'));
+    return this.client.evalScript(scriptOf('side', lua), keys, argv);
   }
 
   block(
@@ -204,15 +170,11 @@ export class RedisStore implements Store {
     _now: number,
     budgetMs = 2_000,
   ): Promise<void> {
-    return this.call(() => this.command('block', BLOCK_LUA)(2, key, index, durationMs, reason, nowArg, pad), budgetMs).then(
-      () => undefined,
-    );
+    return this.call(() => this.send('block', BLOCK_LUA, [key, index], [durationMs, reason, nowArg, pad]), budgetMs).then(() => undefined);
   }
 
   unblock(key: string, index: string, others: string[], nowArg: string, pad: number, _now: number, budgetMs = 2_000): Promise<void> {
-    return this.call(() => this.command('unblock', UNBLOCK_LUA)(2 + others.length, key, index, ...others, nowArg, pad), budgetMs).then(
-      () => undefined,
-    );
+    return this.call(() => this.send('unblock', UNBLOCK_LUA, [key, index, ...others], [nowArg, pad]), budgetMs).then(() => undefined);
   }
 
   refund(algorithm: Algorithm, keys: string[], receipts: string[], cost: number, ctx: RunContext): Promise<void> {
@@ -231,8 +193,9 @@ export class RedisStore implements Store {
    * ran). Public for tests.
    */
   giveBack(algorithm: Algorithm, stateKeys: string[], receipts: (string | UndoReceipt)[], cost: number): Promise<number[]> {
-    const undo = this.command(`${algorithm.tag}_undo`, giveBackLua(algorithm));
-    return undo(stateKeys.length, ...stateKeys, ...giveBackArgs(receipts, cost)) as Promise<number[]>;
+    // Sent whenever it is due (a split check's give-back may follow its deadline): never held back.
+    const script = scriptOf(`${algorithm.tag}_undo`, giveBackLua(algorithm));
+    return this.client.evalScript(script, stateKeys, giveBackArgs(receipts, cost)) as Promise<number[]>;
   }
 
   delete(keys: string[], budgetMs = 2_000): Promise<void> {
@@ -310,10 +273,13 @@ export class RedisStore implements Store {
         let sending: Promise<T>;
         try {
           this.flush = undefined;
+          this.deadlineAt = sentAt + budgetMs;
           sending = send();
           flush = this.flush;
         } catch (err) {
           sending = Promise.reject(err);
+        } finally {
+          this.deadlineAt = Infinity;
         }
         sending.then(
           (value) => {
@@ -324,27 +290,30 @@ export class RedisStore implements Store {
           },
           (err: unknown) => {
             const error = toStoreError(err);
-            if (error.kind === 'reply') {
+            if (error.kind === 'reply' || error.kind === 'unsupported') {
               // An error reply is still a reply: the connection works.
               this.health.lastReplyAt = realNow();
               this.health.breaker.succeeded(probe);
+            } else if (error.kind === 'timeout' && this.health.lastReplyAt > sentAt!) {
+              // The client's own request timeout (Valkey GLIDE's) while other replies kept arriving: not silence.
+              this.health.breaker.released(probe);
             } else if (!done) this.health.breaker.failed(probe);
             if (!released) settled?.(undefined, done);
             finish(error);
           },
         );
       };
-      const status = this.client.status;
-      if (status === 'ready') {
+      const readiness = this.client.readiness();
+      if (readiness === 'ready') {
         this.conn.everReady = true;
         go();
-      } else if (!this.conn.everReady && FIRST_CONNECT_STATES.has(status)) {
+      } else if (!this.conn.everReady && readiness === 'first-connect') {
         this.awaitFirstConnect(waiter);
       } else {
         // A client that was ready and lost its connection is not waited for: sending would park the
-        // script in ioredis's offline queue and run it, counted, long after the caller gave up.
+        // script in the client's offline queue and run it, counted, long after the caller gave up.
         settled?.(undefined, false);
-        finish(new StoreError('unavailable', `Redis connection is ${status}`));
+        finish(new StoreError('unavailable', readiness === 'first-connect' ? 'Redis connection is reconnecting' : readiness.down));
       }
     });
   }
@@ -355,12 +324,8 @@ export class RedisStore implements Store {
     conn.waiters.add(waiter);
     if (conn.listening) return;
     conn.listening = true;
-    const client = this.client;
-    const done = (err?: unknown): void => {
+    this.client.onFirstReady((err?: unknown): void => {
       conn.listening = false;
-      client.removeListener('ready', onReady);
-      client.removeListener('error', onError);
-      client.removeListener('close', onError);
       const waiting = [...conn.waiters];
       conn.waiters.clear();
       if (err === undefined) {
@@ -370,13 +335,7 @@ export class RedisStore implements Store {
         const error = new StoreError('unavailable', 'Redis did not become ready', err);
         for (const w of waiting) w.fail(error);
       }
-    };
-    const onReady = (): void => done();
-    const onError = (err?: unknown): void => done(err ?? new Error('connection closed'));
-    client.once('ready', onReady);
-    client.once('error', onError);
-    client.once('close', onError);
-    if (client.status === 'wait') client.connect?.().catch(() => undefined);
+    });
   }
 
   private checkEviction(): void {
