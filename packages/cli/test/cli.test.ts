@@ -2,7 +2,7 @@ import { createLimiter, type Limiter } from '@floodgate/core';
 import { indexKey, keySlot, registryKey } from '@floodgate/core/admin';
 import type Redis from 'ioredis';
 import { closeClients, connect, freePort, spawnRedis, testRedisUrl, uniquePrefix, type RedisProcess } from '@floodgate/testing';
-import { floodgate, floodgateJson, sleep } from './helpers';
+import { floodgate, floodgateBin, floodgateJson, sleep } from './helpers';
 
 /*
  * Issue 15, item 4: the built `floodgate` command line in a child process, against the test Redis: its
@@ -252,7 +252,7 @@ describe('on one Redis', () => {
 describe('errors scripts can rely on', () => {
   test('a port nothing listens on: exit 3 within the timeout, one line, no stack trace', async () => {
     const port = await freePort();
-    const ran = await floodgate(['blocks', '--url', `redis://127.0.0.1:${port}`, '--timeout', '1000']);
+    const ran = await floodgateBin(['blocks', '--url', `redis://127.0.0.1:${port}`, '--timeout', '1000']);
     expect(ran.code).toBe(3);
     expect(ran.stderr).toBe(`floodgate: cannot connect to redis://127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port}\n`);
     expect(ran.stdout).toBe('');
@@ -269,7 +269,7 @@ describe('errors scripts can rely on', () => {
 
   test('a Redis without Floodgate keys under the prefix: exit 4', async () => {
     const prefix = uniquePrefix('empty');
-    const ran = await floodgate(['blocks', '--url', url, '--prefix', prefix]);
+    const ran = await floodgateBin(['blocks', '--url', url, '--prefix', prefix]);
     expect(ran.code).toBe(4);
     expect(ran.stderr).toMatch(new RegExp(`^floodgate: no Floodgate limiters under prefix '${prefix}' on .*wrong --prefix or --url\\?`));
   });
@@ -292,7 +292,7 @@ describe('errors scripts can rely on', () => {
   });
 
   test('--help: the commands and the exit codes, exit 0', async () => {
-    const ran = await floodgate(['--help']);
+    const ran = await floodgateBin(['--help']);
     expect(ran.code).toBe(0);
     expect(ran.stdout).toMatch(/^Usage: floodgate <command> \[options\]/);
     expect(ran.stdout).toContain('Exit codes: 0 ok, 1 nothing found');
