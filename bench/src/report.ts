@@ -105,6 +105,27 @@ function abRuns(): string {
   return out.join('\n');
 }
 
+/** `npm run bench:policies` (results/policies.json): each policy's cost per request next to a plain check. */
+function policiesTable(): string {
+  const file = join(__dirname, '..', 'results', 'policies.json');
+  if (!existsSync(file)) return '';
+  const { meta, rows } = JSON.parse(readFileSync(file, 'utf8')) as {
+    meta: { date: string; seconds: number; reps: number; concurrency: number; rules: number; identifiers: number };
+    rows: { policy: string; perSecond: number; vsPlain: number; redisUsPerRequest: number }[];
+  };
+  return [
+    '## Policies',
+    '',
+    `\`npm run bench:policies\`, ${meta.date}: ${meta.rules} rules x ${meta.identifiers} identifiers per check, ${meta.concurrency} checks in flight from one process, median of ${meta.reps} runs of ${meta.seconds} s, cases interleaved. Throughput varies by about ±10% between reps here; Redis CPU per request is the steadier figure.`,
+    '',
+    markdownTable(
+      ['policy', 'requests/s', 'vs plain check', 'Redis CPU µs per request'],
+      rows.map((r) => [r.policy, fmt(r.perSecond), fmt(r.vsPlain, 2), fmt(r.redisUsPerRequest, 1)]),
+    ),
+    '',
+  ].join('\n');
+}
+
 function main(): void {
   const httpFile = join(__dirname, '..', 'results', 'http.json');
   const coreFile = join(__dirname, '..', 'results', 'core.json');
@@ -148,6 +169,7 @@ function main(): void {
     "Per variant: its ratio to the same framework with no limiter measured right before it (median of the per-pair ratios; each rep's in brackets, which shows the noise), share denied, server CPU per request (process.cpuUsage() of the server over IPC; the baseline's in brackets), Redis CPU per request (INFO cpu) and commandstats µs per request, req/s, Redis commands per request sent over the wire (a MONITOR trace: lines not tagged `lua`), commands run inside scripts, and memory per client (sum of MEMORY USAGE of every key / clients seen).",
     http ? printTables(http.results) : '',
     core ? `## Core\n${coreTable(core.meta, core.rows)}` : '',
+    policiesTable(),
     abRuns(),
   ];
   writeFileSync(join(__dirname, '..', 'RESULTS.md'), `${lines.join('\n')}\n`);
