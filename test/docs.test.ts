@@ -5,6 +5,7 @@ import { promisify } from 'node:util';
 import Redis from 'ioredis';
 import { freePort, startRedis, type StartedRedis } from '@floodgate/testing';
 import { applyFigures, figureDocs, figures, readResults } from '../bench/src/doc-figures';
+import { CODE, FRAGMENT, PROGRAM_TIMEOUT_MS, blocksOf, type Block } from './doc-blocks';
 
 /*
  * Docs that cannot drift (docs/design.md, "Code blocks in the docs"). Every fenced block of README.md,
@@ -17,28 +18,6 @@ import { applyFigures, figureDocs, figures, readResults } from '../bench/src/doc
  * results files' (bench/src/doc-figures.ts).
  */
 const root = join(__dirname, '..');
-const FRAGMENT = '<!-- fragment -->';
-const CODE = new Map([
-  ['ts', 'mts'],
-  ['typescript', 'mts'],
-  ['mts', 'mts'],
-  ['cts', 'cts'],
-  ['js', 'mjs'],
-  ['javascript', 'mjs'],
-  ['mjs', 'mjs'],
-  ['cjs', 'cjs'],
-]);
-const PROGRAM_TIMEOUT_MS = 15_000;
-
-interface Block {
-  file: string;
-  /** 1-based line of the opening fence. */
-  line: number;
-  lang: string;
-  code: string;
-  fragment: boolean;
-}
-
 function docFiles(): string[] {
   const md = (dir: string): string[] =>
     readdirSync(join(root, dir))
@@ -55,27 +34,8 @@ function docFiles(): string[] {
   return ['README.md', ...md('docs'), ...md(join('docs', 'migrating')), ...packages];
 }
 
-function blocksOf(file: string): { blocks: Block[]; unlabelled: number[] } {
-  const lines = readFileSync(join(root, file), 'utf8').split('\n');
-  const blocks: Block[] = [];
-  const unlabelled: number[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    const open = /^(\s*)(`{3,}|~{3,})\s*([^\s`]*)/.exec(lines[i]!);
-    if (!open) continue;
-    const [, indent, fence, lang] = open;
-    const start = i;
-    const body: string[] = [];
-    for (i++; i < lines.length && !(lines[i]!.trim().startsWith(fence!) && lines[i]!.trim().replace(/[`~]/g, '') === ''); i++) {
-      body.push(lines[i]!.startsWith(indent!) ? lines[i]!.slice(indent!.length) : lines[i]!);
-    }
-    if (lang === '') unlabelled.push(start + 1);
-    else blocks.push({ file, line: start + 1, lang: lang!, code: body.join('\n') + '\n', fragment: lines[start - 1]?.trim() === FRAGMENT });
-  }
-  return { blocks, unlabelled };
-}
-
 const files = docFiles();
-const all = files.map((file) => ({ file, ...blocksOf(file) }));
+const all = files.map((file) => ({ file, ...blocksOf(root, file) }));
 const programs = all.flatMap((d) => d.blocks).filter((b) => CODE.has(b.lang) && !b.fragment);
 const nameOf = (b: Block): string => `${b.file.replace(/[^A-Za-z0-9]+/g, '-')}-${b.line}`;
 

@@ -1,8 +1,11 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
+import Redis from 'ioredis';
+import { CODE, PROGRAM_TIMEOUT_MS, programsOf } from './doc-blocks';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { uniquePrefix } from '@floodgate/testing';
+import { freePort, startRedis, uniquePrefix } from '@floodgate/testing';
 
 /*
  * What a user gets: `npm pack` each published package (from its built dist/: `npm test` builds first),
@@ -24,6 +27,7 @@ const FROM_REGISTRY = [
   '@types/node',
   'prom-client',
   '@opentelemetry/api',
+  '@koa/bodyparser',
 ];
 const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string }> };
 const pinned = (name: string): string => {
@@ -190,3 +194,60 @@ test('the installed @floodgate/cli puts `floodgate` on the bin path of the app (
   const out = execFileSync(join(app, 'node_modules', '.bin', 'floodgate'), ['--help'], { cwd: app, encoding: 'utf8', timeout: 30_000 });
   expect(out).toMatch(/^Usage: floodgate <command> \[options\]/);
 });
+
+test('every program of the README runs from the scratch app, on the installed tarballs, against a Redis of its own', async () => {
+  const programs = programsOf(root, 'README.md');
+  expect(programs.length).toBeGreaterThanOrEqual(8);
+  const dir = join(app, 'readme');
+  mkdirSync(dir);
+  const sources = programs.map((b) => {
+    const file = `readme-${b.line}.${CODE.get(b.lang)}`;
+    writeFileSync(join(dir, file), b.code);
+    return file;
+  });
+  const compilerOptions = {
+    module: 'nodenext',
+    moduleResolution: 'nodenext',
+    target: 'es2022',
+    strict: true,
+    allowJs: true,
+    types: ['node'],
+    skipLibCheck: true,
+  };
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({ compilerOptions: { ...compilerOptions, outDir: 'out', rootDir: '.' }, files: sources }),
+  );
+  let output = '';
+  try {
+    execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json', '--pretty', 'false'], {
+      cwd: dir,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  } catch (err) {
+    output = String((err as { stdout?: string }).stdout ?? err);
+  }
+  expect(output).toBe('');
+  // The programs use the default prefix and expect a fresh server: a redis-server of this test's own.
+  const redis = await startRedis();
+  const failures: string[] = [];
+  try {
+    for (const b of programs) {
+      const client = new Redis(redis.url);
+      await client.flushall();
+      client.disconnect();
+      const js = join(dir, 'out', `readme-${b.line}.${CODE.get(b.lang)!.replace('t', 'j')}`);
+      const env = { ...process.env, REDIS_URL: redis.url, PORT: String(await freePort()) };
+      try {
+        await promisify(execFile)(process.execPath, [js], { cwd: dir, env, timeout: PROGRAM_TIMEOUT_MS, encoding: 'utf8' });
+      } catch (err) {
+        const e = err as { code?: unknown; stderr?: string };
+        failures.push(`README.md:${b.line}: exit ${String(e.code)} ${e.stderr ?? ''}`);
+      }
+    }
+  } finally {
+    await redis.stop();
+  }
+  expect(failures).toEqual([]);
+}, 240_000);
