@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -47,4 +48,18 @@ export function blocksOf(root: string, file: string): { blocks: Block[]; unlabel
 /** The blocks of `file` that are complete programs (TypeScript or JavaScript, not marked as fragments). */
 export function programsOf(root: string, file: string): Block[] {
   return blocksOf(root, file).blocks.filter((b) => CODE.has(b.lang) && !b.fragment);
+}
+
+/** Runs the repository's tsc on the tsconfig.json of `dir`; its output ('' when everything type-checks). */
+export function typeCheck(root: string, dir: string): string {
+  try {
+    execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json', '--pretty', 'false'], {
+      cwd: dir,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    return '';
+  } catch (err) {
+    return String((err as { stdout?: string }).stdout ?? err);
+  }
 }

@@ -1,11 +1,11 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Redis from 'ioredis';
 import { freePort, startRedis, type StartedRedis } from '@floodgate/testing';
 import { applyFigures, figureDocs, figures, readResults } from '../bench/src/doc-figures';
-import { CODE, FRAGMENT, PROGRAM_TIMEOUT_MS, blocksOf, type Block } from './doc-blocks';
+import { CODE, FRAGMENT, PROGRAM_TIMEOUT_MS, blocksOf, typeCheck, type Block } from './doc-blocks';
 
 /*
  * Docs that cannot drift (docs/design.md, "Code blocks in the docs"). Every fenced block of README.md,
@@ -72,16 +72,7 @@ beforeAll(async () => {
     files: sources,
   };
   writeFileSync(join(work, 'tsconfig.json'), JSON.stringify(tsconfig, null, 2));
-  let output = '';
-  try {
-    execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json', '--pretty', 'false'], {
-      cwd: work,
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-  } catch (err) {
-    output = String((err as { stdout?: string }).stdout ?? err);
-  }
+  const output = typeCheck(root, work);
   typeErrors = new Map();
   for (const line of output.split('\n').filter(Boolean)) {
     const file = /^([^(]+)\(/.exec(line)?.[1] ?? '';

@@ -1,7 +1,7 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import Redis from 'ioredis';
-import { CODE, PROGRAM_TIMEOUT_MS, programsOf } from './doc-blocks';
+import { CODE, PROGRAM_TIMEOUT_MS, programsOf, typeCheck } from './doc-blocks';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -218,16 +218,7 @@ test('every program of the README runs from the scratch app, on the installed ta
     join(dir, 'tsconfig.json'),
     JSON.stringify({ compilerOptions: { ...compilerOptions, outDir: 'out', rootDir: '.' }, files: sources }),
   );
-  let output = '';
-  try {
-    execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json', '--pretty', 'false'], {
-      cwd: dir,
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-  } catch (err) {
-    output = String((err as { stdout?: string }).stdout ?? err);
-  }
+  const output = typeCheck(root, dir);
   expect(output).toBe('');
   // The programs use the default prefix and expect a fresh server: a redis-server of this test's own.
   const redis = await startRedis();
