@@ -11,8 +11,9 @@ import type { RedisStore } from './stores/redis';
  *     and rules, lockout, colocate). Limiter names and rules live in the application; the command line reads
  *     them here to inspect an identifier. Written with the limiter's first consuming check that finds the
  *     client connected (in the same write to the socket as that check), or when Redis answers the first
- *     one if it was sent while connecting, and again at a check an hour or more after: a plain EVAL each time (RedisStore.sideWrite: no deadline, no part in the breaker, never
- *     queued while disconnected), never per check, not awaited by the check; kept 30 days from the last.
+ *     one if it was sent while connecting, and again at a check an hour or more after: one script call each
+ *     time (RedisStore.sideWrite: through the client seam, no deadline, no part in the breaker, never queued
+ *     while disconnected), never per check, not awaited by the check; kept 30 days from the last.
  *   - The denial sample, `<prefix>:!t:{<prefix>}:<minute>`: per minute, a sorted set of identifiers (encoded
  *     as in keys, so at most 64 characters) by the denials this process gave them. Counted in process (a Map
  *     increment per denial, no Redis call on the check's path) and flushed by one script call at most every
