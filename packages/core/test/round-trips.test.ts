@@ -1,6 +1,7 @@
 import { createLimiter } from '@floodgate/core';
 import { closeClients, commandStats, connect, startRedis, uniquePrefix, type StartedRedis } from '@floodgate/testing';
 import type Redis from 'ioredis';
+import { BATCH_MAX } from '../src/stores/batch';
 
 // Counting commands needs a server of its own: other test files share the global one.
 let server: StartedRedis;
@@ -28,7 +29,7 @@ async function settle(): Promise<void> {
   await new Promise((r) => setTimeout(r, 100));
 }
 
-test('3 rules x 2 identifiers cost exactly one EVALSHA per check, and nothing else over the wire', async () => {
+test('3 rules x 2 identifiers cost one EVALSHA per check sent alone, one per batch of checks sent together, and nothing else over the wire', async () => {
   const redis = connect(server.url);
   const limiter = createLimiter({
     redis,
@@ -42,6 +43,8 @@ test('3 rules x 2 identifiers cost exactly one EVALSHA per check, and nothing el
     ],
   });
   await limiter.check(['ip:203.0.113.7', 'user:42']); // first use on this socket: EVAL loads the script
+  // ...and the batch script (stores/batch.ts), for checks started together.
+  await Promise.all([limiter.check(['ip:203.0.113.9', 'user:44']), limiter.check(['ip:203.0.113.9', 'user:44'])]);
   await settle();
   const statsBefore = await commandStats(redis);
   wire.length = 0;
@@ -50,27 +53,36 @@ test('3 rules x 2 identifiers cost exactly one EVALSHA per check, and nothing el
   const n = 50;
   const decisions = [];
   for (let i = 0; i < n; i++) decisions.push(await limiter.check(['ip:203.0.113.7', 'user:42']));
+  await settle();
+  const alone = decisions.filter((d) => d.source === 'redis').length;
+  expect(wire.filter((c) => c === 'evalsha')).toHaveLength(alone);
+  // Started together: at most the tightest rule's 10 in flight at once (inflight.ts), in one batch.
   decisions.push(...(await Promise.all(Array.from({ length: n }, () => limiter.check(['ip:203.0.113.8', 'user:43'])))));
   await settle();
 
   // 10/s binds: once denied, a client is answered from the local block cache with no command at all.
   const fromRedis = decisions.filter((d) => d.source === 'redis').length;
+  const together = fromRedis - alone;
+  expect(together).toBeGreaterThan(1);
   expect(decisions.filter((d) => d.source === 'cache').length).toBeGreaterThan(0);
   expect(fromRedis + decisions.filter((d) => d.source === 'cache').length).toBe(2 * n);
-  expect(wire.filter((c) => c === 'evalsha')).toHaveLength(fromRedis);
+  const batches = wire.filter((c) => c === 'evalsha').length - alone;
+  expect(batches).toBeGreaterThanOrEqual(Math.ceil(together / BATCH_MAX));
+  expect(batches).toBeLessThan(together);
   expect(wire.filter((c) => c !== 'evalsha')).toEqual([]);
   // The script's own commands run inside Redis, not over the wire (INFO commandstats counts both).
   expect(insideScripts.length).toBeGreaterThan(0);
   const statsAfter = await commandStats(redis);
-  expect((statsAfter.evalsha ?? 0) - (statsBefore.evalsha ?? 0)).toBe(fromRedis);
+  expect((statsAfter.evalsha ?? 0) - (statsBefore.evalsha ?? 0)).toBe(alone + batches);
   expect((statsAfter.eval ?? 0) - (statsBefore.eval ?? 0)).toBe(0);
   await limiter.close();
 });
 
-test('the checks started in one turn of the event loop leave in one write, and Redis reads them in a few', async () => {
+test('the checks started in one turn of the event loop leave in batches of BATCH_MAX, one write and one EVALSHA each', async () => {
   const redis = connect(server.url);
   const limiter = createLimiter({ redis, prefix: uniquePrefix('rt'), timeoutMs: 5000, limits: { limit: 1_000_000, window: '1m' } });
   await limiter.check('ip:192.0.2.1'); // the script is loaded
+  await Promise.all([limiter.check('ip:192.0.2.1'), limiter.check('ip:192.0.2.1')]); // and the batch script
   // Count the socket's writes to the kernel (its own _write/_writev; nothing is replaced or faked).
   const socket = (redis as unknown as { stream: { _write: (...a: unknown[]) => void; _writev: (...a: unknown[]) => void } }).stream;
   const writes = { one: 0, many: 0 };
@@ -86,15 +98,22 @@ test('the checks started in one turn of the event loop leave in one write, and R
   const reads = async (): Promise<number> => Number(/total_reads_processed:(\d+)/.exec(await redis.info('stats'))![1]);
   const n = 200;
   const before = await reads();
+  const stats0 = await commandStats(redis);
   writes.one = 0;
   const decisions = await Promise.all(Array.from({ length: n }, (_, i) => limiter.check([`ip:192.0.2.${i}`, `user:${i}`])));
   const sent = { ...writes };
   const after = await reads();
+  const stats1 = await commandStats(redis);
   socket._write = _write;
   socket._writev = _writev;
   expect(decisions.every((d) => d.allowed && d.source === 'redis')).toBe(true);
-  expect(sent).toEqual({ one: 0, many: 1 });
-  // Redis reads them in buffer-sized chunks (plus one read for the INFO), not one read per check.
-  expect(after - before).toBeLessThan(n / 10);
+  // Each batch leaves as soon as it is full (Redis starts on it while the rest are being prepared), the last
+  // one at the end of the turn: one write and one script call per BATCH_MAX checks, not one per check.
+  const batches = Math.ceil(n / BATCH_MAX);
+  expect(sent.one + sent.many).toBeGreaterThan(1);
+  expect(sent.one + sent.many).toBeLessThanOrEqual(batches); // two may share a writev while the first is pending
+  expect((stats1.evalsha ?? 0) - (stats0.evalsha ?? 0)).toBe(batches);
+  // Redis reads them in a few reads (plus those of the INFO commands), not one read per check.
+  expect(after - before).toBeLessThanOrEqual(batches + 2);
   await limiter.close();
 });

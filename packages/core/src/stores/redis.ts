@@ -13,6 +13,7 @@ import { checkEvictionPolicy } from './eviction';
 import { shared } from '../state';
 import { indexLua } from '../algorithms/block-index';
 import { afterTurn, realNow, realTimeout } from '../real-timers';
+import { BATCH_MAX, Batcher } from './batch';
 
 export type { RedisClient } from './client';
 
@@ -109,6 +110,7 @@ export class RedisStore implements Store {
     this.client.logger ??= logger;
     this.health = healthOf(this.client.target);
     this.conn = connectionOf(this.client);
+    this.batcher = this.client.isCluster || BATCH_MAX <= 1 ? undefined : new Batcher(this.client);
   }
 
   /** Whether the client is connected now (status 'ready'). */
@@ -128,10 +130,19 @@ export class RedisStore implements Store {
     return this.call(() => this.runNow(program, keys, argv), ctx.budgetMs, ctx.settled);
   }
 
-  /** Single Redis: the program's script, compiled for its rules where it can be. */
+  /**
+   * Single Redis: the program's script, compiled for its rules where it can be, in the turn's batch of
+   * checks of that program (stores/batch.ts); a Cluster's node commands are not batched.
+   */
   protected runNow(program: Program, keys: string[], argv: (string | number)[]): Promise<Reply> {
-    return this.send(program.algorithm.tag, program.lua, keys, argv);
+    if (this.batcher === undefined) return this.send(program.algorithm.tag, program.lua, keys, argv);
+    const { reply, flush } = this.batcher.add(program, keys, argv, this.deadlineAt);
+    this.flush = flush;
+    return reply;
   }
+
+  /** The open batches of this store's checks (undefined on a Cluster, or with batching off). */
+  private readonly batcher: Batcher | undefined;
 
   protected send(kind: string, lua: string, keys: string[], argv: (string | number)[]): Promise<Reply> {
     // Corked first, so that this command joins the turn's one write (stores/coalesce.ts).
