@@ -1,4 +1,5 @@
 import type { Program } from '../algorithms/script';
+import { masksAt } from '../algorithms/frame';
 import type { Reply } from '../reply';
 import { afterTurn, realNow } from '../real-timers';
 import { scriptOf, type ClientAdapter, type Script } from './client';
@@ -26,32 +27,45 @@ import type { Flush } from './coalesce';
 export const BATCH_MAX = Number(process.env.FLOODGATE_BATCH_MAX ?? 16);
 
 /**
- * The batch script of a program. ARGV[1] the number of checks N, then per check its key count and argument
- * count, then every check's ARGV in order; KEYS every check's KEYS in order. A check whose clock argument
- * (ARGV[4]) is '' (Redis TIME) gets the batch's one reading of TIME. Reply: per check its program's reply,
- * or the string 'ERR ...' when it raised or answered an error.
+ * The batch script of a program. What every check of a program shares is sent once, what each check has of
+ * its own as one argument (the client and Redis pay per argument, and a check has a dozen):
+ *   ARGV[1] the number of checks N; ARGV[2] the number M of shared values, ARGV[3 .. 2 + M] those values:
+ *   the frame's penalty (its ARGV[3]), TTL padding (ARGV[5]) and rule arguments (ARGV[6 ...]); then per
+ *   check one argument "nk,op,cost,now,mask1,mask2,...": its key count and the rest of its frame ARGV
+ *   (none of which can hold a comma). KEYS: every check's KEYS in order.
+ * A check whose clock (now) is '' (Redis TIME) gets the batch's one reading of TIME. Reply: per check its
+ * program's reply, or the string 'ERR ...' when it raised or answered an error.
  */
 export function batchLua(program: Program): string {
   return `local check = function(KEYS, ARGV)
 ${program.lua}
 end
-local N = tonumber(ARGV[1])
-local out = {}
-local ko, ao = 0, 1 + 2 * N
-local now
+local N, M = tonumber(ARGV[1]), tonumber(ARGV[2])
+local find, sub = string.find, string.sub
+local out, ko, now = {}, 0, nil
 for i = 1, N do
-  local nk, na = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
-  local k, a = {}, {}
-  for j = 1, nk do k[j] = KEYS[ko + j] end
-  for j = 1, na do a[j] = ARGV[ao + j] end
-  ko, ao = ko + nk, ao + na
-  if a[4] == '' then
-    if now == nil then
-      local t = redis.call('TIME')
-      now = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-    end
-    a[4] = now
+  local spec, f, n, pos = ARGV[2 + M + i], {}, 0, 1
+  while true do
+    local c = find(spec, ',', pos, true)
+    n = n + 1
+    if c == nil then f[n] = sub(spec, pos); break end
+    f[n] = sub(spec, pos, c - 1)
+    pos = c + 1
   end
+  local k, nk = {}, tonumber(f[1])
+  for j = 1, nk do k[j] = KEYS[ko + j] end
+  ko = ko + nk
+  local t = f[4]
+  if t == '' then
+    if now == nil then
+      local r = redis.call('TIME')
+      now = tostring(tonumber(r[1]) * 1000 + math.floor(tonumber(r[2]) / 1000))
+    end
+    t = now
+  end
+  local a = { f[2], f[3], ARGV[3], t, ARGV[4] }
+  for j = 3, M do a[j + 3] = ARGV[2 + j] end
+  for q = 5, n do a[M - 1 + q] = f[q] end
   local ok, r = pcall(check, k, a)
   if not ok then
     if type(r) == 'table' then r = r.err end
@@ -64,6 +78,11 @@ for i = 1, N do
 end
 return out
 `;
+}
+
+/** Where a frame's ARGV (algorithms/frame.ts) has its masks: after the rule arguments. */
+function masksStart(argv: readonly (string | number)[]): number {
+  return masksAt(Number(argv[5]));
 }
 
 interface Pending {
@@ -126,15 +145,19 @@ export class Batcher {
       return;
     }
     const keys: string[] = [];
-    const head: (string | number)[] = [items.length];
-    const tail: (string | number)[] = [];
+    const first = items[0]!.argv;
+    const masks = masksStart(first);
+    // Shared by every check of the program (one planner made them all): penalty, padding, rule arguments.
+    const argv: (string | number)[] = [items.length, masks - 3, first[2]!, first[4]!];
+    for (let j = 5; j < masks; j++) argv.push(first[j]!);
     for (const item of items) {
-      head.push(item.keys.length, item.argv.length);
       for (const k of item.keys) keys.push(k);
-      for (const a of item.argv) tail.push(a);
+      const a = item.argv;
+      let spec = `${item.keys.length},${a[0]},${a[1]},${a[3]}`;
+      for (let j = masks; j < a.length; j++) spec += `,${a[j]}`;
+      argv.push(spec);
     }
-    for (const a of tail) head.push(a);
-    this.client.evalScript(this.scriptOf(program), keys, head, batch.deadlineAt).then(
+    this.client.evalScript(this.scriptOf(program), keys, argv, batch.deadlineAt).then(
       (replies) => {
         const all = Array.isArray(replies) ? (replies as unknown[]) : [];
         items.forEach((item, i) => {

@@ -1,0 +1,167 @@
+import fc from 'fast-check';
+import { createLimiter, type AlgorithmName, type LimiterOptions, type RuleInput } from '@floodgate/core';
+import { closeClients, commandStats, connect, startRedis, uniquePrefix, type StartedRedis } from '@floodgate/testing';
+import { identifierKind } from '../src/keys';
+import { resolveOptions } from '../src/options';
+import { createProgram, ruleMask } from '../src/algorithms/script';
+import { ruleArgs, runFrame, type FrameStorage } from '../src/algorithms/frame';
+import { adapterOf } from '../src/stores/client';
+import { BATCH_MAX, Batcher } from '../src/stores/batch';
+import type { Reply } from '../src/reply';
+import { onlyOptionsOf } from './fixtures/rule-options';
+
+/*
+ * Batching (stores/batch.ts): the checks of a turn travel in one script call, and each must be decided
+ * exactly as the same checks sent one after another. The batch script against the algorithms' JavaScript
+ * twins over random rules and random batches (each check with its own clock, cost, op and identifiers),
+ * and through limiters over real sockets.
+ */
+const RUNS = Number(process.env.FLOODGATE_MODEL_RUNS ?? 60);
+const IDS = ['ip:10.0.0.1', 'ip:10.0.0.2', 'user:alice', 'user:bob', 'key:k1'];
+const PAD = 600_000;
+
+const redis = connect();
+let own: StartedRedis | undefined;
+afterAll(async () => {
+  await closeClients();
+  await own?.stop();
+});
+
+class Forever implements FrameStorage {
+  readonly map = new Map<string, unknown>();
+  get(key: string): unknown {
+    return this.map.get(key);
+  }
+  set(key: string, value: unknown): void {
+    this.map.set(key, value);
+  }
+}
+
+const ruleArb: fc.Arbitrary<RuleInput> = fc
+  .record({
+    limit: fc.integer({ min: 1, max: 6 }),
+    window: fc.constantFrom(500, 1000, 2000),
+    kind: fc.constantFrom(undefined, undefined, 'user'),
+    burst: fc.integer({ min: 1, max: 8 }),
+    precision: fc.constantFrom(1, 2, 5, 10),
+  })
+  .map(({ kind, ...r }) => (kind === undefined ? r : { ...r, for: kind }));
+
+const checkArb = fc.record({
+  op: fc.constantFrom('c' as const, 'c' as const, 'p' as const),
+  ids: fc.subarray(IDS, { minLength: 1, maxLength: 3 }),
+  cost: fc.integer({ min: 0, max: 3 }),
+  dt: fc.integer({ min: -300, max: 600 }),
+});
+const batchArb = fc.record({ penalty: fc.boolean(), checks: fc.array(checkArb, { minLength: 1, maxLength: 7 }) });
+
+describe.each<AlgorithmName>(['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket'])('a batch of %s checks', (algorithm) => {
+  test('answers each check exactly what the twin answers the same checks one after another', async () => {
+    const client = adapterOf(redis);
+    let checked = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(ruleArb, { minLength: 1, maxLength: 6 }),
+        fc.array(batchArb, { minLength: 1, maxLength: 8 }),
+        fc.integer({ min: 1_600_000_000_000, max: 1_900_000_000_000 }),
+        async (limits, batches, start) => {
+          const opts = resolveOptions({ algorithm, limits: onlyOptionsOf(algorithm, limits) } as LimiterOptions);
+          const program = createProgram(opts.algorithm, opts.rules);
+          const rules = ruleArgs(opts.rules, opts.algorithm);
+          const mask = (id: string): string => ruleMask(opts.rules, identifierKind(id));
+          const prefix = uniquePrefix('batch');
+          const keysOf = (ids: string[]): string[] => ids.flatMap((id) => [`${prefix}:s:${id}`, `${prefix}:b:${id}`]);
+          const twin = new Forever();
+          const batcher = new Batcher(client);
+          let now = start;
+          for (const batch of batches) {
+            const calls = batch.checks.map((c) => {
+              now += c.dt;
+              const argv = [c.op, c.cost, batch.penalty ? '1' : '0', String(now), PAD, ...rules, ...c.ids.map(mask)];
+              return { keys: keysOf(c.ids), argv, now };
+            });
+            // All queued in one turn: one batch (fewer than BATCH_MAX), decided in order.
+            const replies = await Promise.all(calls.map((c) => batcher.add(program, c.keys, c.argv, Infinity).reply));
+            calls.forEach((c, i) => {
+              expect(replies[i]).toEqual(runFrame(opts.algorithm.twin, twin, c.keys, c.argv, c.now));
+              checked++;
+            });
+            // Every key a batch wrote keeps the TTL padding of the frame's ARGV (the shared values).
+            for (const id of IDS) {
+              const pttl = await redis.pttl(`${prefix}:s:${id}`);
+              if (pttl !== -2) expect(pttl).toBeGreaterThan(PAD - 60_000);
+            }
+          }
+        },
+      ),
+      { numRuns: RUNS },
+    );
+    expect(checked).toBeGreaterThan(RUNS);
+  }, 120_000);
+});
+
+describe('batches', () => {
+  const opts = resolveOptions({ algorithm: 'fixed-window', limits: [{ limit: 3, window: '1m' }] } as LimiterOptions);
+  const program = createProgram(opts.algorithm, opts.rules);
+  const argvOf = (now: string, m = '1'): (string | number)[] => ['c', 1, '0', now, 0, ...ruleArgs(opts.rules, opts.algorithm), m];
+
+  test("an error in one check (an unknown mask, a key of the wrong type) is that check's alone", async () => {
+    const prefix = uniquePrefix('batch');
+    await redis.set(`${prefix}:s:wrong`, 'a string, not a hash', 'PX', 60_000);
+    const batcher = new Batcher(adapterOf(redis));
+    const add = (id: string, m?: string) =>
+      batcher.add(program, [`${prefix}:s:${id}`, `${prefix}:b:${id}`], argvOf('', m), Infinity).reply.then(
+        (r) => ({ ok: true as const, r }),
+        (e: Error) => ({ ok: false as const, e }),
+      );
+    const out = await Promise.all([add('a'), add('wrong'), add('b'), add('c', '11'), add('a')]);
+    expect(out.map((o) => o.ok)).toEqual([true, false, true, false, true]);
+    expect(String((out[1] as { e: Error }).e.message)).toMatch(/WRONGTYPE/);
+    expect(String((out[3] as { e: Error }).e.message)).toMatch(/no plan for rule mask 11/);
+    // The checks around the failures were decided and counted: 'a' twice, 'b' once.
+    const [a1, , b, , a2] = out.map((o) => (o.ok ? (o.r as Reply) : undefined));
+    expect([a1![1], a1![5], b![5], a2![5]]).toEqual([1, 2, 2, 1]);
+  });
+
+  test('checks on Redis TIME share one reading of it, the same as each would have read', async () => {
+    const prefix = uniquePrefix('batch');
+    const batcher = new Batcher(adapterOf(redis));
+    const [t0] = await redis.time();
+    const replies = await Promise.all(
+      ['a', 'b', 'c'].map((id) => batcher.add(program, [`${prefix}:s:${id}`, `${prefix}:b:${id}`], argvOf(''), Infinity).reply),
+    );
+    const [t1] = await redis.time();
+    const nows = replies.map((r) => Number(r[0]));
+    expect(new Set(nows).size).toBe(1);
+    expect(nows[0]).toBeGreaterThanOrEqual(Number(t0) * 1000);
+    expect(nows[0]).toBeLessThanOrEqual((Number(t1) + 1) * 1000);
+  });
+
+  test('a full batch leaves at once; limiters over a real socket admit exactly the limit however the checks are batched', async () => {
+    own = await startRedis();
+    const client = connect(own.url);
+    const limiter = createLimiter({ redis: client, prefix: uniquePrefix('batch'), limits: { limit: 37, window: '1m' }, timeoutMs: 5_000 });
+    await limiter.check('ip:192.0.2.1');
+    const before = await commandStats(client);
+    // 5 identifiers x 60 checks started together, interleaved: the units in flight per identifier let 37 of
+    // each go to Redis, in batches of BATCH_MAX.
+    const ids = ['ip:192.0.2.10', 'ip:192.0.2.11', 'user:a', 'user:b', 'key:k'];
+    const decisions = await Promise.all(Array.from({ length: 300 }, (_, i) => limiter.check(ids[i % 5]!)));
+    for (const id of ids) {
+      const mine = decisions.filter((_, i) => ids[i % 5] === id);
+      expect(mine.filter((d) => d.allowed)).toHaveLength(37);
+    }
+    const after = await commandStats(client);
+    const calls = (after.evalsha ?? 0) + (after.eval ?? 0) - (before.evalsha ?? 0) - (before.eval ?? 0);
+    const fromRedis = decisions.filter((d) => d.source === 'redis').length;
+    expect(fromRedis).toBeGreaterThanOrEqual(5 * 37);
+    // One call per batch (plus at most one NOSCRIPT'd EVALSHA and its EVAL: the batch script's first use).
+    expect(calls).toBeLessThanOrEqual(Math.ceil(fromRedis / BATCH_MAX) + 4);
+    // After SCRIPT FLUSH, batches load their script again (EVAL after NOSCRIPT) and decide as before.
+    await client.script('FLUSH');
+    const again = await Promise.all(Array.from({ length: 40 }, (_, i) => limiter.check(`user:fresh${i % 4}`)));
+    expect(again.filter((d) => d.allowed)).toHaveLength(40);
+    expect(again.every((d) => d.source === 'redis')).toBe(true);
+    await limiter.close();
+  });
+});
