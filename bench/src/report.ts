@@ -99,6 +99,10 @@ function abRuns(): string {
     out.push(
       '',
       `### ${file.replace(/\.json$/, '')} (${run.meta.date}, ${run.meta.reps} reps of ${run.meta.seconds} s)`,
+      // What the run compared, when a note beside it says (ab/<name>.md).
+      ...(existsSync(join(dir, file.replace(/\.json$/, '.md')))
+        ? ['', readFileSync(join(dir, file.replace(/\.json$/, '.md')), 'utf8').trim()]
+        : []),
       printTables(run.results),
     );
   }
