@@ -4,7 +4,8 @@ import { closeClients, commandStats, connect, startRedis, uniquePrefix, type Sta
 import { identifierKind } from '../src/keys';
 import { resolveOptions } from '../src/options';
 import { createProgram, ruleMask } from '../src/algorithms/script';
-import { ruleArgs, runFrame, type FrameStorage } from '../src/algorithms/frame';
+import { ruleArgs, runFrame } from '../src/algorithms/frame';
+import { Forever } from './fixtures/forever-storage';
 import { adapterOf } from '../src/stores/client';
 import { BATCH_MAX, Batcher } from '../src/stores/batch';
 import type { Reply } from '../src/reply';
@@ -26,16 +27,6 @@ afterAll(async () => {
   await closeClients();
   await own?.stop();
 });
-
-class Forever implements FrameStorage {
-  readonly map = new Map<string, unknown>();
-  get(key: string): unknown {
-    return this.map.get(key);
-  }
-  set(key: string, value: unknown): void {
-    this.map.set(key, value);
-  }
-}
 
 const ruleArb: fc.Arbitrary<RuleInput> = fc
   .record({

@@ -4,7 +4,8 @@ import { identifierKind } from '../src/keys';
 import { resolveOptions } from '../src/options';
 import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
 import { compileScript, ruleMask, ruleMasks } from '../src/algorithms/script';
-import { ruleArgs, runFrame, type FrameStorage } from '../src/algorithms/frame';
+import { ruleArgs, runFrame } from '../src/algorithms/frame';
+import { Forever } from './fixtures/forever-storage';
 import type { Algorithm } from '../src/algorithms/types';
 import { onlyOptionsOf } from './fixtures/rule-options';
 
@@ -68,17 +69,6 @@ function scriptsFor(algorithm: AlgorithmName, limits: RuleInput[]) {
     mask: (id: string) => ruleMask(opts.rules, identifierKind(id)),
     maxWindow: Math.max(...opts.rules.map((r) => r.windowMs)),
   };
-}
-
-/** The twins' storage without expiry: in this test Redis keys outlive the logical clock too (PAD). */
-class Forever implements FrameStorage {
-  readonly map = new Map<string, unknown>();
-  get(key: string): unknown {
-    return this.map.get(key);
-  }
-  set(key: string, value: unknown): void {
-    this.map.set(key, value);
-  }
 }
 
 /** An integer as Redis's cmsgpack writes a Lua number with an integer value. */
