@@ -20,7 +20,8 @@ import type { Flush } from './coalesce';
  * check's error alone: the others' replies stand. The deadline stays per check (stores/redis.ts); a batch
  * sent late because this process was busy is seen as such (its Flush says when it left).
  *
- * Only a standalone Redis batches: on a Cluster the checks of a turn rarely share a slot.
+ * On a Cluster, a batch holds the checks of one hash slot (a check whose keys span slots is split and
+ * not batched: stores/cluster.ts): checks of one identifier, or of every identifier with `colocate`.
  */
 
 /**
@@ -101,12 +102,16 @@ interface Pending {
   reject(err: unknown): void;
 }
 
-/** The checks of one program waiting for the end of the turn (or for the batch to fill). */
+/** The checks of one program (on a Cluster, of one hash slot) waiting for the end of the turn or to fill. */
 class Batch {
   readonly items: Pending[] = [];
   readonly flush: Flush = { at: undefined };
   deadlineAt = Infinity;
   sent = false;
+  constructor(
+    readonly program: Program,
+    readonly slot: number,
+  ) {}
 }
 
 /** A check's error inside a batch: the server's words, as the client would have raised them alone. */
@@ -114,37 +119,59 @@ export class BatchedReplyError extends Error {
   override name = 'ReplyError';
 }
 
-/** Per store: the open batch of each program. */
+/** Per store: the open batch of each program (and, on a Cluster, of each hash slot). */
 export class Batcher {
-  private readonly open = new Map<Program, Batch>();
+  private readonly open = new Map<Program, Map<number, Batch>>();
   private readonly scripts = new WeakMap<Program, Script>();
+  /** Whether the end of this turn is scheduled (one setImmediate sends every batch still open). */
+  private scheduled = false;
 
-  constructor(private readonly client: ClientAdapter) {}
+  /** `slotOf`: on a Cluster, the hash slot of a check's keys (a batch holds checks of one slot only). */
+  constructor(
+    private readonly client: ClientAdapter,
+    private readonly slotOf?: (key: string) => number,
+  ) {}
 
   /**
-   * Queues a check of `program`; its promise settles with the check's own reply. `flush` is set to the write
-   * the check will leave in (its `at` once it has left).
+   * Queues a check of `program` (on a Cluster, its keys all of one slot); its promise settles with the
+   * check's own reply. `flush` is set to the write the check will leave in (its `at` once it has left).
    */
   add(program: Program, keys: string[], argv: (string | number)[], deadlineAt: number): { reply: Promise<Reply>; flush: Flush } {
-    let batch = this.open.get(program);
+    const slot = this.slotOf === undefined ? -1 : this.slotOf(keys[0]!);
+    let batches = this.open.get(program);
+    if (batches === undefined) {
+      batches = new Map();
+      this.open.set(program, batches);
+    }
+    let batch = batches.get(slot);
     if (batch === undefined) {
-      const b = new Batch();
-      batch = b;
-      this.open.set(program, b);
-      afterTurn(() => this.send(program, b));
+      batch = new Batch(program, slot);
+      batches.set(slot, batch);
+      if (!this.scheduled) {
+        this.scheduled = true;
+        afterTurn(() => this.endOfTurn());
+      }
     }
     if (deadlineAt < batch.deadlineAt) batch.deadlineAt = deadlineAt;
     const b = batch;
     const reply = new Promise<Reply>((resolve, reject) => b.items.push({ keys, argv, resolve, reject }));
-    if (b.items.length >= BATCH_MAX) this.send(program, b);
+    if (b.items.length >= BATCH_MAX) this.send(b);
     return { reply, flush: b.flush };
   }
 
-  private send(program: Program, batch: Batch): void {
+  private endOfTurn(): void {
+    this.scheduled = false;
+    const open = [...this.open.values()].flatMap((batches) => [...batches.values()]);
+    this.open.clear();
+    for (const batch of open) this.send(batch);
+  }
+
+  private send(batch: Batch): void {
     if (batch.sent) return;
     batch.sent = true;
-    if (this.open.get(program) === batch) this.open.delete(program);
-    const { items } = batch;
+    const batches = this.open.get(batch.program);
+    if (batches?.get(batch.slot) === batch) batches.delete(batch.slot);
+    const { items, program } = batch;
     batch.flush.at = realNow();
     if (items.length === 1) {
       const only = items[0]!;

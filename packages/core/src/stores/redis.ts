@@ -14,6 +14,7 @@ import { shared } from '../state';
 import { indexLua } from '../algorithms/block-index';
 import { afterTurn, realNow, realTimeout } from '../real-timers';
 import { BATCH_MAX, Batcher } from './batch';
+import { keySlot } from '../keys';
 
 export type { RedisClient } from './client';
 
@@ -110,7 +111,7 @@ export class RedisStore implements Store {
     this.client.logger ??= logger;
     this.health = healthOf(this.client.target);
     this.conn = connectionOf(this.client);
-    this.batcher = this.client.isCluster || BATCH_MAX <= 1 ? undefined : new Batcher(this.client);
+    this.batcher = BATCH_MAX <= 1 ? undefined : new Batcher(this.client, this.client.isCluster ? keySlot : undefined);
   }
 
   /** Whether the client is connected now (status 'ready'). */
@@ -131,8 +132,8 @@ export class RedisStore implements Store {
   }
 
   /**
-   * Single Redis: the program's script, compiled for its rules where it can be, in the turn's batch of
-   * checks of that program (stores/batch.ts); a Cluster's node commands are not batched.
+   * The program's script, compiled for its rules where it can be, in the turn's batch of checks of that
+   * program (stores/batch.ts; on a Cluster, of that program and hash slot).
    */
   protected runNow(program: Program, keys: string[], argv: (string | number)[]): Promise<Reply> {
     if (this.batcher === undefined) return this.send(program.algorithm.tag, program.lua, keys, argv);
@@ -141,7 +142,7 @@ export class RedisStore implements Store {
     return reply;
   }
 
-  /** The open batches of this store's checks (undefined on a Cluster, or with batching off). */
+  /** The open batches of this store's checks (undefined with batching off). */
   private readonly batcher: Batcher | undefined;
 
   protected send(kind: string, lua: string, keys: string[], argv: (string | number)[]): Promise<Reply> {

@@ -159,3 +159,40 @@ test('the default algorithm needs no colocate: every algorithm has undo receipts
   expect(await l.check([a!, b!])).toMatchObject({ allowed: true, source: 'redis' });
   expect(await l.check([a!, b!])).toMatchObject({ allowed: false, reason: 'limit', source: 'redis' });
 });
+
+/** EVALSHA + EVAL calls on every master, from INFO commandstats. */
+async function scriptCalls(): Promise<number> {
+  let n = 0;
+  for (const node of cluster.nodes('master')) {
+    const info = await node.info('commandstats');
+    for (const m of info.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)) n += Number(m[1]);
+  }
+  return n;
+}
+
+test('checks of one hash slot started together travel in batches (stores/batch.ts), exactly as one by one', async () => {
+  // colocate: every identifier's keys in the prefix's slot, so every check of the turn shares it.
+  const l = limiter(37, { algorithm: 'sliding-window' });
+  const colocated = createLimiter({
+    timeoutMs: 5_000,
+    redis: cluster,
+    prefix: uniquePrefix('clb'),
+    limits: { limit: 37, window: '1h' },
+    cluster: { colocate: true },
+    failure: 'closed',
+    blockCache: false,
+    logger: { warn: () => undefined },
+  });
+  const ids = spreadIds(5);
+  for (const lim of [l, colocated]) {
+    await Promise.all([lim.check('user:warm'), lim.check('user:warm')]); // the batch scripts are loaded
+    const before = await scriptCalls();
+    const decisions = await Promise.all(Array.from({ length: 300 }, (_, i) => lim.check(ids[i % 5]!)));
+    const calls = (await scriptCalls()) - before;
+    for (const id of ids) expect(decisions.filter((d, i) => d.allowed && ids[i % 5] === id)).toHaveLength(37);
+    expect(new Set(decisions.map((d) => d.source))).toEqual(new Set(['redis']));
+    // Without colocate the five identifiers' checks are five slots' batches; with it, one slot's.
+    expect(calls).toBeLessThan(300 / 4);
+  }
+  await Promise.all([l.close(), colocated.close()]);
+});
