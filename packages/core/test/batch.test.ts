@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { createLimiter, type AlgorithmName, type LimiterOptions, type RuleInput } from '@floodgate/core';
+import { createLimiter, defineClient, type AlgorithmName, type LimiterOptions, type RuleInput } from '@floodgate/core';
 import { closeClients, commandStats, connect, startRedis, uniquePrefix, type StartedRedis } from '@floodgate/testing';
 import { identifierKind } from '../src/keys';
 import { resolveOptions } from '../src/options';
@@ -112,6 +112,30 @@ describe('batches', () => {
     // The checks around the failures were decided and counted: 'a' twice, 'b' once.
     const [a1, , b, , a2] = out.map((o) => (o.ok ? (o.r as Reply) : undefined));
     expect([a1![1], a1![5], b![5], a2![5]]).toEqual([1, 2, 2, 1]);
+  });
+
+  test('a client that throws instead of rejecting fails the checks of the batch by the policy, and nothing else', async () => {
+    let calls = 0;
+    const client = defineClient({
+      evalsha: () => {
+        calls++;
+        throw new Error('ECONNRESET thrown, not rejected');
+      },
+      eval: () => Promise.reject(new Error('never')),
+      del: () => Promise.resolve(0),
+    });
+    const limiter = createLimiter({
+      redis: client,
+      prefix: uniquePrefix('batch'),
+      limits: { limit: 5, window: '1m' },
+      failure: 'closed',
+      logger: { warn: () => undefined },
+    });
+    const one = await limiter.check('ip:192.0.2.1');
+    const many = await Promise.all(Array.from({ length: 20 }, (_, i) => limiter.check(`ip:192.0.2.${i + 2}`)));
+    for (const d of [one, ...many]) expect(d).toMatchObject({ allowed: false, source: 'fallback' });
+    expect(calls).toBeGreaterThanOrEqual(2); // a batch of one, then batches of the 20
+    await limiter.close();
   });
 
   test('checks on Redis TIME share one reading of it, the same as each would have read', async () => {

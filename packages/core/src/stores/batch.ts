@@ -175,9 +175,10 @@ export class Batcher {
     batch.flush.at = realNow();
     if (items.length === 1) {
       const only = items[0]!;
-      this.client
-        .evalScript(scriptOf(program.algorithm.tag, program.lua), only.keys, only.argv, batch.deadlineAt)
-        .then((r) => only.resolve(r as Reply), only.reject);
+      this.call(scriptOf(program.algorithm.tag, program.lua), only.keys, only.argv, batch.deadlineAt).then(
+        (r) => only.resolve(r as Reply),
+        only.reject,
+      );
       return;
     }
     const keys: string[] = [];
@@ -193,7 +194,7 @@ export class Batcher {
       for (let j = masks; j < a.length; j++) spec += `,${a[j]}`;
       argv.push(spec);
     }
-    this.client.evalScript(this.scriptOf(program), keys, argv, batch.deadlineAt).then(
+    this.call(this.scriptOf(program), keys, argv, batch.deadlineAt).then(
       (replies) => {
         const all = Array.isArray(replies) ? (replies as unknown[]) : [];
         items.forEach((item, i) => {
@@ -206,6 +207,18 @@ export class Batcher {
         for (const item of items) item.reject(err);
       },
     );
+  }
+
+  /**
+   * The client's script call, whose synchronous throw (a custom client's, say) becomes a rejection: a batch
+   * is sent from the end of the turn, where a throw would escape every caller (and stop the other batches).
+   */
+  private call(script: Script, keys: string[], argv: (string | number)[], deadlineAt: number): Promise<unknown> {
+    try {
+      return this.client.evalScript(script, keys, argv, deadlineAt);
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
   private scriptOf(program: Program): Script {
