@@ -351,6 +351,19 @@ function glideAdapter(c: GlideLike): ClientAdapter {
   return adapter;
 }
 
+/**
+ * A wrapped client's call as a promise: its synchronous throw becomes a rejection. Stores send from places
+ * where a throw would escape every caller (a batch at the end of the turn, a give-back, the records' side
+ * write), and every other adapter's library only ever rejects.
+ */
+function promised<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return call();
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
 function customAdapter(c: ScriptClient): ClientAdapter {
   return {
     library: 'custom',
@@ -360,12 +373,12 @@ function customAdapter(c: ScriptClient): ClientAdapter {
     onFirstReady: (done) => done(),
     evalScript(script, keys, argv) {
       const a = argv.map(String);
-      return c.evalsha(script.sha, keys, a).catch((err: unknown) => {
+      return promised(() => c.evalsha(script.sha, keys, a)).catch((err: unknown) => {
         if (!isNoScript(err)) throw err;
-        return c.eval(script.lua, keys, a);
+        return promised(() => c.eval(script.lua, keys, a));
       });
     },
-    del: (key) => c.del(key),
+    del: (key) => promised(() => c.del(key)),
     coalesce: () => undefined,
     infoMemory: () => [],
   };
