@@ -10,17 +10,24 @@ import { redisServerBinary } from './redis-server';
  * hides its process and picks a new port on restart, so fault, Sentinel and Cluster tests use these.
  */
 
-/** A free loopback port: bind to 0, read the port, release it. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** Binds `port` on loopback and releases it: the port it got (0: any free one), or undefined if taken. */
+function bindOnce(port: number): Promise<number | undefined> {
+  return new Promise((resolve) => {
     const srv = createServer();
     srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
+    srv.once('error', () => resolve(undefined));
+    srv.listen(port, '127.0.0.1', () => {
       const addr = srv.address();
-      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
+      srv.close(() => resolve(typeof addr === 'object' && addr ? addr.port : undefined));
     });
   });
+}
+
+/** A free loopback port: bind to 0, read the port, release it. */
+export async function freePort(): Promise<number> {
+  const port = await bindOnce(0);
+  if (port === undefined) throw new Error('no free loopback port');
+  return port;
 }
 
 function pingOnce(port: number): Promise<boolean> {
@@ -32,16 +39,40 @@ function pingOnce(port: number): Promise<boolean> {
     };
     sock.setTimeout(500, () => finish(false));
     sock.on('error', () => finish(false));
+    // A listener that closes without answering (not Redis, or one refusing clients) is no PONG either.
+    sock.on('close', () => finish(false));
     sock.on('connect', () => sock.write('PING\r\n'));
     sock.on('data', (d) => finish(d.toString().startsWith('+PONG')));
   });
 }
 
-/** Resolves once the server on `port` answers PING (loading or paused servers do not). */
-export async function waitForPing(port: number, timeoutMs = 10_000): Promise<void> {
+/**
+ * A port for a Cluster node: Redis refuses one above 55535 (its cluster bus listens on port + 10,000), and
+ * the bus port must be free too. freePort() alone gave either now and then: the node exited at start.
+ */
+export async function clusterNodePort(): Promise<number> {
+  for (let tries = 0; tries < 100; tries++) {
+    const port = await freePort();
+    if (port <= 55_535 && (await bindOnce(port + 10_000)) !== undefined) return port;
+  }
+  throw new Error('no free port with a free cluster bus port (port + 10000) after 100 tries');
+}
+
+/** The server process ended before it answered PING (its port taken, a bad argument): worth a new port. */
+export class RedisExitedError extends Error {}
+
+/**
+ * Resolves once the server on `port` answers PING (loading or paused servers do not). `alive`: whether the
+ * process is still running; once it is not, this rejects at once instead of waiting out the timeout.
+ */
+export async function waitForPing(port: number, timeoutMs = 10_000, alive: () => boolean = () => true): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (Date.now() < end) {
     if (await pingOnce(port)) return;
+    if (!alive())
+      throw new RedisExitedError(
+        `redis on port ${port} exited before it answered PING (its port, or a Cluster node's bus port, may be taken)`,
+      );
     await new Promise((r) => setTimeout(r, 25));
   }
   throw new Error(`redis on port ${port} did not answer PING within ${timeoutMs} ms`);
@@ -73,15 +104,19 @@ export class RedisProcess {
     const base = ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir];
     const persist = sentinel ? [] : ['--save', '', '--appendonly', 'no'];
     const args = sentinel ? [...this.args, ...base] : [...base, ...persist, ...this.args];
-    this.child = spawn(redisServerBinary(), args, { stdio: 'ignore' });
+    const child = spawn(redisServerBinary(), args, { stdio: 'ignore' });
+    this.child = child;
     live.add(this);
-    await waitForPing(this.port);
+    await waitForPing(this.port, 10_000, () => child.exitCode === null && child.signalCode === null);
   }
 
   /** SIGKILL (or another signal), and waits for the process to exit. */
   async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
     const child = this.child;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    if (!child || child.exitCode !== null || child.signalCode !== null) {
+      live.delete(this);
+      return;
+    }
     const exited = new Promise((r) => child.once('exit', r));
     child.kill(signal);
     await exited;
@@ -109,10 +144,22 @@ export class RedisProcess {
   }
 }
 
-/** Starts a redis-server with these extra args on a free port, in a fresh dir. */
+/**
+ * Starts a redis-server with these extra args on a free port (a Cluster node's: clusterNodePort), in a fresh
+ * dir. Without a port of the caller's, a server that exits at start (another process took the port between
+ * the pick and the bind) is started again on a new one, up to 5 times.
+ */
 export async function spawnRedis(args: string[] = [], port?: number): Promise<RedisProcess> {
-  const dir = mkdtempSync(join(tmpdir(), 'floodgate-redis-'));
-  const proc = new RedisProcess(port ?? (await freePort()), args, dir);
-  await proc.start();
-  return proc;
+  const pick = args.includes('--cluster-enabled') ? clusterNodePort : freePort;
+  for (let attempt = 1; ; attempt++) {
+    const dir = mkdtempSync(join(tmpdir(), 'floodgate-redis-'));
+    const proc = new RedisProcess(port ?? (await pick()), args, dir);
+    try {
+      await proc.start();
+      return proc;
+    } catch (err) {
+      await proc.stop();
+      if (port !== undefined || attempt >= 5 || !(err instanceof RedisExitedError)) throw err;
+    }
+  }
 }
