@@ -12,8 +12,9 @@ export interface LimiterHealth {
   /**
    * 'down': the store cannot be reached (its circuit breaker is open, or the last call failed for want of a
    * connection or an answer in time); 'degraded': it answers, but an error other than a lost connection came
-   * within the last minute (overload, an error reply), or its recent p99 round trip is over half the
-   * deadline; 'ok' otherwise. The in-memory store is always 'ok'.
+   * within the last minute (overload, an error reply), or at least 3 of its last 256 answered calls took over
+   * half the deadline (its p99 round trip, once 256 have been answered); 'ok' otherwise. One slow call, such
+   * as the first one waiting for the connection, does not make it 'degraded'. The in-memory store is always 'ok'.
    */
   status: HealthStatus;
   store: 'redis' | 'memory';
@@ -32,6 +33,11 @@ export interface LimiterHealth {
 const SAMPLES = 256;
 /** An error this recent makes a limiter that answers 'degraded'. */
 const RECENT_MS = 60_000;
+/**
+ * This many round trips over half the deadline make it 'degraded': the p99 of a full window of 256, and the
+ * same count when fewer have been answered (where the p99 would be the slowest call alone).
+ */
+const SLOW_CALLS = 3;
 
 export class HealthRecorder {
   private readonly rtt = new Float64Array(SAMPLES);
@@ -59,7 +65,7 @@ export class HealthRecorder {
     if (remote) {
       const recent = this.lastError !== undefined && Date.now() - this.lastError.at < RECENT_MS;
       if (breakerOpen === true || unreachable) status = 'down';
-      else if (recent || (latencyMs !== undefined && latencyMs.p99 > timeoutMs / 2)) status = 'degraded';
+      else if (recent || sorted.filter((ms) => ms > timeoutMs / 2).length >= SLOW_CALLS) status = 'degraded';
     }
     return {
       status,
