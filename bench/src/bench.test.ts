@@ -4,6 +4,7 @@ import { parseMonitorLine } from './http/load';
 import { printTables, type VariantResult } from './http/report-tables';
 import { SHAPE, isOptIn, peerGroups, runs } from './http/shapes';
 import { renderRatioChart } from './ratio-chart';
+import { paired, verdict } from './targets';
 
 /* A cheap smoke test of the benchmark harness's pure parts; the benchmarks themselves run with `npm run bench`. */
 test('median of odd and even lists', () => {
@@ -47,6 +48,8 @@ test('shapes: equal work in equal and multi, 3x2 against the peers stacked 3x1',
   expect(SHAPE.hot.random).toBe(false);
   expect(runs('express', 'floodgate:fixed-window', 'equal')).toBe(true);
   expect(runs('koa', 'floodgate:fixed-window', 'equal')).toBe(false);
+  expect(runs('express', 'floodgate:headers-off', 'equal')).toBe(true);
+  expect(runs('express', 'floodgate:headers-off', '3x2')).toBe(false);
   expect(runs('express', '429', 'equal')).toBe(false);
   expect(isOptIn('floodgate@before') && isOptIn('floodgate+autopipeline')).toBe(true);
   // Peers run by default, whatever their names hold (@fastify/rate-limit).
@@ -79,4 +82,20 @@ test('tables and the chart render a result', () => {
   const svg = renderRatioChart('t', 's', [{ shape: 'equal', framework: 'express', variant: 'floodgate', ratio: 0.9 }]);
   expect(svg).toMatch(/^<svg/);
   expect(svg).toContain('0.90');
+});
+
+test("targets compare rep by rep, and a miss says whether the run's noise spans the goal", () => {
+  const row = (variant: string, ratios: number[]): VariantResult =>
+    ({ framework: 'koa', shape: 'equal', variant, ratio: median(ratios), ratios }) as VariantResult;
+  const q = paired(row('floodgate', [0.9, 0.6, 0.8]), row('koa-ratelimit', [0.6, 0.6, 0.8]));
+  expect(q.reps).toEqual([1.5, 1, 1]);
+  expect(q.mid).toBe(1);
+  expect([q.lo, q.hi]).toEqual([1, 1.5]);
+  expect(verdict(q, 1)).toBe('met');
+  expect(verdict(q, 1.15)).toBe("missed by 13% (met in 1 of 3 reps: within the run's noise)");
+  expect(verdict(q, 1.6)).toBe('missed by 38% (in every rep)');
+  expect(verdict(paired(row('floodgate', [0.96, 0.97, 0.9])), 0.95)).toBe('met (in 2 of 3 reps)');
+  // Reps that do not line up fall back to the quotient of the medians.
+  expect(paired(row('floodgate', [0.8, 0.8]), row('koa-ratelimit', [0.4])).reps).toEqual([2]);
+  expect(verdict(0.4, 0.5)).toBe('missed by 20%');
 });

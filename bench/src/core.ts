@@ -9,6 +9,7 @@ import { createProgram } from '../../packages/core/src/algorithms/script';
 import { LOAD_CORE, SERVER_CORE, pin, startBenchRedis, type BenchRedis } from './lib/machine';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { CORE_LIMITS, PICKED_ALGORITHMS } from './lib/core-rules';
 import { envInt, fmt, median } from './lib/stats';
 import { coreTable, type CoreRow } from './core-table';
 import { memoryPerIdentifier } from './lib/memory';
@@ -21,24 +22,14 @@ import { leaseRows, leaseTable, type LeaseRow } from './lease';
  * same Redis from the same core. Redis on LOAD_CORE, this process and redis-benchmark on SERVER_CORE.
  * Median of BENCH_REPS (3) runs of BENCH_CORE_SECONDS (2) each.
  */
-const ALL: AlgorithmName[] = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket'];
-// BENCH_ALGOS=sliding-window,token-bucket runs a subset (for profiling one algorithm).
-const ALGOS = process.env.BENCH_ALGOS ? ALL.filter((a) => process.env.BENCH_ALGOS!.split(',').includes(a)) : ALL;
 const CONCURRENCY = [1, 64, 256];
 const CLIENTS = 10_000;
 const SECONDS = envInt('BENCH_CORE_SECONDS', 2);
 const REPS = envInt('BENCH_REPS', 3);
-// Limits no client reaches here: every check is allowed, so each one reads and writes all 6 pairs (the
-// expensive path). 1,000 is sliding-log's largest allowed limit; the same rules serve every algorithm.
-const LIMITS = [
-  { limit: 1_000, window: '1s' },
-  { limit: 1_000, window: '1m' },
-  { limit: 1_000, window: '1h' },
-];
 const IDS: [string, string][] = Array.from({ length: CLIENTS }, (_, c) => [`ip:10.0.${c >> 8}.${c & 255}`, `user:u${c}`]);
 
 async function decisionsPerSecond(redis: Redis, algorithm: AlgorithmName, concurrency: number): Promise<number> {
-  const limiter = createLimiter({ redis, name: `core-${algorithm}`, prefix: 'bench', algorithm, limits: LIMITS, timeoutMs: 2_000 });
+  const limiter = createLimiter({ redis, name: `core-${algorithm}`, prefix: 'bench', algorithm, limits: CORE_LIMITS, timeoutMs: 2_000 });
   const deadline = Date.now() + SECONDS * 1000;
   const maxCalls = SECONDS * 1_000_000; // a bound on the loop whatever the clock does
   let calls = 0;
@@ -69,7 +60,7 @@ function ceiling(
   pipeline: number,
   requests: number,
 ): { rate: number; usPerCall: number } {
-  const opts = resolveOptions({ algorithm, limits: LIMITS } as LimiterOptions);
+  const opts = resolveOptions({ algorithm, limits: CORE_LIMITS } as LimiterOptions);
   // The script the limiter sends: compiled for these rules where the algorithm can be (algorithms/compile.ts).
   const { lua } = createProgram(opts.algorithm, opts.rules);
   const sha = createHash('sha1').update(lua).digest('hex');
@@ -121,7 +112,7 @@ async function main(): Promise<void> {
   const rows: CoreRow[] = [];
   let leases: LeaseRow[] = [];
   try {
-    for (const algorithm of ALGOS) {
+    for (const algorithm of PICKED_ALGORITHMS) {
       await decisionsPerSecond(redis, algorithm, 64); // warm-up: JIT, script load
       // Each rep measures ours and the ceiling back to back, and the ratio is taken per rep: other work on
       // this machine shifts both, so the median ratio is steadier than a ratio of medians.

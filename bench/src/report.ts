@@ -44,6 +44,12 @@ function tool(cmd: string, args: string[]): string {
   }
 }
 
+/** `npm run bench:script-cost`: where a check's time inside Redis goes, when it has been run. */
+function scriptCost(): string {
+  const file = join(__dirname, '..', 'results', 'script-cost.md');
+  return existsSync(file) ? `## Redis time per check, step by step\n\n${readFileSync(file, 'utf8').trim()}\n` : '';
+}
+
 /** Target 4: Redis µs per check (INFO cpu and commandstats) per algorithm, 1 x 1 and 3x2, beside the peers'. */
 function redisPerCheck(http: readonly VariantResult[]): string {
   const rows: string[][] = [];
@@ -174,6 +180,7 @@ function main(): void {
     http ? printTables(http.results) : '',
     core ? `## Core\n${coreTable(core.meta, core.rows)}` : '',
     policiesTable(),
+    scriptCost(),
     abRuns(),
   ];
   writeFileSync(join(__dirname, '..', 'RESULTS.md'), `${lines.join('\n')}\n`);

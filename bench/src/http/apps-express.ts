@@ -4,7 +4,7 @@ import { RedisStore as ErlRedisStore, type RedisReply } from 'rate-limit-redis';
 import { RateLimiterRedis, RateLimiterUnion, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import * as floodgateExpress from '@floodgate/express';
 import { HAND_429, adapter, floodgateOptions, serve, type AppFactory, type Listen } from './apps';
-import { ALGORITHM_VARIANTS, clientOf, peerGroups } from './shapes';
+import { ALGORITHM_VARIANTS, HEADERS_OFF, clientOf, peerGroups } from './shapes';
 
 /* Express 5: no limiter; Floodgate (@floodgate/express); express-rate-limit 8 + rate-limit-redis; rate-limiter-flexible. */
 
@@ -45,6 +45,7 @@ export const expressApps: Record<string, AppFactory> = {
   baseline: () => app([]),
   floodgate,
   ...Object.fromEntries(ALGORITHM_VARIANTS.map((a) => [`floodgate:${a}`, floodgate])),
+  [`floodgate:${HEADERS_OFF}`]: floodgate,
   'floodgate+autopipeline': floodgate,
   'express-rate-limit': (shape, redis) =>
     app(

@@ -1,7 +1,7 @@
 import { createServer, type RequestListener } from 'node:http';
 import { join } from 'node:path';
 import type Redis from 'ioredis';
-import { clientOf, floodgateLimits, type Shape } from './shapes';
+import { HEADERS_OFF, clientOf, floodgateLimits, type Shape } from './shapes';
 
 /** Starts the app on 127.0.0.1:port. */
 export type Listen = (port: number) => Promise<void>;
@@ -30,19 +30,25 @@ export function adapter<T>(variant: string, pkg: '@floodgate/express' | '@floodg
   return require(join(dir, 'node_modules', pkg)) as T;
 }
 
-/** Floodgate's options for a shape and variant (`floodgate:<algorithm>` picks the algorithm). */
+/**
+ * Floodgate's options for a shape and variant: `floodgate:<algorithm>` picks the algorithm;
+ * `floodgate:headers-off` sends no RateLimit headers (`headers: false`), as rate-limiter-flexible's README
+ * middleware sends none: the same HTTP work as that peer.
+ */
 export function floodgateOptions<Req>(
   shape: Shape,
   redis: Redis,
   variant: string,
   headers: (req: Req) => Record<string, string | string[] | undefined>,
 ) {
-  const algorithm = variant.startsWith('floodgate:') ? variant.slice('floodgate:'.length) : undefined;
+  const spec = variant.startsWith('floodgate:') ? variant.slice('floodgate:'.length) : undefined;
+  const algorithm = spec === HEADERS_OFF ? undefined : spec;
   return {
     redis,
     name: `bench-${shape.name}-${variant.replace(/[^a-z0-9-]/gi, '_')}`,
     limits: floodgateLimits(shape),
     ...(algorithm === undefined ? {} : { algorithm: algorithm as 'fixed-window' }),
+    ...(spec === HEADERS_OFF ? { headers: false as const } : {}),
     identify: (req: Req) => shape.identifiers(clientOf(headers(req))),
   };
 }

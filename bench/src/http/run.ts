@@ -16,7 +16,7 @@ import { printTables, type VariantResult } from './report-tables';
  * baseline run, then A), rep 1 of B, ..., rep 2 of A, ... so load that comes and goes on a shared machine
  * hits every variant alike. Ratio: the median over reps of (variant req/s / the baseline run just before it).
  * Servers on SERVER_CORE, Redis and wrk on LOAD_CORE. Env: BENCH_SECONDS (3), BENCH_CONNECTIONS (50),
- * BENCH_REPS (3), BENCH_FRAMEWORKS / BENCH_SHAPES / BENCH_VARIANTS (comma lists) to run a subset (opt-in
+ * BENCH_REPS (5), BENCH_FRAMEWORKS / BENCH_SHAPES / BENCH_VARIANTS (comma lists) to run a subset (opt-in
  * variants such as floodgate+autopipeline and floodgate@before run only when listed, see shapes.ts);
  * BENCH_PROFILE_DIR: write a `node --cpu-prof` profile of each limiter server there (summarise with
  * bench/scripts/profile-summary.mjs); BENCH_MERGE=1: replace only the rerun rows of the file; BENCH_OUT: the results file in bench/results (http.json, which
@@ -24,7 +24,7 @@ import { printTables, type VariantResult } from './report-tables';
  */
 const SECONDS = envInt('BENCH_SECONDS', 3);
 const CONNECTIONS = envInt('BENCH_CONNECTIONS', 50);
-const REPS = envInt('BENCH_REPS', 3);
+const REPS = envInt('BENCH_REPS', 5);
 const listed = (env: string): string[] | undefined => process.env[env]?.split(',').filter((x) => x !== '');
 const pick = <T extends string>(env: string, all: readonly T[]): T[] => {
   const want = listed(env);
@@ -212,8 +212,10 @@ async function main(): Promise<void> {
     const key = (r: VariantResult): string => `${r.framework} ${r.shape} ${r.variant}`;
     const fresh = new Set(results.map(key));
     results.unshift(...before.results.filter((r) => !fresh.has(key(r))));
+    // In run order: framework, then shape (a merged row goes back where a full run puts it).
     const order = Object.keys(FRAMEWORKS);
-    results.sort((a, b) => order.indexOf(a.framework) - order.indexOf(b.framework));
+    const rank = (r: VariantResult): number => order.indexOf(r.framework) * SHAPES.length + SHAPES.indexOf(r.shape as ShapeName);
+    results.sort((a, b) => rank(a) - rank(b));
     Object.assign(meta, { date: before.meta.date, merged: [...(before.meta.merged ?? []), `${meta.date}: ${[...fresh].join(', ')}`] });
   }
   mkdirSync(dirname(out), { recursive: true });

@@ -111,16 +111,19 @@ export function peerGroups(shape: Shape): PeerRule[][] {
 
 /*
  * Variants. `floodgate` is the default algorithm; `floodgate:<algorithm>` runs another one (Express, equal
- * and 3x2 only: Redis µs per check per algorithm). Opt-in variants (BENCH_VARIANTS only): `floodgate+autopipeline`
- * (ioredis enableAutoPipelining on the client), `floodgate@before` (the build in BENCH_BEFORE, for an
+ * and 3x2 only: Redis µs per check per algorithm); `floodgate:headers-off` (Express, equal) sends no headers.
+ * Opt-in variants (BENCH_VARIANTS only): `floodgate+autopipeline` (ioredis enableAutoPipelining on the client), `floodgate@before` (the build in BENCH_BEFORE, for an
  * interleaved A/B against a change: bench/scripts/snapshot-before.sh; `floodgate@<build>` from BENCH_BUILDS).
  * `429` (hot only, by default): a hand-written denial with no limiter, what the framework's own 429 costs.
  */
 // Not sliding-log: it keeps a timestamp per unit, so it takes limits up to 1,000 only (bench:core measures it).
 export const ALGORITHM_VARIANTS = ['fixed-window', 'token-bucket'] as const;
 export const PER_ALGORITHM_SHAPES: ShapeName[] = ['equal', '3x2'];
+/** `floodgate:headers-off`: `headers: false` (Express, equal), beside rate-limiter-flexible's header-less middleware. */
+export const HEADERS_OFF = 'headers-off';
 export const isOptIn = (variant: string): boolean => variant.startsWith('floodgate+') || variant.startsWith('floodgate@');
 export function runs(framework: string, variant: string, shape: ShapeName): boolean {
+  if (variant === `floodgate:${HEADERS_OFF}`) return framework === 'express' && shape === 'equal';
   if (variant.startsWith('floodgate:')) return framework === 'express' && PER_ALGORITHM_SHAPES.includes(shape);
   if (variant === '429') return shape === 'hot';
   return true;

@@ -26,8 +26,9 @@ import type { Flush } from './coalesce';
 
 /**
  * The most checks one batch call carries: small enough that Redis starts early on a busy turn (in `npm run
- * bench`, Fastify `equal`: 8 and 16 ahead of 4, 32 and 64, measured before a check's ARGV became one argument). FLOODGATE_BATCH_MAX sets it for the process, for an A/B
- * (1 turns batching off); anything but an integer from 1 to 1,000 leaves the default.
+ * bench`, Fastify `equal`: 8 and 16 ahead of 4, 32 and 64, measured before a check's ARGV became one
+ * argument). FLOODGATE_BATCH_MAX sets it for the process, for an A/B (1 turns batching off); anything but an
+ * integer from 1 to 1,000 leaves the default.
  */
 export const BATCH_MAX = batchMax(process.env.FLOODGATE_BATCH_MAX);
 
