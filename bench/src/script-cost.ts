@@ -19,7 +19,8 @@ import { envInt, fmt, markdownTable, median } from './lib/stats';
  *   call     an empty script with the same arguments: EVALSHA's own cost (the KEYS and ARGV tables)
  *   time     + redis.call('TIME')
  *   blocks   + one MGET of the identifiers' block keys
- *   peek     the whole script with op 'p': the reads, decoding the state and the rules' Lua; no commit
+ *   reads    + each identifier's state read (the script's own read command, its reply left undecoded)
+ *   peek     the whole script with op 'p': + decoding the state and the rules' Lua; no commit
  *   encode   the whole script with every write a no-op (its arguments, the encoded state, still built)
  *   full     the script as sent: + the writes
  * BENCH_ALGOS picks the algorithms (default: all four).
@@ -28,11 +29,19 @@ const REPS = envInt('BENCH_REPS', 5);
 const CALLS = envInt('BENCH_CALLS', 60_000);
 const WRITES = /redis\.call\('(HSET|HINCRBY|HDEL|SET|DEL|PEXPIRE|PEXPIREAT|EXPIRE|ZADD|ZREM|ZREMRANGEBYSCORE)',\s*/g;
 
+/** The generated script's one state read per identifier (`local raw = redis.call(...)`, constant arguments). */
+const READ = /local raw = redis\.call\([^\n]*\)/;
+
 function variants(lua: string): [string, string][] {
+  const time = "local t = redis.call('TIME')";
+  const blocks = `${time}\nlocal b = redis.call('MGET', KEYS[2], KEYS[4])`;
+  const read = READ.exec(lua)?.[0];
+  if (read === undefined) throw new Error('script-cost: no state read (local raw = redis.call(...)) in the script');
   return [
     ['call', 'return 1'],
-    ['time', "local t = redis.call('TIME')\nreturn 1"],
-    ['blocks', "local t = redis.call('TIME')\nlocal b = redis.call('MGET', KEYS[2], KEYS[4])\nreturn 1"],
+    ['time', `${time}\nreturn 1`],
+    ['blocks', `${blocks}\nreturn 1`],
+    ['reads', `${blocks}\nfor i = 1, #KEYS / 2 do\n  local key = KEYS[2 * i - 1]\n  ${read}\nend\nreturn 1`],
     ['peek', lua],
     ['encode', `local function noop() end\n${lua.replace(WRITES, 'noop(')}`],
     ['full', lua],
@@ -122,7 +131,8 @@ async function main(): Promise<void> {
     'call',
     '+ TIME',
     '+ block MGET',
-    'peek: reads, decode, rules',
+    '+ state reads',
+    'peek: + decode, rules',
     '+ encode (writes no-ops)',
     '+ writes: full',
   ];
