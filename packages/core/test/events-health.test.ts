@@ -179,24 +179,24 @@ describe('health()', () => {
     });
 
     test('one slow call (a first one waiting for its connection, say) leaves it ok; three make it degraded', async () => {
-      // Deadline 400 ms: a call over 200 ms is slow. CLIENT PAUSE holds a check for 250 ms, answered in time.
+      // Deadline 800 ms: a call over 400 ms is slow. CLIENT PAUSE holds a check for 550 ms, answered in time.
       const client = connect(server.url);
       const admin = connect(server.url);
       const l = createLimiter({
         redis: client,
         prefix: uniquePrefix('hs'),
         limits: { limit: 100, window: '1m' },
-        timeoutMs: 400,
+        timeoutMs: 800,
         logger: quiet,
       });
       const slowCheck = async (): Promise<void> => {
-        await admin.client('PAUSE', 250, 'WRITE');
+        await admin.client('PAUSE', 550, 'WRITE');
         expect((await l.check('ip:1')).allowed).toBe(true);
       };
       await slowCheck();
       for (let k = 0; k < 5; k++) await l.check('ip:1');
       const once = await l.health({ probe: false });
-      expect(once.latencyMs!.max).toBeGreaterThan(200);
+      expect(once.latencyMs!.max).toBeGreaterThan(400);
       expect(once.lastError).toBeUndefined();
       expect(once.status).toBe('ok');
       await slowCheck();
