@@ -123,11 +123,11 @@ export class Floodgate {
     const indexes = Array.from({ length: SLOTS }, (_, slot) => indexKey(this.prefix, slot));
     indexes.push(colocatedIndexKey(this.prefix));
     const entries = await redisCall(() =>
-      Promise.all(indexes.map((key) => this.client.zrangebyscore(key, `(${now}`, '+inf', 'WITHSCORES') as Promise<unknown>)),
+      inRounds(indexes, (key) => this.client.zrangebyscore(key, `(${now}`, '+inf', 'WITHSCORES') as Promise<unknown>),
     );
     const members: string[] = [];
     for (const list of entries) for (const pair of pairs(list)) members.push(pair[0]);
-    const values = await redisCall(() => Promise.all(members.map((key) => this.client.get(key))));
+    const values = await redisCall(() => inRounds(members, (key) => this.client.get(key)));
     const out: { identifier: string; reason: string; endsAt: number }[] = [];
     members.forEach((key, i) => {
       const block = parseBlock(values[i] ?? null, now);
@@ -140,9 +140,7 @@ export class Floodgate {
   async top(now: number, minutes: number): Promise<{ identifier: string; denials: number }[]> {
     const current = Math.floor(now / 60_000);
     const keys = Array.from({ length: minutes }, (_, k) => topKey(this.prefix, current - k));
-    const lists = await redisCall(() =>
-      Promise.all(keys.map((key) => this.client.zrange(key, '0', '-1', 'WITHSCORES') as Promise<unknown>)),
-    );
+    const lists = await redisCall(() => inRounds(keys, (key) => this.client.zrange(key, '0', '-1', 'WITHSCORES') as Promise<unknown>));
     const sum = new Map<string, number>();
     for (const list of lists) for (const [id, n] of pairs(list)) sum.set(id, (sum.get(id) ?? 0) + Number(n));
     return [...sum]
@@ -153,6 +151,20 @@ export class Floodgate {
   async close(): Promise<void> {
     await Promise.all([...this.limiters.values()].map((l) => l.close()));
   }
+}
+
+/**
+ * Commands in flight at once when reading many keys. `--timeout` is per command: with the 16,385 index
+ * reads of `blocks` sent at once, the last waited behind all the others, and a --timeout of 300 ms failed
+ * on an idle machine (3 s on a loaded one). In rounds of this many, each waits behind a round at most.
+ */
+const ROUND = 256;
+
+/** fn over every item, ROUND commands in flight at a time; the results in the items' order. */
+async function inRounds<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  for (let i = 0; i < items.length; i += ROUND) out.push(...(await Promise.all(items.slice(i, i + ROUND).map(fn))));
+  return out;
 }
 
 /** Sorted-set replies as [member, score] pairs, whether the client gives a flat list (RESP2) or pairs. */

@@ -150,6 +150,13 @@ describe('on one Redis', () => {
     expect(again.stdout).toBe('user:mallory was not blocked\n');
   });
 
+  test("blocks reads every slot's index within a short --timeout: it is per command, not for all 16,385 reads", async () => {
+    // All sent at once, the last index reads waited behind the rest: 300 ms failed (exit 3) on an idle machine.
+    const ran = await floodgateJson<{ blocks: { identifier: string }[] }>(s.args('blocks', '--timeout', '250'));
+    expect(ran.code).toBe(0);
+    expect(ran.json.blocks.map((b) => b.identifier)).toEqual(['ip:203.0.113.7']);
+  });
+
   test('unblock lifts a lockout and forgets its escalation; blocks then has nothing (exit 1)', async () => {
     const p = await setup();
     try {
