@@ -153,16 +153,18 @@ describe('health()', () => {
       server = await startRedis();
     });
     afterEach(() => server.stop());
+    /** A limiter on the private server (limit 5 per minute unless `options` say otherwise). */
+    const privateLimiter = (options: Partial<LimiterOptions>) =>
+      createLimiter({
+        redis: connect(server.url),
+        prefix: uniquePrefix('hp'),
+        limits: { limit: 5, window: '1m' },
+        logger: quiet,
+        ...options,
+      });
 
     test('down when the store cannot be reached, with the last error; ok again once it answers', async () => {
-      const client = connect(server.url);
-      const l = createLimiter({
-        redis: client,
-        prefix: uniquePrefix('hd'),
-        limits: { limit: 5, window: '1m' },
-        timeoutMs: 100,
-        logger: quiet,
-      });
+      const l = privateLimiter({ timeoutMs: 100 });
       await l.check('ip:1');
       const admin = connect(server.url);
       await admin.client('PAUSE', 400, 'ALL');
@@ -180,15 +182,8 @@ describe('health()', () => {
 
     test('one slow call (a first one waiting for its connection, say) leaves it ok; three make it degraded', async () => {
       // Deadline 800 ms: a call over 400 ms is slow. CLIENT PAUSE holds a check for 550 ms, answered in time.
-      const client = connect(server.url);
       const admin = connect(server.url);
-      const l = createLimiter({
-        redis: client,
-        prefix: uniquePrefix('hs'),
-        limits: { limit: 100, window: '1m' },
-        timeoutMs: 800,
-        logger: quiet,
-      });
+      const l = privateLimiter({ limits: { limit: 100, window: '1m' }, timeoutMs: 800 });
       const slowCheck = async (): Promise<void> => {
         await admin.client('PAUSE', 550, 'WRITE');
         expect((await l.check('ip:1')).allowed).toBe(true);
@@ -208,17 +203,10 @@ describe('health()', () => {
     });
 
     test('degraded when Redis answers with errors (out of memory)', async () => {
-      const client = connect(server.url);
       const admin = connect(server.url);
       await admin.config('SET', 'maxmemory', '1');
       await admin.config('SET', 'maxmemory-policy', 'noeviction');
-      const l = createLimiter({
-        redis: client,
-        prefix: uniquePrefix('ho'),
-        limits: { limit: 5, window: '1m' },
-        failure: 'closed',
-        logger: quiet,
-      });
+      const l = privateLimiter({ failure: 'closed' });
       // A check writes, so Redis refuses it (a peek, which writes nothing, would still be answered).
       expect((await l.check('ip:1')).reason).toBe('store-unavailable');
       const health = await l.health({ probe: false });
