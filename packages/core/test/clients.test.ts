@@ -354,7 +354,7 @@ describe('detection and hazards', () => {
       addresses: [{ host: url.hostname, port: Number(url.port) }],
       // The 100 checks in flight at once travel in 7 batches (stores/batch.ts): more than 3 (90% of 4).
       inflightRequestsLimit: 4,
-      requestTimeout: 10_000,
+      requestTimeout: 30_000,
     });
     const warnings: string[] = [];
     const limiter = limiterOn(g as unknown as RedisClient, {
