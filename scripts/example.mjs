@@ -1,6 +1,6 @@
 // `npm start` / `npm run demo`, for any of the three examples:
 //   npm start -- --framework koa      npm run demo -- --framework fastify      FRAMEWORK=koa npm run demo
-// Builds the chosen example and what it depends on (turbo), then runs its dist/server.js or dist/demo.js.
+// Builds the chosen example and what it depends on, and the CLI (turbo), then runs its dist/server.js or dist/demo.js.
 // Each step runs as a child process; SIGINT and SIGTERM (Ctrl-C, `docker stop`, a process manager) are passed
 // on to it, so the example closes its HTTP server and stops its embedded redis-server, and this process exits
 // with the example's exit code.
@@ -60,6 +60,8 @@ const built = await run(build[0], [
   'run',
   'build',
   `--filter=@floodgate/example-${framework}...`,
+  // The CLI too: `npx floodgate ...` against the running example (README, docs/cli.md).
+  '--filter=@floodgate/cli...',
   '--output-logs=errors-only',
 ]);
 // Stopped during the build: the example is not started.
