@@ -8,7 +8,7 @@
  */
 export { createHttpLimiter, HTTP_OPTION_KEYS, whenResponseDone } from './http-limiter';
 export type { HttpOptions, HttpOutcome, HttpLimiter, UnidentifiedPolicy } from './http-limiter';
-export type { LimitsOrLimiter } from './option-types';
+export type { LimitsOrLimiter, MaybePromise } from './option-types';
 export { createHttpConcurrency, CONCURRENCY_HTTP_OPTION_KEYS } from './http-concurrency';
 export type { ConcurrencyHttpOptions, ConcurrencyOutcome, HttpConcurrency } from './http-concurrency';
 export { CONCURRENCY_OPTION_KEYS } from './concurrency/options';

@@ -8,8 +8,7 @@ import { assertKnownOptions, ownOptions, safeLogger } from './options';
 import { resolveWarnings, warnOnce, type WarningName, type WarningsOption } from './warnings';
 import { createConcurrencyLimiter, type ConcurrencyLimiter, type Lease } from './concurrency/limiter';
 import { CONCURRENCY_OPTION_KEYS, type ConcurrencyLimiterOptions } from './concurrency/options';
-
-type MaybePromise<T> = T | Promise<T>;
+import type { MaybePromise } from './option-types';
 
 /** Options of every adapter's `concurrency()`, besides the core options (or `limiter`). `Req` is the framework's request. */
 export interface ConcurrencyHttpOptions<Req> extends Partial<ConcurrencyLimiterOptions> {

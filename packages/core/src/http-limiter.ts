@@ -21,8 +21,7 @@ import { ALGORITHMS, type AlgorithmName } from './algorithms';
 import { resolveWarnings, warnOnce, warned, type WarningName, type WarningsOption } from './warnings';
 import { shared } from './state';
 import { omitHeaders, resolveOmitHeaders, type OmittableHeader } from './header-filter';
-
-type MaybePromise<T> = T | Promise<T>;
+import type { MaybePromise } from './option-types';
 
 /** Whether a user function gave a promise (or any thenable) rather than a value. */
 function isThenable<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {

@@ -5,6 +5,7 @@ import { HTTP_OPTION_KEYS, createHttpLimiter, fnOption, pairLimiter, type HttpOp
 import type { Limiter } from './limiter';
 import { assertKnownOptions, LIMITER_OPTION_KEYS, ownOptions } from './options';
 import type { WarningName } from './warnings';
+import type { MaybePromise } from './option-types';
 
 /*
  * slowDown (docs/slow-down.md): after `delayAfter` requests in the window, each further request waits
@@ -12,8 +13,6 @@ import type { WarningName } from './warnings';
  * refuses for the count: a request past the rule's limit is delayed too (by the same formula). On a limiter
  * shared with rateLimit, a request is counted once for both, so a client is first slowed, then refused.
  */
-
-type MaybePromise<T> = T | Promise<T>;
 
 /** Options of every adapter's `slowDown()`, besides rateLimit's. `Req` is the framework's request. */
 export interface SlowDownHttpOptions<Req> extends HttpOptions<Req> {

@@ -1,6 +1,9 @@
 import type { Limiter } from './limiter';
 import type { LimiterOptions } from './options';
 
+/** What an option's function may return: the value, or a promise of it. */
+export type MaybePromise<T> = T | Promise<T>;
+
 /** Core options that cannot sit beside a shared `limiter` (`logger` can: it also carries the adapter's warnings). */
 type LimiterOnly = Exclude<keyof LimiterOptions, 'logger'>;
 

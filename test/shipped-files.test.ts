@@ -1,0 +1,31 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/*
+ * What the published packages ship (their dist/, built by `npm test` first) says nothing of the machine that
+ * built it, and their types read as written: no absolute path of the build (source maps named the chunk by
+ * it), and no name a declaration bundler made unique (a `MaybePromise$1` in a user's type error).
+ */
+const root = join(__dirname, '..');
+const published = ['core', 'express', 'fastify', 'koa', 'cli', 'metrics'];
+
+function shipped(): { file: string; text: string }[] {
+  return published.flatMap((p) => {
+    const dist = join(root, 'packages', p, 'dist');
+    if (!existsSync(dist)) throw new Error(`packages/${p} is not built: run \`npm run build\` (npm test does)`);
+    return readdirSync(dist).map((f) => ({ file: `packages/${p}/dist/${f}`, text: readFileSync(join(dist, f), 'utf8') }));
+  });
+}
+
+test('no shipped file holds the absolute path it was built at', () => {
+  const files = shipped();
+  expect(files.length).toBeGreaterThan(20);
+  expect(files.filter((f) => f.text.includes(root)).map((f) => f.file)).toEqual([]);
+});
+
+test('declarations use the type names of the source (no bundler-renamed `Name$1`)', () => {
+  const renamed = shipped()
+    .filter((f) => /\.d\.m?ts$/.test(f.file))
+    .flatMap((f) => [...f.text.matchAll(/\b[A-Za-z_]\w*\$\d+\b/g)].map((m) => `${f.file}: ${m[0]}`));
+  expect([...new Set(renamed)]).toEqual([]);
+});
