@@ -61,7 +61,7 @@ let clone: string;
 let example: ChildProcess | undefined;
 let output = '';
 const env = (): NodeJS.ProcessEnv => {
-  const e = { ...process.env, CI: 'true', npm_config_loglevel: 'error' };
+  const e: NodeJS.ProcessEnv = { ...process.env, CI: 'true', npm_config_loglevel: 'error' };
   // This run's own Redis and workspace settings must not leak into the user's first contact.
   for (const k of Object.keys(e)) if (/^(REDIS_URL|FLOODGATE_|npm_package_|npm_lifecycle_|JEST_|INIT_CWD)/.test(k)) delete e[k];
   return e;
