@@ -64,11 +64,15 @@ export interface HttpOptions<Req> extends Partial<LimiterOptions> {
   unidentified?: UnidentifiedPolicy;
   /** Give a request's units back when its response succeeded (status < 400, or requestWasSuccessful). */
   skipSuccessfulRequests?: boolean;
-  /** Give a request's units back when its response failed (status >= 400, or the client went away first). */
+  /**
+   * Give a request's units back when its response failed (status >= 400, or requestWasSuccessful). Only a
+   * response the server finished counts: a request whose connection closed first stays counted.
+   */
   skipFailedRequests?: boolean;
   /**
    * Whether a finished response succeeded, for the two options above. Express: (req, res); Koa: (ctx);
-   * Fastify: (request, reply). Default: the status is below 400. A response the client abandoned failed.
+   * Fastify: (request, reply). Default: the status is below 400. Not asked for a response that never
+   * finished (the connection closed first): that request stays counted either way.
    */
   requestWasSuccessful?(req: Req, ...rest: unknown[]): MaybePromise<boolean>;
   warnings?: WarningsOption;
@@ -160,9 +164,10 @@ export interface HttpLimiter<Req> {
   warn(name: WarningName, message: string): void;
   /**
    * After the response of a request whose outcome has `own`: gives its units back when the refund options
-   * say so. `finished`: the response was sent in full (else the client went away: failed); `status` its
-   * status; `args` what requestWasSuccessful takes in this framework. Never throws; a refund the store
-   * cannot take is a warning (the units stay counted: never more admissions).
+   * say so. `finished`: the response was sent in full; when false (the connection closed first, whoever
+   * closed it) nothing is given back. `status` its status; `args` what requestWasSuccessful takes in this
+   * framework. Never throws; a refund the store cannot take is a warning (the units stay counted: never
+   * more admissions).
    */
   completed(outcome: HttpOutcome, finished: boolean, status: number, args: readonly unknown[]): void;
 }
@@ -600,11 +605,15 @@ export function createHttpLimiter<Req>(
 
   function completed(outcome: HttpOutcome, finished: boolean, status: number, args: readonly unknown[]): void {
     const own = outcome.own;
-    if (own === undefined) return;
+    // Only an outcome the server produced is judged. A connection that closed before the response finished
+    // (during the check, a slowDown delay, the handler or the write) is the client's choice as often as
+    // not: a reset while the handler works would buy back the work it did. It stays counted
+    // (docs/refunds.md, where this differs from express-rate-limit).
+    if (own === undefined || !finished) return;
     const give = (succeeded: boolean): void => {
       if (succeeded ? refunds.successful : refunds.failed) refund(own);
     };
-    if (!finished || refunds.wasSuccessful === undefined) return give(finished && status < 400);
+    if (refunds.wasSuccessful === undefined) return give(status < 400);
     const judged = (error: unknown): void =>
       warn(
         'refund-failed',
@@ -630,9 +639,12 @@ export function createHttpLimiter<Req>(
 
 /**
  * Calls `done` once when a Node response is over: `finished` true when it was sent in full ('finish'),
- * false when the connection closed first (the client went away, or the server destroyed it).
+ * false when the connection closed first (the client went away, or the server destroyed it). A response
+ * already over when this is called (the client left while its check was in flight) is reported at once.
  */
 export function whenResponseDone(res: ServerResponse, done: (finished: boolean) => void): void {
+  if (res.writableFinished) return done(true);
+  if (res.destroyed || res.closed) return done(false);
   let over = false;
   const end = (finished: boolean): void => {
     if (over) return;

@@ -21,8 +21,10 @@ function expressAppFactory(name: string, framework: typeof express): AdapterFact
         next();
       });
       if (spec.concurrency) app.use(concurrency(spec.concurrency));
+      const global = spec.global && rateLimit(spec.global);
+      if (global && spec.rateLimitFirst) app.use(global);
       if (spec.slowDown) app.use(slowDown(spec.slowDown));
-      if (spec.global) app.use(rateLimit(spec.global));
+      if (global && !spec.rateLimitFirst) app.use(global);
       app.get('/slow', (_req, res) => {
         hits++;
         void (spec.slow?.() ?? Promise.resolve()).then(() => res.json({ ok: true }));

@@ -24,8 +24,10 @@ function koaAppFactory(name: string, framework: typeof Koa): AdapterFactory {
         await next();
       });
       if (spec.concurrency) app.use(concurrency(spec.concurrency));
+      const global = spec.global && rateLimit(spec.global);
+      if (global && spec.rateLimitFirst) app.use(global);
       if (spec.slowDown) app.use(slowDown(spec.slowDown));
-      if (spec.global) app.use(rateLimit(spec.global));
+      if (global && !spec.rateLimitFirst) app.use(global);
       router.get('/slow', async (ctx) => {
         hits++;
         await spec.slow?.();

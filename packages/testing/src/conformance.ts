@@ -37,6 +37,8 @@ export interface AppSpec {
   concurrency?: NeutralConcurrencyOptions;
   /** The adapter's `slowDown(...)` on every route, after `concurrency` and before `global`. */
   slowDown?: NeutralSlowDownOptions;
+  /** Run `global` before `slowDown` (Fastify: an app-level `onRequest` hook, `app.rateLimit()`). Default: after. */
+  rateLimitFirst?: boolean;
   /** `GET /slow` counts itself, then answers 200 `{ ok: true }` once this resolves (default: at once). */
   slow?: () => Promise<void>;
 }
