@@ -117,9 +117,13 @@ test('every benchmark figure the docs quote is what bench/results/*.json say (np
     if (regenerated !== text) drifted.push(doc);
   }
   expect({ unknown, drifted }).toEqual({ unknown: [], drifted: [] });
-  // The README's two tables and the algorithms page's per-algorithm figures at least.
+  // The performance page's two tables and the algorithms page's per-algorithm figures at least.
   expect(quoted).toEqual(
-    expect.arrayContaining(['README.md:http-table', 'README.md:core-table', 'docs/algorithms.md:core-us-sliding-window']),
+    expect.arrayContaining([
+      'docs/performance.md:http-table',
+      'docs/performance.md:core-table',
+      'docs/algorithms.md:core-us-sliding-window',
+    ]),
   );
 });
 
