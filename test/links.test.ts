@@ -37,7 +37,7 @@ function prose(text: string): string[] {
 }
 
 /** GitHub's anchor for a heading: lower case, markup and punctuation dropped, spaces to hyphens. */
-export function slug(heading: string): string {
+function slug(heading: string): string {
   // Code spans are literal text (`<identifier>` stays); outside them, links keep their text and tags go.
   return heading
     .split(/(`[^`]*`)/)
@@ -49,7 +49,7 @@ export function slug(heading: string): string {
 }
 
 /** The anchors of a page: one per heading, a repeated one suffixed -1, -2, ... as GitHub does. */
-export function anchorsOf(text: string): Set<string> {
+function anchorsOf(text: string): Set<string> {
   const seen = new Map<string, number>();
   const anchors = new Set<string>();
   for (const line of prose(text)) {
@@ -64,7 +64,7 @@ export function anchorsOf(text: string): Set<string> {
 }
 
 /** Every link target of a page's prose with its line: inline links and images, and reference definitions. */
-export function linksOf(text: string): { line: number; target: string }[] {
+function linksOf(text: string): { line: number; target: string }[] {
   const links: { line: number; target: string }[] = [];
   prose(text).forEach((raw, i) => {
     const line = raw.replace(/`[^`]*`/g, '');
