@@ -14,8 +14,10 @@ import { CODE, FRAGMENT, PROGRAM_TIMEOUT_MS, blocksOf, typeCheck, type Block } f
  * every program is type-checked (one tsc run, "module": "nodenext", strict, against the built packages as a
  * user installs them), then run against a redis-server of this test's own (REDIS_URL, PORT set; the server
  * is flushed between programs) and must exit with code 0 on its own within PROGRAM_TIMEOUT_MS. Other
- * languages (sh, text, json, ...) are not checked. And the benchmark figures the docs quote are the
- * results files' (bench/src/doc-figures.ts).
+ * languages (sh, text, json, ...) are not checked. The README's quick starts are fragments (a server that
+ * keeps listening), but a README fragment that imports what it uses is type-checked all the same, so what
+ * a user reads first cannot drift from the API. And the benchmark figures the docs quote are the results
+ * files' (bench/src/doc-figures.ts).
  */
 const root = join(__dirname, '..');
 function docFiles(): string[] {
@@ -37,6 +39,11 @@ function docFiles(): string[] {
 const files = docFiles();
 const all = files.map((file) => ({ file, ...blocksOf(root, file) }));
 const programs = all.flatMap((d) => d.blocks).filter((b) => CODE.has(b.lang) && !b.fragment);
+/** README fragments that stand alone (they import what they use): type-checked, not run. */
+const readmeFragments = all
+  .filter((d) => d.file === 'README.md')
+  .flatMap((d) => d.blocks)
+  .filter((b) => CODE.has(b.lang) && b.fragment && /^import /m.test(b.code));
 const nameOf = (b: Block): string => `${b.file.replace(/[^A-Za-z0-9]+/g, '-')}-${b.line}`;
 
 let work: string;
@@ -52,7 +59,7 @@ beforeAll(async () => {
   // In the repository, so the programs resolve @floodgate/* (the built packages) and their dependencies as
   // an installed app does; removed afterwards.
   work = mkdtempSync(join(root, '.docs-check-'));
-  const sources = programs.map((b) => {
+  const sources = [...programs, ...readmeFragments].map((b) => {
     const file = `${nameOf(b)}.${CODE.get(b.lang)}`;
     writeFileSync(join(work, file), b.code);
     return file;
@@ -82,9 +89,21 @@ beforeAll(async () => {
   }
 }, 120_000);
 
+/** tsc's errors for a block, each located at its line in the doc. */
+function typeErrorsOf(b: Block): string[] {
+  return (typeErrors.get(`${nameOf(b)}.${CODE.get(b.lang)}`) ?? []).map((e) =>
+    e.replace(/^[^(]+\((\d+),(\d+)\)/, (_m, l: string, c: string) => `${b.file}:${b.line + Number(l)}:${c}`),
+  );
+}
+
 afterAll(async () => {
   if (work) rmSync(work, { recursive: true, force: true });
   await redis?.stop();
+});
+
+test("the README's quick starts type-check as written (fragments: a server that keeps listening is not run)", () => {
+  expect(readmeFragments.length).toBeGreaterThanOrEqual(3);
+  expect(readmeFragments.flatMap(typeErrorsOf)).toEqual([]);
 });
 
 test('the docs have code blocks, and every fence names its language (`text` for a diagram or output)', () => {
@@ -117,9 +136,13 @@ test('every benchmark figure the docs quote is what bench/results/*.json say (np
     if (regenerated !== text) drifted.push(doc);
   }
   expect({ unknown, drifted }).toEqual({ unknown: [], drifted: [] });
-  // The README's two tables and the algorithms page's per-algorithm figures at least.
+  // The performance page's two tables and the algorithms page's per-algorithm figures at least.
   expect(quoted).toEqual(
-    expect.arrayContaining(['README.md:http-table', 'README.md:core-table', 'docs/algorithms.md:core-us-sliding-window']),
+    expect.arrayContaining([
+      'docs/performance.md:http-table',
+      'docs/performance.md:core-table',
+      'docs/algorithms.md:core-us-sliding-window',
+    ]),
   );
 });
 
@@ -149,10 +172,7 @@ test("docs/express.md's demo table is what `npm run demo` prints (the times asid
 
 describe.each(programs.map((b) => [`${b.file}:${b.line}`, b] as const))('%s', (_, block) => {
   test('type-checks ("module": "nodenext", strict)', () => {
-    const errors = typeErrors.get(`${nameOf(block)}.${CODE.get(block.lang)}`) ?? [];
-    expect(
-      errors.map((e) => e.replace(/^[^(]+\((\d+),(\d+)\)/, (_m, l: string, c: string) => `${block.file}:${block.line + Number(l)}:${c}`)),
-    ).toEqual([]);
+    expect(typeErrorsOf(block)).toEqual([]);
   });
 
   test(

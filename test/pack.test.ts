@@ -195,13 +195,35 @@ test('the installed @floodgate/cli puts `floodgate` on the bin path of the app (
   expect(out).toMatch(/^Usage: floodgate <command> \[options\]/);
 });
 
-test('every program of the README runs from the scratch app, on the installed tarballs, against a Redis of its own', async () => {
-  const programs = programsOf(root, 'README.md');
+/*
+ * What a user copies first: the README's programs, and those of the pages it sends them to (getting
+ * started per framework, the API reference, the policies and concurrency limits). They use only the
+ * published packages and FROM_REGISTRY.
+ */
+const FIRST_PAGES = [
+  'README.md',
+  'docs/express.md',
+  'docs/fastify.md',
+  'docs/koa.md',
+  'docs/core-api.md',
+  'docs/refunds.md',
+  'docs/plans.md',
+  'docs/lockouts.md',
+  'docs/lists.md',
+  'docs/slow-down.md',
+  'docs/concurrency.md',
+];
+
+test('every program of the README and its first pages runs from the scratch app, on the installed tarballs, against a Redis of its own', async () => {
+  const programs = FIRST_PAGES.flatMap((page) => programsOf(root, page));
+  expect(programsOf(root, 'README.md').length).toBeGreaterThanOrEqual(1);
   expect(programs.length).toBeGreaterThanOrEqual(8);
   const dir = join(app, 'readme');
   mkdirSync(dir);
+  const fileOf = (b: { file: string; line: number; lang: string }): string =>
+    `${b.file.replace(/[^A-Za-z0-9]+/g, '-')}-${b.line}.${CODE.get(b.lang)}`;
   const sources = programs.map((b) => {
-    const file = `readme-${b.line}.${CODE.get(b.lang)}`;
+    const file = fileOf(b);
     writeFileSync(join(dir, file), b.code);
     return file;
   });
@@ -228,17 +250,17 @@ test('every program of the README runs from the scratch app, on the installed ta
       const client = new Redis(redis.url);
       await client.flushall();
       client.disconnect();
-      const js = join(dir, 'out', `readme-${b.line}.${CODE.get(b.lang)!.replace('t', 'j')}`);
+      const js = join(dir, 'out', fileOf(b).replace(/\.([mc])ts$/, '.$1js'));
       const env = { ...process.env, REDIS_URL: redis.url, PORT: String(await freePort()) };
       try {
         await promisify(execFile)(process.execPath, [js], { cwd: dir, env, timeout: PROGRAM_TIMEOUT_MS, encoding: 'utf8' });
       } catch (err) {
         const e = err as { code?: unknown; stderr?: string };
-        failures.push(`README.md:${b.line}: exit ${String(e.code)} ${e.stderr ?? ''}`);
+        failures.push(`${b.file}:${b.line}: exit ${String(e.code)} ${e.stderr ?? ''}`);
       }
     }
   } finally {
     await redis.stop();
   }
   expect(failures).toEqual([]);
-}, 240_000);
+}, 360_000);

@@ -9,8 +9,9 @@ import { targets } from './targets';
  * The benchmark figures the docs quote, made from bench/results/*.json, so that none is copied by hand.
  * In a doc, a figure stands between `<!-- bench:NAME -->` and `<!-- /bench -->` (invisible once rendered;
  * a table on lines of its own between the two). `npm run bench:report` rewrites every such region of
- * README.md and docs/*.md; test/docs.test.ts fails when one differs from what the results files give, or
- * names a figure this file does not make.
+ * README.md and docs/*.md (the HTTP and core tables stand in docs/performance.md, single figures in the
+ * README's comparison and elsewhere); test/docs.test.ts fails when one differs from what the results files
+ * give, or names a figure this file does not make.
  */
 const RESULTS = join(__dirname, '..', 'results');
 

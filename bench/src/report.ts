@@ -12,7 +12,7 @@ import { renderRatioChart } from './ratio-chart';
 /*
  * `npm run bench:report` (and the end of `npm run bench`): bench/results/*.json -> bench/RESULTS.md and
  * docs/benchmarks.svg, with the machine, the versions and where each target of issue 18 stands, and the
- * figures README.md and docs/*.md quote (doc-figures.ts).
+ * figures README.md and docs/*.md quote (doc-figures.ts; the tables are in docs/performance.md).
  */
 const ROOT = join(__dirname, '..', '..');
 const PACKAGES = [

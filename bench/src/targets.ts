@@ -2,7 +2,7 @@ import type { CoreRow } from './core-table';
 import type { VariantResult } from './http/report-tables';
 import { fmt, median } from './lib/stats';
 
-/* Where each target stands, from bench/results/*.json: RESULTS.md (report.ts) and README.md (doc-figures.ts) print it. */
+/* Where each target stands, from bench/results/*.json: RESULTS.md (report.ts) prints it; doc-figures.ts makes it quotable. */
 export type Check = [target: string, measured: string, status: string];
 
 export const us = (v: number | undefined): string => (v === undefined ? '-' : fmt(v, 1));

@@ -3,7 +3,7 @@ import { createLimiter, type AlgorithmName } from '@floodgate/core';
 import { closeClients, connect, spawnRedis, uniquePrefix, type RedisProcess } from '@floodgate/testing';
 
 /*
- * docs/security.md, "Eviction", and the README's Production section: what a Redis must be for the limits
+ * docs/security.md, "Eviction", and docs/production.md: what a Redis must be for the limits
  * to hold (no eviction of Floodgate's keys) and the least a limiter needs from it (its ACL).
  */
 afterAll(closeClients);
@@ -48,7 +48,7 @@ describe('maxmemory-policy', () => {
   });
 });
 
-/** The ACL the README gives for a limiter: these commands (scripts included), on the limiter's prefix only. */
+/** The ACL docs/production.md gives for a limiter: these commands (scripts included), on the limiter's prefix only. */
 const LIMITER_ACL = [
   '+evalsha',
   '+eval',
