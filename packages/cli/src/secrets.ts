@@ -65,7 +65,7 @@ export function urlSecrets(url: string): string[] {
 export function secretMasker(urls: readonly string[]): (text: string) => string {
   const replacements: [string, string][] = [];
   for (const url of urls) {
-    replacements.push([url, maskUrl(url)]);
+    if (maskUrl(url) !== url) replacements.push([url, maskUrl(url)]);
     for (const secret of urlSecrets(url)) if (secret.length >= MIN_SEARCHED) replacements.push([secret, '***']);
   }
   replacements.sort(([a], [b]) => b.length - a.length);
