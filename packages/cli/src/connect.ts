@@ -1,5 +1,6 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { CliError, EXIT } from './errors';
+import { maskUrl } from './secrets';
 
 /** A connected client: one Redis, or a Cluster found behind the URL's node. */
 export interface Connection {
@@ -8,26 +9,24 @@ export interface Connection {
   close(): Promise<void>;
 }
 
-/** The URL without its password, for messages. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString().replace(/\/$/, '');
-  } catch {
-    return url;
-  }
-}
+const EXPECTED = 'expected redis://[user:password@]host[:port][/db] or rediss://...';
 
+/**
+ * A URL the client would read as we do, or a usage error quoting it masked. One without a host (`redis:/h`,
+ * `redis:h`, `redis:///path`) is refused: ioredis reads it as a socket path or as localhost:6379.
+ */
 function parseUrl(url: string): URL {
   let u: URL;
   try {
     u = new URL(url);
   } catch {
-    throw new CliError(EXIT.usage, `not a Redis URL: '${url}' (expected redis://[user:password@]host[:port][/db] or rediss://...)`);
+    throw new CliError(EXIT.usage, `not a Redis URL: '${maskUrl(url)}' (${EXPECTED})`);
   }
   if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') {
-    throw new CliError(EXIT.usage, `not a Redis URL: '${redactUrl(url)}' (the scheme must be redis:// or rediss://)`);
+    throw new CliError(EXIT.usage, `not a Redis URL: '${maskUrl(url)}' (the scheme must be redis:// or rediss://)`);
+  }
+  if (u.hostname === '') {
+    throw new CliError(EXIT.usage, `not a Redis URL: '${maskUrl(url)}' (no host: ${EXPECTED})`);
   }
   return u;
 }
@@ -71,7 +70,7 @@ export async function connect(url: string, timeoutMs: number): Promise<Connectio
   probe.on('error', (err) => (cause ??= err));
   const fail = (err: unknown): never => {
     probe.disconnect();
-    throw new CliError(EXIT.connection, `cannot connect to ${redactUrl(url)}: ${describeError(cause ?? err)}`);
+    throw new CliError(EXIT.connection, `cannot connect to ${maskUrl(url)}: ${describeError(cause ?? err)}`);
   };
   let info = '';
   try {
@@ -103,7 +102,7 @@ export async function connect(url: string, timeoutMs: number): Promise<Connectio
     await within(cluster.connect(), timeoutMs, 'connecting to the Cluster');
   } catch (err) {
     cluster.disconnect();
-    throw new CliError(EXIT.connection, `cannot connect to the Cluster at ${redactUrl(url)}: ${describeError(clusterCause ?? err)}`);
+    throw new CliError(EXIT.connection, `cannot connect to the Cluster at ${maskUrl(url)}: ${describeError(clusterCause ?? err)}`);
   }
   return { client: cluster, cluster: true, close: async () => void (await cluster.quit().catch(() => cluster.disconnect())) };
 }

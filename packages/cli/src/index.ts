@@ -7,10 +7,11 @@
 import { parseArgs } from 'node:util';
 import { ArgumentError, ConfigError, type Decision } from '@floodgate/core';
 import { DEFAULT_PREFIX, formatWindow, parseDuration } from '@floodgate/core/admin';
-import { connect, redactUrl } from './connect';
+import { connect } from './connect';
 import { CliError, EXIT, type ExitCode } from './errors';
 import { Floodgate, redisCall, toCliError } from './floodgate';
-import { human, isoTime, table } from './format';
+import { human, isoTime, jsonText, printable, safe, table } from './format';
+import { maskUrl, secretMasker, urlsIn } from './secrets';
 
 export { EXIT, type ExitCode } from './errors';
 
@@ -145,13 +146,20 @@ function parse(args: string[], env: Io['env']): Parsed | 'help' {
   };
 }
 
-/** Runs the command line with `args` (without the node and script paths); resolves to the exit code. */
-export async function run(args: string[], io: Io = processIo): Promise<ExitCode> {
+/**
+ * Runs the command line with `args` (without the node and script paths); resolves to the exit code.
+ * Every line it writes, to either stream, has the passwords of the URLs it was given masked (secrets.ts).
+ */
+export async function run(args: string[], given: Io = processIo): Promise<ExitCode> {
+  const mask = secretMasker(urlsIn(args, given.env));
+  const io: Io = { stdout: (text) => given.stdout(mask(text)), stderr: (text) => given.stderr(mask(text)), env: given.env };
+  // An error is one line: whatever it quotes (an identifier, an option, a server's reply) is escaped.
+  const fail = (message: string): void => io.stderr(`floodgate: ${printable(message)}`);
   let options: Parsed | 'help';
   try {
     options = parse(args, io.env);
   } catch (err) {
-    io.stderr(`floodgate: ${(err as Error).message}`);
+    fail((err as Error).message);
     return EXIT.usage;
   }
   if (options === 'help') {
@@ -163,14 +171,14 @@ export async function run(args: string[], io: Io = processIo): Promise<ExitCode>
   try {
     const conn = await connect(options.url, options.timeoutMs);
     closeConnection = conn.close;
-    floodgate = await Floodgate.open(conn.client, options.prefix, options.timeoutMs, redactUrl(options.url));
+    floodgate = await Floodgate.open(conn.client, options.prefix, options.timeoutMs, maskUrl(options.url));
     return await COMMAND_RUNNERS[options.command]!(floodgate, options, io);
   } catch (err) {
     const error =
       err instanceof ConfigError || err instanceof ArgumentError
         ? new CliError(EXIT.usage, err.message.replace(/^floodgate: /, ''))
         : toCliError(err);
-    io.stderr(`floodgate: ${error.message}`);
+    fail(error.message);
     return error.code;
   } finally {
     await floodgate?.close().catch(() => undefined);
@@ -181,7 +189,7 @@ export async function run(args: string[], io: Io = processIo): Promise<ExitCode>
 type Runner = (fg: Floodgate, options: Parsed, io: Io) => Promise<ExitCode>;
 
 function print(io: Io, options: Parsed, json: unknown, text: () => string): void {
-  io.stdout(options.json ? JSON.stringify(json, null, 2) : text());
+  io.stdout(options.json ? jsonText(json) : text());
 }
 
 /** A peek's decision, or the error it stood for (a rebuilt limiter's peek answers failures by its policy). */
@@ -256,12 +264,14 @@ const inspect: Runner = async (fg, options, io) => {
     limiters: holding,
   };
   print(io, options, json, () => {
-    const lines = [`${id} (Redis time ${isoTime(now)})`];
+    const lines = [safe`${id} (Redis time ${isoTime(now)})`];
     lines.push(
-      block ? `blocked: ${block.reason || '(no reason)'}, until ${isoTime(block.endsAt)} (in ${human(block.endsAt - now)})` : 'blocked: no',
+      block
+        ? safe`blocked: ${block.reason || '(no reason)'}, until ${isoTime(block.endsAt)} (in ${human(block.endsAt - now)})`
+        : 'blocked: no',
     );
     if (holding.length === 0) {
-      lines.push('', `no limiter under prefix '${fg.prefix}' holds state for ${id}`);
+      lines.push('', safe`no limiter under prefix '${fg.prefix}' holds state for ${id}`);
       return lines.join('\n');
     }
     const rows = holding.flatMap((l) =>
@@ -300,7 +310,7 @@ const blockCommand: Runner = async (fg, options, io) => {
     io,
     options,
     json,
-    () => `blocked ${id} until ${isoTime(block.endsAt)} (${human(durationMs)})${reason ? `, reason: ${reason}` : ''}`,
+    () => safe`blocked ${id} until ${isoTime(block.endsAt)} (${human(durationMs)})` + (reason ? safe`, reason: ${reason}` : ''),
   );
   return EXIT.ok;
 };
@@ -314,8 +324,8 @@ const unblock: Runner = async (fg, options, io) => {
   const json = { identifier: id, wasBlocked: before !== undefined, reason: before?.reason ?? null };
   print(io, options, json, () =>
     before
-      ? `unblocked ${id} (was blocked${before.reason ? `: ${before.reason}` : ''}, until ${isoTime(before.endsAt)})`
-      : `${id} was not blocked`,
+      ? safe`unblocked ${id} (was blocked` + (before.reason ? safe`: ${before.reason}` : '') + safe`, until ${isoTime(before.endsAt)})`
+      : safe`${id} was not blocked`,
   );
   return before ? EXIT.ok : EXIT.nothing;
 };
@@ -339,7 +349,7 @@ const reset: Runner = async (fg, options, io) => {
   }
   const json = { identifier: id, limiters: names, reset: held };
   print(io, options, json, () =>
-    held.length > 0 ? `reset ${id} in ${held.join(', ')}` : `${id} had no counts in ${names.join(', ')}: nothing to reset`,
+    held.length > 0 ? safe`reset ${id} in ${held.join(', ')}` : safe`${id} had no counts in ${names.join(', ')}: nothing to reset`,
   );
   return held.length > 0 ? EXIT.ok : EXIT.nothing;
 };
@@ -359,7 +369,7 @@ const blocks: Runner = async (fg, options, io) => {
   };
   print(io, options, json, () =>
     list.length === 0
-      ? `no identifier is blocked under prefix '${fg.prefix}'`
+      ? safe`no identifier is blocked under prefix '${fg.prefix}'`
       : table(
           ['IDENTIFIER', 'REASON', 'ENDS', 'IN'],
           list.map((b) => [b.identifier, b.reason || '-', isoTime(b.endsAt), human(b.endsAt - now)]),
@@ -376,7 +386,7 @@ const top: Runner = async (fg, options, io) => {
   const json = { minutes, top: list };
   print(io, options, json, () =>
     list.length === 0
-      ? `no denials recorded under prefix '${fg.prefix}' in the last ${minutes} minute(s)`
+      ? safe`no denials recorded under prefix '${fg.prefix}' in the last ${minutes} minute(s)`
       : table(
           ['#', 'IDENTIFIER', 'DENIALS'],
           list.map((t, i) => [String(i + 1), t.identifier, String(t.denials)]),

@@ -46,9 +46,17 @@ const CONNECTION_FAULT =
 const UNSUPPORTED =
   /non deterministic commands|unknown command [`'"]?(evalsha|eval|script)\b|NOPERM|PermissionDenied|nonexistent global variable|Error compiling script|Unknown Redis command called from script|not allowed from script|scripting is disabled/i;
 
-/** The server's own words of an error reply: the message without a client's decoration. */
+/**
+ * A server's error reply without the arguments it quotes: Redis answers an unknown command with
+ * "..., with args beginning with: '<sha>' '2' '<key>' ...", and the keys name the identifiers.
+ */
+export function withoutQuotedArguments(message: string): string {
+  return message.replace(/,? with args beginning with:.*$/s, '');
+}
+
+/** The server's own words of an error reply: the message without a client's decoration or quoted arguments. */
 function serverWords(message: string): string {
-  return message.replace(/^An error was signalled by the server: - /, '').replace(/^ReplyError: /, '');
+  return withoutQuotedArguments(message.replace(/^An error was signalled by the server: - /, '').replace(/^ReplyError: /, ''));
 }
 
 /**

@@ -3,7 +3,7 @@ import { storeFailureWarning, toStoreError } from './deadline';
 import type { Decision } from './decision';
 import { decodeReply, type Reply } from './reply';
 import { encodeIdentifier, keyScheme, type KeyScheme } from './keys';
-import { resolveOptions, type LimiterOptions, type ResolvedOptions, type LimiterEvent } from './options';
+import { resolveOptions, type LimiterOptions, type ResolvedOptions } from './options';
 import { parseDuration, type Rule } from './rules';
 import { MemoryStore, sharedMemoryStore } from './stores/memory';
 import { RedisStore } from './stores/redis';
@@ -466,7 +466,7 @@ export class FloodgateLimiter implements Limiter {
   private fallback(call: Call, error: StoreError): Decision {
     if (error.kind !== 'overload' && error.kind !== 'reply') this.fault = error;
     this.recorder.failed(error);
-    this.emit({ type: 'store-error', limiter: this.name, error, policy: this.failure });
+    if (this.events.active) this.events.storeError(error, this.failure);
     // Once while failing; a server that cannot run the scripts is said so even when another failure came first.
     if (!this.failing || (error.kind === 'unsupported' && !this.unsupportedWarned)) {
       this.failing = true;
@@ -518,15 +518,11 @@ export class FloodgateLimiter implements Limiter {
       this.records.denied(decision.identifier);
     }
     if (this.opts.mode === 'shadow' && !decision.allowed) {
-      if (decision.reason !== 'store-unavailable') this.emit({ type: 'shadow-deny', limiter: this.name, decision });
+      if (decision.reason !== 'store-unavailable' && this.events.active) this.events.shadowDeny(decision);
       decision = { ...decision, allowed: true, reason: undefined, retryAfterMs: 0, shadowDenied: true };
     }
     if (this.events.active) this.events.decision(decision, plan.name === '' ? undefined : plan.name, latencyMs);
     return decision;
-  }
-
-  private emit(event: LimiterEvent): void {
-    if (this.events.active) this.events.emit(event);
   }
 }
 

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { StoreError } from '../errors';
 import { storeFailureWarning, toStoreError } from '../deadline';
+import { Events } from '../events';
 import { encodeIdentifier, keyScheme, type KeyScheme } from '../keys';
-import type { FailurePolicy, LimiterEvent, ResolvedOptions } from '../options';
+import type { FailurePolicy, ResolvedOptions } from '../options';
 import { CallPlanner } from '../call-plan';
 import { RedisStore } from '../stores/redis';
 import { adapterOf } from '../stores/client';
@@ -77,6 +78,8 @@ class Leases implements ConcurrencyLimiter {
   readonly leaseMs: number;
   readonly failure: FailurePolicy;
   private readonly opts: ResolvedOptions;
+  /** `onEvent`, as a rate limiter's: guarded, and without identifiers (a concurrency limiter has no `events` option). */
+  private readonly events: Events;
   private readonly store: RedisStore | undefined;
   private readonly memory: MemoryLeases | undefined;
   /** The `failure: 'local'` twin, made on first use. */
@@ -98,6 +101,7 @@ class Leases implements ConcurrencyLimiter {
   constructor(resolved: ResolvedConcurrencyOptions) {
     const opts = resolved.common;
     this.opts = opts;
+    this.events = new Events(opts.name, opts.onEvent, opts.eventIdentifiers, opts.logger);
     this.name = opts.name;
     this.prefix = opts.prefix;
     this.max = resolved.max;
@@ -183,7 +187,7 @@ class Leases implements ConcurrencyLimiter {
       },
       (err: unknown) => {
         const error = toStoreError(err);
-        this.emit({ type: 'store-error', limiter: this.name, error, policy: this.failure });
+        this.events.storeError(error, this.failure);
         if (!this.releaseFailing) {
           this.releaseFailing = true;
           this.opts.logger.warn(
@@ -252,7 +256,7 @@ class Leases implements ConcurrencyLimiter {
 
   /** The store could not decide: the failure policy, once the event and (once while failing) a warning are out. */
   private fallback(ids: string[], keys: string[], error: StoreError): Lease {
-    this.emit({ type: 'store-error', limiter: this.name, error, policy: this.failure });
+    this.events.storeError(error, this.failure);
     if (!this.failing || (error.kind === 'unsupported' && !this.unsupportedWarned)) {
       this.failing = true;
       if (error.kind === 'unsupported') this.unsupportedWarned = true;
@@ -267,15 +271,6 @@ class Leases implements ConcurrencyLimiter {
     if (policy === 'open') return Object.assign(this.granted('fallback', ids, 0, NOT_HELD), { error });
     this.tally!.remove(ids);
     return { ...this.denied('fallback', 'store-unavailable', undefined, 0, Math.min(1000, this.opts.timeoutMs * 4)), error };
-  }
-
-  private emit(event: LimiterEvent): void {
-    if (!this.opts.onEvent) return;
-    try {
-      this.opts.onEvent(event);
-    } catch (err) {
-      this.opts.logger.warn(`floodgate: onEvent threw: ${err instanceof Error ? err.message : String(err)}`);
-    }
   }
 }
 
