@@ -13,7 +13,7 @@ export function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
       afterTurn(() => {
         if (settled) return;
         settled = true;
-        reject(new StoreError('timeout', `no reply from Redis within ${ms} ms`));
+        reject(new StoreError('timeout', `no reply from Redis within ${Math.round(ms)} ms`));
       });
     }, ms);
     promise.then(

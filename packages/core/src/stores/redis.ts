@@ -241,7 +241,7 @@ export class RedisStore implements Store {
         if (sentAt === undefined) {
           // Never sent: it never will be (removed from the waiters), so nothing runs after the caller gave up.
           settled?.(undefined, true);
-          finish(new StoreError('timeout', `Redis did not become ready within ${budgetMs} ms`));
+          finish(new StoreError('timeout', `Redis did not become ready within ${Math.round(budgetMs)} ms`));
           return;
         }
         // Replies kept arriving since this one was sent, or the command left this process too late for the
@@ -259,9 +259,9 @@ export class RedisStore implements Store {
           progressed
             ? new StoreError(
                 'overload',
-                `no reply within ${budgetMs} ms while Redis was answering earlier commands (or this process was too busy to wait)`,
+                `no reply within ${Math.round(budgetMs)} ms while Redis was answering earlier commands (or this process was too busy to wait)`,
               )
-            : new StoreError('timeout', `no reply from Redis within ${budgetMs} ms`),
+            : new StoreError('timeout', `no reply from Redis within ${Math.round(budgetMs)} ms`),
         );
         if (!progressed) {
           // A silent server may never answer (frozen, partitioned): the command counts as lost from here,
