@@ -4,6 +4,7 @@ import type { ResolvedOptions } from './options';
 import type { Rule } from './rules';
 import { ruleArgs } from './algorithms/frame';
 import { ruleMask } from './algorithms/script';
+import { newIncarnation } from './algorithms/incarnation';
 
 const MAX_IDENTIFIERS = 64;
 const MAX_COST = 1_000_000_000;
@@ -94,7 +95,8 @@ export class CallPlanner {
       for (const enc of encs) keys.push(this.keys.index(enc));
     }
     const penalty = this.opts.penalty && this.opts.mode === 'enforce' ? '1' : '0';
-    const argv = [op, cost, penalty, this.nowArg(), this.pad, ...this.ruleArgs, ...masks];
+    // Last, the check's incarnation: a key it creates is given it by the scripts that answer receipts.
+    const argv = [op, cost, penalty, this.nowArg(), this.pad, ...this.ruleArgs, ...masks, newIncarnation()];
     return { ids, keys, argv, ruleLists, cost };
   }
 

@@ -172,34 +172,31 @@ describe('algorithm options', () => {
 });
 
 describe('fixed-window layout 2 (one stamp, one counter per window)', () => {
-  test("3 rules are 4 hash fields, and a removed rule's counter is deleted on the next write", async () => {
+  test("3 rules are 4 hash fields; another rule set's counter is kept while its window is current, then deleted", async () => {
     const prefix = uniquePrefix('fwl');
-    const three = createLimiter({
-      redis: store,
-      prefix,
-      name: 'fw',
-      algorithm: 'fixed-window',
-      limits: [
-        { limit: 10, window: '1s' },
-        { limit: 100, window: '1m' },
-        { limit: 900, window: '1h' },
-      ],
-    });
+    let now = Date.UTC(2031, 0, 1, 0, 0, 10);
+    const make = (limits: LimiterOptions['limits']) =>
+      createLimiter({ redis: store, prefix, name: 'fw', algorithm: 'fixed-window', clock: () => now, limits });
+    const three = make([
+      { limit: 10, window: '1s' },
+      { limit: 100, window: '1m' },
+      { limit: 900, window: '1h' },
+    ]);
     await three.check('ip:192.0.2.44');
     await three.close();
     const key = `${prefix}:fw:fw2:{ip:192.0.2.44}`;
     expect(Object.keys(await redis.hgetall(key)).sort()).toEqual(['1000', '3600000', '60000', 't']);
-    // A later deployment drops the 1 m rule: its counter must not be read against a newer stamp if it returns.
-    const two = createLimiter({
-      redis: store,
-      prefix,
-      name: 'fw',
-      algorithm: 'fixed-window',
-      limits: [
-        { limit: 10, window: '1s' },
-        { limit: 900, window: '1h' },
-      ],
-    });
+    // Another plan, or a deployment that drops the 1 m rule: within the minute its count stays, dated by the
+    // new stamp as the old one dated it (moving between plans must not forget it).
+    const two = make([
+      { limit: 10, window: '1s' },
+      { limit: 900, window: '1h' },
+    ]);
+    now += 20_000;
+    await two.check('ip:192.0.2.44');
+    expect(await redis.hget(key, '60000')).toBe('1');
+    // Once its minute has passed it is zero, and deleted: never read against a newer stamp.
+    now += 40_000;
     await two.check('ip:192.0.2.44');
     await two.close();
     expect(Object.keys(await redis.hgetall(key)).sort()).toEqual(['1000', '3600000', 't']);

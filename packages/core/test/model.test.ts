@@ -7,7 +7,9 @@ import { onlyOptionsOf } from './fixtures/rule-options';
 /*
  * The model check (issue 3): random sequences of checks, peeks, blocks and clock jumps run through the
  * Lua scripts on a real Redis (test clock) and through the JavaScript twins (memory store, same clock).
- * Every decision must be identical, and the admitted requests must keep each algorithm's guarantee.
+ * Every decision must be identical, and the admitted requests must keep each algorithm's guarantee (minus
+ * the refunded ones; an identifier's requests before its reset no longer count toward it, and a refund
+ * after the reset must give nothing back to it).
  * Large jumps outrun the memory store's padded TTLs but not Redis's real-time ones, so decisions that
  * rested on whether a key exists (DESIGN invariant 4) would differ between the two.
  */
@@ -21,6 +23,7 @@ type Op =
   | { op: 'align'; offset: number }
   | { op: 'block'; id: string; ms: number }
   | { op: 'unblock'; id: string }
+  | { op: 'reset'; id: string }
   | { op: 'refund'; k: number };
 
 interface Admitted {
@@ -65,6 +68,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
     arbitrary: fc.record({ op: fc.constant('block' as const), id: fc.constantFrom(...IDS), ms: fc.integer({ min: 1, max: 3_000 }) }),
   },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('unblock' as const), id: fc.constantFrom(...IDS) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('reset' as const), id: fc.constantFrom(...IDS) }) },
   // Gives back the k-th earlier decision (mod their number): admitted or not, refunded already or not.
   { weight: 2, arbitrary: fc.record({ op: fc.constant('refund' as const), k: fc.nat(40) }) },
 );
@@ -190,6 +194,11 @@ describe.each<AlgorithmName>(['fixed-window', 'sliding-window', 'sliding-log', '
               } else if (op.op === 'unblock') {
                 await onRedis.unblock(op.id);
                 await onMemory.unblock(op.id);
+              } else if (op.op === 'reset') {
+                await onRedis.reset(op.id);
+                await onMemory.reset(op.id);
+                // What it admitted before no longer counts toward it, refunded or not.
+                for (const a of admitted) a.ids = a.ids.filter((id) => id !== op.id);
               } else if (op.op === 'refund') {
                 if (decided.length === 0) continue;
                 const d = decided[op.k % decided.length]!;
@@ -203,7 +212,7 @@ describe.each<AlgorithmName>(['fixed-window', 'sliding-window', 'sliding-log', '
                 const m = await onMemory[op.op](op.ids, { cost: op.cost });
                 expect(r.source).toBe('redis');
                 expect(comparable(r)).toEqual(comparable(m));
-                const entry = op.op === 'check' && r.allowed && op.cost > 0 ? { t: now, ids: op.ids, cost: op.cost } : undefined;
+                const entry = op.op === 'check' && r.allowed && op.cost > 0 ? { t: now, ids: [...op.ids], cost: op.cost } : undefined;
                 if (entry) admitted.push(entry);
                 decided.push({ r, m, admitted: entry });
               }

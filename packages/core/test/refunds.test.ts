@@ -177,6 +177,34 @@ describe('a refund never creates budget the algorithm would not have had', () =>
   });
 });
 
+/*
+ * A key's incarnation (src/algorithms/incarnation.ts) is given by a refundable check; keys written without
+ * one (by a limiter without refunds, or by an earlier release) keep their counts, and a limiter without
+ * refunds sharing the keys keeps the incarnation when it writes, trims or re-dates them.
+ */
+describe.each(ALGORITHMS)('%s: keys shared with a limiter without refunds', (algorithm) => {
+  test('its counts are kept, and its writes keep the incarnation the refunds need', async () => {
+    let now = Date.UTC(2030, 0, 1, 0, 0, 10, 100);
+    const shared = { algorithm, prefix: uniquePrefix('mixed'), name: 'mixed', limits: { limit: 2, window: '1s' }, clock: () => now };
+    const plain = limiter('redis', { ...shared, refunds: false });
+    const refundable = limiter('redis', shared);
+    expect((await plain.check('ip:1')).allowed).toBe(true);
+    expect((await refundable.check('ip:1')).allowed).toBe(true);
+    expect((await plain.check('ip:1')).allowed).toBe(false);
+    // The next second: the plain limiter re-dates, trims (sliding log) and re-expires the key after the
+    // refundable one gave it its incarnation.
+    now += 1_500;
+    expect((await plain.check('ip:1')).allowed).toBe(true);
+    const d = await refundable.check('ip:1');
+    expect(d.allowed).toBe(true);
+    expect((await plain.check('ip:1')).allowed).toBe(false);
+    expect(await refundable.refund(d)).toBe(true);
+    expect((await plain.check('ip:1')).allowed).toBe(true);
+    await plain.close();
+    await refundable.close();
+  });
+});
+
 test('at most once, also when two refunds of one decision race', async () => {
   const l = limiter('redis');
   const d = await l.check('ip:1', { cost: 2 });

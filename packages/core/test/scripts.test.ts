@@ -5,6 +5,7 @@ import { resolveOptions } from '../src/options';
 import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
 import { compileScript, ruleMask, ruleMasks } from '../src/algorithms/script';
 import { ruleArgs, runFrame } from '../src/algorithms/frame';
+import { newIncarnation } from '../src/algorithms/incarnation';
 import { Forever } from './fixtures/forever-storage';
 import type { Algorithm } from '../src/algorithms/types';
 import { onlyOptionsOf } from './fixtures/rule-options';
@@ -14,7 +15,8 @@ import { onlyOptionsOf } from './fixtures/rule-options';
  * model), on the real Redis, over random rule sets of 1 to 32 rules with `for` scopes and random call
  * sequences: every reply identical, and every state key holding exactly the bytes the twin's state
  * encodes to. (The model test ties limiters on Redis and in memory together through the public API;
- * this one looks at the bytes.)
+ * this one looks at the bytes.) Half the runs use the refundable script, which answers receipts and gives
+ * keys incarnations (every call brings one, as a limiter's do), and keys are reset (deleted) now and then.
  */
 const RUNS = Number(process.env.FLOODGATE_MODEL_RUNS ?? 150);
 const IDS = ['ip:10.0.0.1', 'ip:10.0.0.2', 'user:alice', 'user:bob', 'key:k1'];
@@ -37,6 +39,7 @@ type Op =
   | { op: 'c' | 'p'; ids: string[]; cost: number; penalty: boolean }
   | { op: 'advance'; ms: number }
   | { op: 'block'; id: string; ms: number }
+  | { op: 'reset'; id: string }
   | { op: 'swap' };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
@@ -55,16 +58,18 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
     weight: 1,
     arbitrary: fc.record({ op: fc.constant('block' as const), id: fc.constantFrom(...IDS), ms: fc.integer({ min: 1, max: 3_000 }) }),
   },
-  // The limiter's rules change (a deploy) while its keys live on: fields of removed rules meet the new script.
+  // The limiter's rules change (a deploy, or a check under another plan) while its keys live on: fields of
+  // the other rules meet the script.
   { weight: 1, arbitrary: fc.constant({ op: 'swap' as const }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('reset' as const), id: fc.constantFrom(...IDS) }) },
 );
 
-/** One rule set: its script, the rule arguments, and an identifier's mask. */
-function scriptsFor(algorithm: AlgorithmName, limits: RuleInput[]) {
+/** One rule set: its script (refundable or not), the rule arguments, and an identifier's mask. */
+function scriptsFor(algorithm: AlgorithmName, limits: RuleInput[], refundable: boolean) {
   const opts = resolveOptions({ algorithm, limits: onlyOptionsOf(algorithm, limits) } as LimiterOptions);
   return {
     algorithm: opts.algorithm as Algorithm,
-    lua: compileScript(opts.algorithm, opts.rules),
+    lua: compileScript(opts.algorithm, opts.rules, refundable ? 'refundable' : 'single'),
     rules: ruleArgs(opts.rules, opts.algorithm),
     mask: (id: string) => ruleMask(opts.rules, identifierKind(id)),
     maxWindow: Math.max(...opts.rules.map((r) => r.windowMs)),
@@ -98,7 +103,7 @@ function encode(algorithm: AlgorithmName, value: unknown): Record<string, string
   if (algorithm === 'sliding-log') return (value as number[]).map((t) => hex(String(t)));
   const out: Record<string, string> = {};
   for (const [name, v] of value as Map<string, unknown>) {
-    if (algorithm === 'fixed-window') out[name] = hex(String(v));
+    if (typeof v === 'string' || algorithm === 'fixed-window') out[name] = hex(String(v));
     else if (algorithm === 'token-bucket') out[name] = hex(`${(v as { a: number }).a}:${(v as { r: number }).r}`);
     else out[name] = Buffer.concat([(v as { last: number }).last, ...(v as { c: number[] }).c].map(msgpackInt)).toString('hex');
   }
@@ -126,8 +131,9 @@ describe.each<AlgorithmName>(['fixed-window', 'sliding-window', 'sliding-log', '
         fc.array(ruleArb, { minLength: 1, maxLength: 4 }),
         fc.array(opArb, { minLength: 5, maxLength: 40 }),
         fc.integer({ min: 1_600_000_000_000, max: 1_900_000_000_000 }),
-        async (limits, otherLimits, ops, start) => {
-          const sets = [scriptsFor(algorithm, limits), scriptsFor(algorithm, otherLimits)];
+        fc.boolean(),
+        async (limits, otherLimits, ops, start, refundable) => {
+          const sets = [scriptsFor(algorithm, limits, refundable), scriptsFor(algorithm, otherLimits, refundable)];
           let scripts = sets[0]!;
           const prefix = uniquePrefix('script');
           const twin = new Forever();
@@ -138,15 +144,29 @@ describe.each<AlgorithmName>(['fixed-window', 'sliding-window', 'sliding-log', '
               scripts = scripts === sets[0] ? sets[1]! : sets[0]!;
             } else if (op.op === 'advance') {
               now += op.ms;
+            } else if (op.op === 'reset') {
+              const [stateKey] = keysOf([op.id]);
+              await redis.del(stateKey!);
+              twin.map.delete(stateKey!);
             } else if (op.op === 'block') {
               const [, blockKey] = keysOf([op.id]);
               await redis.set(blockKey!, `${now + op.ms}|manual`, 'PX', op.ms + 600_000);
               twin.set(blockKey!, `${now + op.ms}|manual`);
             } else {
               // PAD: Redis expires keys in real time, which this clock does not follow; no key may expire here.
-              const argv = [op.op, op.cost, op.penalty ? '1' : '0', String(now), PAD, ...scripts.rules, ...op.ids.map(scripts.mask)];
+              const argv = [
+                op.op,
+                op.cost,
+                op.penalty ? '1' : '0',
+                String(now),
+                PAD,
+                ...scripts.rules,
+                ...op.ids.map(scripts.mask),
+                newIncarnation(),
+              ];
               const lua = await redis.eval(scripts.lua, 2 * op.ids.length, ...keysOf(op.ids), ...argv);
-              const js = runFrame(scripts.algorithm.twin, twin, keysOf(op.ids), argv, now);
+              const receipts = refundable ? scripts.algorithm.undo.twin : undefined;
+              const js = runFrame(scripts.algorithm.twin, twin, keysOf(op.ids), argv, now, { receipts });
               expect(lua).toEqual(js);
               for (const id of op.ids) {
                 const [stateKey] = keysOf([id]);

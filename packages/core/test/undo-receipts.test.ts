@@ -6,6 +6,7 @@ import type { Algorithm, FrameContext } from '../src/algorithms/types';
 import { ruleArgs, runSplitFrame } from '../src/algorithms/frame';
 import type { Reply, UndoReceipt } from '../src/reply';
 import { createProgram } from '../src/algorithms/script';
+import { bindReceipt, giveBackTwin, newIncarnation } from '../src/algorithms/incarnation';
 import { ClusterStore } from '../src/stores/cluster';
 import { MemoryStore } from '../src/stores/memory';
 import { closeClients, connect, storeClient, uniquePrefix } from '@floodgate/testing';
@@ -22,7 +23,8 @@ beforeAll(async () => {
  * check never splits, so these drive its split frame and give-back script directly. Every step also runs
  * through the JavaScript twins on a memory store with the same clock: the same replies (runSplitFrame),
  * the same receipt text, the same give-back. The snapshot that follows the receipts in the Lua reply
- * (Redis's own bytes) is checked against Redis itself.
+ * (Redis's own bytes) is checked against Redis itself. Every check brings its incarnation, as a limiter's
+ * do: a receipt is bound to the key's (incarnation.ts).
  */
 afterAll(closeClients);
 
@@ -71,6 +73,7 @@ function twins(algorithm: Algorithm, rules: number[]) {
   const F = resolved.map((r) => algorithm.field(r));
   const ctxAt = (now: number): FrameContext => ({
     now,
+    incarnation: undefined,
     pad: PAD,
     window: resolved.map((r) => r.windowMs),
     limit: resolved.map((r) => r.limit),
@@ -87,6 +90,7 @@ function twins(algorithm: Algorithm, rules: number[]) {
     PAD,
     ...ruleArgs(resolved, algorithm),
     '1'.repeat(nr),
+    newIncarnation(),
   ];
   // The split script generated for these rules.
   const program = createProgram(algorithm, resolved);
@@ -99,17 +103,22 @@ function twins(algorithm: Algorithm, rules: number[]) {
     const memoryBefore = memory.get(key, now);
     const st = algorithm.twin.load(memory.get(key, now), ctxAt(now));
     for (const j of js) algorithm.twin.commit(st, j, cost, ctxAt(now));
-    const jsReceipt = algorithm.undo.twin.receipt(st, js, ctxAt(now));
+    const receiptItems = algorithm.undo.twin.receipt(st, js, ctxAt(now));
     const before = await stored(key);
-    const lua = await redis.runSlot(program, keys, argv(op, now, cost));
-    const reply = runSplitFrame(algorithm, memory, keys, argv(op, now, cost), now);
+    const args = argv(op, now, cost);
+    const lua = await redis.runSlot(program, keys, args);
+    const reply = runSplitFrame(algorithm, memory, keys, args, now);
     expect(lua.slice(0, reply.length)).toEqual(reply);
     if (reply[2] !== 1) {
       expect(lua.slice(reply.length)).toEqual([]);
-      return { reply, receipt: '' };
+      return { reply, receipt: '', items: '' };
     }
-    // pre, at 0, at COST: three evaluations per rule, then the receipt
+    // pre, at 0, at COST: three evaluations per rule, then the receipt: the items bound to the key's
+    // incarnation, which the first consuming check of the key gave it (its own).
     expect(reply).toHaveLength(5 + 9 * nr + 1);
+    const incarnation = algorithm.undo.twin.incarnation(memory.get(key, now) as never);
+    expect(incarnation).toMatch(/^\d{16}$/);
+    const jsReceipt = bindReceipt(incarnation, receiptItems);
     expect(reply[reply.length - 1]).toBe(jsReceipt);
     const [digest, type, expireAt, n, ...items] = lua.slice(reply.length);
     expect(items).toHaveLength(Number(n));
@@ -118,18 +127,20 @@ function twins(algorithm: Algorithm, rules: number[]) {
     if (before.expireAt < 0) expect(expireAt).toBe(before.expireAt);
     else expect(Math.abs(Number(expireAt) - before.expireAt)).toBeLessThan(250);
     const full = { receipt: jsReceipt, digest: String(digest), type: String(type), expireAt: Number(expireAt), items: items.map(String) };
-    return { reply, receipt: jsReceipt, full, memoryBefore };
+    return { reply, receipt: jsReceipt, items: receiptItems, full, memoryBefore };
   }
 
   return {
     key,
     check: (now: number, cost: number) => run('c', now, cost),
+    /** The twin's side of a DEL (reset): the memory store forgets the key. */
+    forget: () => memory.delete([key]),
     /** Per rule [available, resetMs, retryMs] for a cost of 1, after both agreed. */
     peek: async (now: number) => (await run('p', now, 1)).reply.slice(5),
     /** The give-back with the receipt alone on Redis (it reports 2: the receipt ran), the JS twin in memory. */
     async undo(now: number, receipt: string, cost: number): Promise<void> {
       expect(await redis.giveBack(algorithm, [key], [receipt], cost)).toEqual([2]);
-      algorithm.undo.twin.undo(memory.get(key, now) as never, receipt, cost);
+      giveBackTwin(algorithm, memory.get(key, now), receipt, cost);
     },
     /**
      * The give-back with the snapshot: 1 when it restored the snapshot (the twin then restores the value
@@ -140,7 +151,7 @@ function twins(algorithm: Algorithm, rules: number[]) {
       if (how === 1) {
         memory.delete([key]);
         if (checked.memoryBefore !== undefined) memory.set(key, checked.memoryBefore, PAD, now);
-      } else algorithm.undo.twin.undo(memory.get(key, now) as never, checked.receipt, cost);
+      } else giveBackTwin(algorithm, memory.get(key, now), checked.receipt, cost);
       return how!;
     },
   };
@@ -148,7 +159,9 @@ function twins(algorithm: Algorithm, rules: number[]) {
 
 interface Checked {
   reply: Reply;
+  /** The receipt as the script answered it (bound to the key's incarnation), and its items alone. */
   receipt: string;
+  items: string;
   /** When the check consumed: its receipt and snapshot, as the split frame returned them. */
   full?: UndoReceipt;
   /** The twin's stored value before the check. */
@@ -177,7 +190,7 @@ const available = (evals: Reply) => evals.filter((_, i) => i % 3 === 0);
 describe.each(CASES)('%s', (_name, algorithm, rules, first) => {
   test('a consuming check returns a receipt per identifier, the same text as the JS twin; a denied one none', async () => {
     const t = twins(algorithm, rules);
-    expect((await t.check(T0, 1)).receipt).toBe(first);
+    expect((await t.check(T0, 1)).items).toBe(first);
     expect((await t.check(T0 + 1_234, 2)).receipt).not.toBe('');
     expect((await t.check(T0 + 75_000, 3)).receipt).not.toBe('');
     const denied = await t.check(T0 + 75_000, 50);
@@ -220,6 +233,23 @@ describe.each(CASES)('%s', (_name, algorithm, rules, first) => {
     await t.check(T0 + 20, 1);
     expect(await t.restore(T0 + 20, second, 2)).toBe(2);
     await t.peek(T0 + 20);
+  });
+
+  test('a receipt of the key before a reset gives nothing back to the key a new check made (one millisecond)', async () => {
+    const t = twins(algorithm, rules);
+    const old = await t.check(T0, 2);
+    await connect().del(t.key);
+    t.forget();
+    // The new key: the same window, bucket, TAT and millisecond as the old receipt names, another incarnation.
+    const fresh = await t.check(T0, 2);
+    expect(fresh.items).toBe(old.items);
+    expect(fresh.receipt).not.toBe(old.receipt);
+    const before = await t.peek(T0);
+    await t.undo(T0, old.receipt, 2);
+    expect(await t.peek(T0)).toEqual(before);
+    // Its own receipt still gives back.
+    await t.undo(T0, fresh.receipt, 2);
+    expect(available(await t.peek(T0))).toEqual([5, 10]);
   });
 
   test('a give-back of a key that expired or was reset writes nothing', async () => {
@@ -293,7 +323,9 @@ test('sliding-log: a snapshot of thousands of entries is restored exactly (in ch
   await t.check(T0, 1_300);
   await t.check(T0 + 500, 1_100);
   const before = await stored(t.key);
-  expect(before.items).toHaveLength(2_400);
+  // 2,400 entries, then the key's incarnation (negated).
+  expect(before.items).toHaveLength(2_401);
+  expect(before.items[2_400]).toMatch(/^-\d{16}$/);
   const checked = await t.check(T0 + 1_000, 100);
   expect(await t.restore(T0 + 1_000, checked, 100)).toBe(1);
   const after = await stored(t.key);
@@ -307,8 +339,8 @@ test('token-bucket: a fractional emission interval (W / L ms) is given back to t
   await t.check(T0, 1);
   const before = await t.peek(T0 + 1);
   // TAT T0 + 333 ms + 1 tick, then 2 units of 1000 ticks: the undo borrows a tick from the milliseconds.
-  const { receipt } = await t.check(T0 + 1, 2);
-  expect(receipt).toBe(`1000:3:3:2000:${T0 + 1_000}:0`);
+  const { receipt, items } = await t.check(T0 + 1, 2);
+  expect(items).toBe(`1000:3:3:2000:${T0 + 1_000}:0`);
   await t.undo(T0 + 1, receipt, 2);
   expect(await t.peek(T0 + 1)).toEqual(before);
   expect(await connect().hget(t.key, '1000:3:3')).toBe(`${T0 + 333}:1`);

@@ -8,6 +8,7 @@ import { resetWarnings, type Logger } from '@floodgate/core/adapter';
 import { closeClients, connect, uniquePrefix } from './clients';
 import type { AdapterFactory, AppSpec, NeutralOptions, TestApp } from './conformance';
 import { refundsAttacks } from './attacks/refunds';
+import { plansAttacks } from './attacks/plans';
 
 /*
  * The attacks of docs/security.md, mounted over real sockets against each adapter's app (the conformance
@@ -171,4 +172,5 @@ export function adversarial(factory: AdapterFactory): void {
     });
   });
   refundsAttacks(factory);
+  plansAttacks(factory);
 }

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
+import { Cluster } from 'ioredis';
 import { spawnRedis, type RedisProcess } from './processes';
 import { redisServerBinary } from './redis-server';
 import { ask } from './sentinel';
@@ -43,6 +44,33 @@ export async function startCluster(): Promise<ClusterSetup> {
     startupNodes: nodes.map((n) => ({ host: n.host, port: n.port })),
     stop: async () => {
       await Promise.all(nodes.map((n) => n.stop()));
+    },
+  };
+}
+
+/**
+ * A Cluster of startCluster() and a ready ioredis client of it (no re-sending of unanswered commands, as
+ * the README's production settings, errors swallowed), for a describe block: started before its tests and
+ * stopped after them.
+ */
+export function useCluster(): { readonly client: Cluster } {
+  let setup: ClusterSetup | undefined;
+  let client: Cluster | undefined;
+  beforeAll(async () => {
+    setup = await startCluster();
+    const c = new Cluster(setup.startupNodes, { clusterRetryStrategy: () => 50, redisOptions: { autoResendUnfulfilledCommands: false } });
+    c.on('error', () => undefined);
+    await new Promise((r) => c.once('ready', r));
+    client = c;
+  }, 60_000);
+  afterAll(async () => {
+    client?.disconnect();
+    await setup?.stop();
+  });
+  return {
+    get client(): Cluster {
+      if (client === undefined) throw new Error('useCluster(): the Cluster is started in beforeAll');
+      return client;
     },
   };
 }

@@ -18,5 +18,5 @@ export { conformance, answerOf, type AdapterFactory, type AppSpec, type TestApp,
 export { freePort, waitForPing, spawnRedis, RedisProcess } from './processes';
 export { runLoad, liveTimers, collectGarbage, type Sample, type LoadResult } from './load';
 export { startSentinels, forceFailover, ask, SENTINEL_MASTER, type SentinelSetup } from './sentinel';
-export { startCluster, serverCli, type ClusterSetup } from './cluster';
+export { startCluster, serverCli, useCluster, type ClusterSetup } from './cluster';
 export { exampleSmoke } from './example-smoke';

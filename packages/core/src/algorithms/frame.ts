@@ -2,6 +2,7 @@ import type { Rule } from '../rules';
 import type { Algorithm, AlgorithmUndo, FrameContext, PairEval, Twin } from './types';
 import type { Reply } from '../reply';
 import { lockoutTwin, type LockoutSpec } from './lockout';
+import { bindReceipt } from './incarnation';
 
 /*
  * The frame every check runs in: the script protocol (docs/design.md, section 4), its JavaScript twin (what
@@ -21,6 +22,8 @@ import { lockoutTwin, type LockoutSpec } from './lockout';
  *         the name of the rule's state field (Algorithm.field). The generated scripts have them as
  *         constants and read only R; the twin reads them all.
  * ARGV[7 + RULE_ARGS * R ...] per identifier: a mask of R chars, '1' where the rule applies to it
+ * then the check's incarnation: the number a key without one gets when a script that answers receipts
+ *         (refundable, split) commits to it (incarnation.ts); the plain script ignores it
  * Reply (flat integers and strings, the same in RESP2 and RESP3):
  *   { now, allowed (0|1), consumed (0|1), then per identifier: blockMs, blockReason,
  *     then per identifier, per applicable rule in rule order: available, resetMs, retryMs }
@@ -95,7 +98,15 @@ export function ruleArgs(rules: readonly Rule[], algorithm: Algorithm): (string 
 export interface FrameStorage {
   get(key: string, now: number): unknown;
   set(key: string, value: unknown, ttlMs: number, now: number): void;
+  /**
+   * Writes a state key, as a check's save does: its expiry moves later, never earlier (another plan's or
+   * rule set's state in the key may need it longer than these rules do; the scripts never shorten a TTL).
+   */
+  save(key: string, value: unknown, ttlMs: number, now: number): void;
 }
+
+/** A well-formed incarnation (incarnation.ts) as the scripts accept it, or undefined. */
+const incarnationArg = (v: unknown): string | undefined => (typeof v === 'string' && /^[1-9]\d*$/.test(v) ? v : undefined);
 
 /** What both JavaScript frames share: the call's values, the blocks, and every pair evaluated at COST. */
 interface Evaluated {
@@ -121,13 +132,16 @@ function evaluateFrame(
   argv: readonly (string | number)[],
   clockNow: number,
   keysPerId: number,
+  incarnations: boolean,
 ): Evaluated {
   const op = String(argv[0]);
   const cost = Number(argv[1]);
   const penalty = String(argv[2]) === '1';
   const now = argv[3] === '' ? clockNow : Number(argv[3]);
   const nr = Number(argv[5]);
-  const ctx: FrameContext = { now, pad: Number(argv[4]), window: [], limit: [], burst: [], precision: [], field: [] };
+  const nIds = keys.length / keysPerId;
+  const incarnation = incarnations ? incarnationArg(argv[masksAt(nr) + nIds]) : undefined;
+  const ctx: FrameContext = { now, pad: Number(argv[4]), window: [], limit: [], burst: [], precision: [], field: [], incarnation };
   for (let j = 0; j < nr; j++) {
     const a = 6 + RULE_ARGS * j;
     (ctx.window as number[]).push(Number(argv[a]));
@@ -136,7 +150,6 @@ function evaluateFrame(
     (ctx.precision as number[]).push(Number(argv[a + 3]));
     (ctx.field as string[]).push(String(argv[a + 4]));
   }
-  const nIds = keys.length / keysPerId;
   const out: Reply = [now, 0, 0];
   const denied: boolean[] = [];
   const sts: unknown[] = [];
@@ -179,13 +192,20 @@ function evaluateFrame(
   return { ctx, out, cost, ok, blocked, consumes, sts, rules, evals, denied };
 }
 
-/** Commits and saves identifier i's rules (the script's mask commit, one identifier). */
-function commitOne(twin: Twin<unknown, unknown>, storage: FrameStorage, keys: readonly string[], f: Evaluated, i: number): void {
+/** Commits and saves identifier i's rules (the script's mask commit, one identifier); the value saved. */
+function commitOne(twin: Twin<unknown, unknown>, storage: FrameStorage, keys: readonly string[], f: Evaluated, i: number): unknown {
   const st = f.sts[i];
   const js = f.rules[i]!;
   for (const j of js) twin.commit(st, j, f.cost, f.ctx);
   const saved = twin.save(st, js, f.ctx);
-  if (saved) storage.set(keys[2 * i]!, saved.value, saved.ttlMs, f.ctx.now);
+  if (saved) storage.save(keys[2 * i]!, saved.value, saved.ttlMs, f.ctx.now);
+  return saved?.value;
+}
+
+/** Identifier i's receipt, as the script answers it: the items bound to the incarnation of the value saved. */
+function receiptOf(undo: AlgorithmUndo<unknown, unknown>['twin'], f: Evaluated, i: number, saved: unknown): string {
+  const items = undo.receipt(f.sts[i], f.rules[i]!, f.ctx);
+  return items === '' ? '' : bindReceipt(undo.incarnation(saved), items);
 }
 
 /** What a program adds to the plain frame (script.ts, Program). */
@@ -214,19 +234,20 @@ export function runFrame(
   clockNow: number,
   { receipts, lockout }: FrameExtras = {},
 ): Reply {
-  const f = evaluateFrame(twin, storage, keys, argv, clockNow, lockout ? 4 : 2);
+  const f = evaluateFrame(twin, storage, keys, argv, clockNow, lockout ? 4 : 2, receipts !== undefined);
   const { out, evals } = f;
+  const saved: unknown[] = [];
   if (f.consumes) {
     out[2] = 1;
     for (let i = 0; i < f.sts.length; i++) {
-      commitOne(twin, storage, keys, f, i);
+      saved.push(commitOne(twin, storage, keys, f, i));
       evals[i] = f.rules[i]!.map((j) => twin.evaluate(f.sts[i], j, f.ok ? 0 : f.cost, f.ctx));
     }
   }
   lockoutStep(f, storage, keys, String(argv[0]), lockout);
   if (f.ok && !f.blocked) out[1] = 1;
   for (const e of evals) for (const ev of e) out.push(ev[0], ev[1], ev[2]);
-  if (receipts && f.consumes) for (let i = 0; i < f.sts.length; i++) out.push(receipts.receipt(f.sts[i], f.rules[i]!, f.ctx));
+  if (receipts && f.consumes) for (let i = 0; i < f.sts.length; i++) out.push(receiptOf(receipts, f, i, saved[i]));
   return out;
 }
 
@@ -243,7 +264,7 @@ export function runSplitFrame(
   lockout?: LockoutSpec,
 ): Reply {
   const twin = algorithm.twin as Twin<unknown, unknown>;
-  const f = evaluateFrame(twin, storage, keys, argv, clockNow, lockout ? 4 : 2);
+  const f = evaluateFrame(twin, storage, keys, argv, clockNow, lockout ? 4 : 2, true);
   const { out } = f;
   if (f.ok && !f.blocked) out[1] = 1;
   lockoutStep(f, storage, keys, String(argv[0]), lockout);
@@ -252,14 +273,15 @@ export function runSplitFrame(
   out[2] = 1;
   const at0: number[] = [];
   const atCost: number[] = [];
+  const saved: unknown[] = [];
   for (let i = 0; i < f.sts.length; i++) {
-    commitOne(twin, storage, keys, f, i);
+    saved.push(commitOne(twin, storage, keys, f, i));
     for (const j of f.rules[i]!) {
       at0.push(...twin.evaluate(f.sts[i], j, 0, f.ctx));
       atCost.push(...twin.evaluate(f.sts[i], j, f.cost, f.ctx));
     }
   }
   out.push(...at0, ...atCost);
-  for (let i = 0; i < f.sts.length; i++) out.push(algorithm.undo.twin.receipt(f.sts[i], f.rules[i]!, f.ctx));
+  for (let i = 0; i < f.sts.length; i++) out.push(receiptOf(algorithm.undo.twin, f, i, saved[i]));
   return out;
 }

@@ -1,14 +1,24 @@
 import type { FrameContext, SavedValue } from './types';
+import { INCARNATION_FIELD } from './incarnation';
 
 /*
  * JavaScript helpers shared by the twins of the algorithms that keep one hash per identifier (fixed
  * window, sliding window, token bucket).
  */
 
-/** The twin of a hash save: the value to keep and its TTL, the largest `ttlOf(j)` plus the test-mode pad. */
-export function savedHash<V>(value: V, js: readonly number[], ttlOf: (j: number) => number, ctx: FrameContext): SavedValue<V> | undefined {
+/**
+ * The twin of a hash save: the value to keep and its TTL, the largest `ttlOf(j)` (and `hold`, what state the
+ * rules do not own still needs) plus the test-mode pad.
+ */
+export function savedHash<V>(
+  value: V,
+  js: readonly number[],
+  ttlOf: (j: number) => number,
+  ctx: FrameContext,
+  hold = 0,
+): SavedValue<V> | undefined {
   if (js.length === 0) return undefined;
-  let ttl = 0;
+  let ttl = hold;
   for (const j of js) ttl = Math.max(ttl, ttlOf(j));
   return { value, ttlMs: ttl + ctx.pad };
 }
@@ -26,4 +36,10 @@ export function hashReceipt(js: readonly number[], item: (j: number) => [field: 
 /** A receipt's items, each split at ':' into numbers ('' has none). */
 export function receiptItems(receipt: string): number[][] {
   return receipt === '' ? [] : receipt.split(',').map((item) => item.split(':').map(Number));
+}
+
+/** The incarnation a stored hash holds (its field 'i'), for the give-back's twin. */
+export function hashIncarnation(stored: Map<string, unknown> | undefined): string | undefined {
+  const inc = stored?.get(INCARNATION_FIELD);
+  return typeof inc === 'string' ? inc : undefined;
 }

@@ -2,6 +2,7 @@ import type { Rule } from '../rules';
 import { lockoutLua, type LockoutSpec } from './lockout';
 import { formatWindow } from '../rules';
 import { LUA_SNAPSHOT, RULE_ARGS } from './frame';
+import { boundReceiptLua } from './incarnation';
 import type { Algorithm } from './types';
 
 /*
@@ -60,6 +61,11 @@ export interface MaskSpec {
 export interface CompileContext {
   readonly rules: readonly RuleSpec[];
   readonly fields: readonly FieldSpec[];
+  /**
+   * Whether the script answers undo receipts (refundable, split): then a save gives a key without an
+   * incarnation the check's own, NONCE (incarnation.ts, adoptLua); otherwise it keeps what it finds.
+   */
+  readonly incarnations: boolean;
 }
 
 /** How a template names a field's values where it is used: `v('c')` is `f1_c` in a mask, `c` in a function. */
@@ -68,8 +74,13 @@ export type Names = (name: string) => string;
 /**
  * One algorithm's Lua, written once, as snippets over names the generator chooses. Every template returns
  * Lua text over these names in scope: NOW, COST, PAD, OP, `floor` (math.floor), `fmt` (string.format: '%d'
- * prints an integer exactly), the `setup` locals of every field, and `key` (the identifier's state key) in
- * load and save. Numbers go in with `lit`, strings with `str`.
+ * prints an integer exactly), the `setup` locals of every field, `key` (the identifier's state key) in
+ * load and save, and NONCE (the check's incarnation, or nil) when CompileContext.incarnations. Numbers go in
+ * with `lit`, strings with `str`.
+ *
+ * Every algorithm has the identifier-wide value `inc` (in idVars): `load` sets it to the key's incarnation
+ * (nil for none), `save` keeps it in the key and, when the script makes incarnations, gives the key NONCE
+ * when it has none (adoptLua); the identifier's receipt is bound to it (incarnation.ts).
  *
  * The generator either writes a rule's evaluation and a field's commit out where they are used (each
  * mask's code), which is fastest, or, when many masks would repeat them, makes each a function the masks
@@ -78,7 +89,7 @@ export type Names = (name: string) => string;
 export interface LuaTemplates {
   /** One field's values, what its snippets read and write (e.g. ['c'] for a fixed-window count). */
   readonly vars: readonly string[];
-  /** Identifier-wide values `load` declares and `save` reads (e.g. ['kept']), by these names. */
+  /** Identifier-wide values `load` declares and `save` reads (e.g. ['kept', 'inc']), by these names. */
   readonly idVars: readonly string[];
   /** Per call: `local`s of a field that depend only on NOW (names prefixed by the field's id). */
   setup?(f: FieldSpec, ctx: CompileContext): string;
@@ -129,7 +140,7 @@ export function ruleMasks(rules: readonly Rule[]): string[] {
 }
 
 /** The fields, rules and masks of a rule set, as the templates see them. */
-function plan(algorithm: Algorithm, rules: readonly Rule[]): { ctx: CompileContext; masks: MaskSpec[] } {
+function plan(algorithm: Algorithm, rules: readonly Rule[], kind: ScriptKind): { ctx: CompileContext; masks: MaskSpec[] } {
   const byName = new Map<string, FieldSpec>();
   const specs: RuleSpec[] = rules.map((rule, j) => {
     const name = algorithm.field(rule);
@@ -145,7 +156,7 @@ function plan(algorithm: Algorithm, rules: readonly Rule[]): { ctx: CompileConte
     const mine = specs.filter((_, j) => mask[j] === '1');
     return { id: `m${k + 1}`, mask, rules: mine, fields: [...new Set(mine.map((r) => r.field))] };
   });
-  return { ctx: { rules: specs, fields: [...byName.values()] }, masks };
+  return { ctx: { rules: specs, fields: [...byName.values()], incarnations: kind !== 'single' }, masks };
 }
 
 /** The comment a generated script opens with: which field is which rule, which mask which identifiers. */
@@ -319,7 +330,7 @@ interface MaskCode {
 
 function maskCode(t: LuaTemplates, ctx: CompileContext, shape: Shape, m: MaskSpec, kind: ScriptKind): MaskCode {
   const split = kind === 'split';
-  const receipt = `receipts[i] = ${m.fields.map((f) => receiptOf(t, ctx, shape, f)).join(" .. ',' .. ")}`;
+  const receipt = `receipts[i] = ${boundReceiptLua(m.fields.map((f) => receiptOf(t, ctx, shape, f)).join(" .. ',' .. "))}`;
   const vars = maskVars(t, m);
   const evals = (cost: string, into: string): string[] => m.rules.map((r) => `${evaluation(t, ctx, shape, r, cost)}\n${into}`);
   const keep = (list: string): string => `${list}[#${list} + 1], ${list}[#${list} + 2], ${list}[#${list} + 3] = avail, reset, retry`;
@@ -482,10 +493,16 @@ export type ScriptKind = 'single' | 'refundable' | 'split';
 export function compileScript(algorithm: Algorithm, rules: readonly Rule[], kind: ScriptKind = 'single', lockout?: LockoutSpec): string {
   const split = kind === 'split';
   const t = algorithm.lua;
-  const { ctx, masks } = plan(algorithm, rules);
+  const { ctx, masks } = plan(algorithm, rules, kind);
   const shape = shapeOf(masks);
   const code = new Map(masks.filter((m) => m.rules.length > 0).map((m) => [m, maskCode(t, ctx, shape, m, kind)]));
   const sections: string[] = [header(algorithm, rules, ctx, masks, kind, shape.shared), PROLOGUE];
+  // The check's incarnation, after its masks (docs/design.md, section 4), for a key that has none.
+  if (ctx.incarnations) {
+    sections.push(
+      `-- the incarnation a key without one gets (incarnation.ts): ARGV after the masks\nlocal NONCE = ARGV[${6 + RULE_ARGS * rules.length} + #KEYS / ${lockout ? 4 : 2} + 1]\nif NONCE and not string.find(NONCE, '^[1-9]%d*$') then NONCE = nil end`,
+    );
+  }
   if (split) sections.push(`-- key snapshots, for the Cluster give-back (frame.ts)\n${LUA_SNAPSHOT.trim()}`);
   const setup = ctx.fields.map((f) => t.setup?.(f, ctx).trim() ?? '').filter(Boolean);
   if (setup.length > 0) sections.push(`-- per field, what depends only on NOW\n${setup.join('\n')}`);

@@ -1,6 +1,7 @@
 import { ConfigError } from '../errors';
 import type { Algorithm, FrameContext, PairEval, SavedValue } from './types';
 import { lit, type CompileContext, type LuaTemplates } from './script';
+import { adoptLua } from './incarnation';
 
 /*
  * Sliding log (the DomainTools design): one Redis list per identifier holding the timestamps (ms) of the
@@ -20,6 +21,15 @@ import { lit, type CompileContext, type LuaTemplates } from './script';
  * trim cannot make this over-admit: a check admitted with cost k had its (L_i - k + 1)-th newest entry
  * outside window i for every rule i, so the k oldest entries a push trims were outside every window, and
  * if the check's own entries were trimmed since, every entry of that millisecond is outside every window.
+ *
+ * Plans (docs/plans.md) share the one log. A save trims it to the largest limit of its own rules, or to the
+ * entries it held before when that is more (another plan with a larger limit keeps them), and never
+ * shortens the key's TTL (another plan's windows may be longer): a check under one plan never forgets an
+ * entry another plan still counts. The list's length stays at most the largest limit any rule set had.
+ *
+ * The key's incarnation (incarnation.ts), when a check that answers undo receipts wrote it, is the last
+ * item: the incarnation negated, which every reader takes for a timestamp outside every window (it is
+ * below -2^52) and which sorts after every entry. A save keeps it last.
  */
 const MAX_LOG_LIMIT = 1_000;
 
@@ -27,16 +37,18 @@ const MAX_LOG_LIMIT = 1_000;
  * The Lua (script.ts builds a limiter's script from these). One field for all rules (the log), whose values
  * are e, the newest entries as numbers (at most MAXL, the largest limit of the limiter's rules), and add,
  * the entries a commit pushed (0 before). What a save keeps and for how long depends on the identifier's
- * own rules: the largest of their limits, the longest of their windows.
+ * own rules (the largest of their limits, the longest of their windows) and on what the key held. `inc`,
+ * the key's incarnation, is read by the save (the list's last item) when it pushes.
  */
 const maxL = (ctx: CompileContext): number => Math.max(...ctx.rules.map((r) => r.limit));
 
 const lua: LuaTemplates = {
   vars: ['e', 'add'],
-  idVars: [],
+  idVars: ['inc'],
   load: (m, ctx, v) => {
     const x = v(m.fields[0]!);
     return `local raw = redis.call('LRANGE', key, 0, ${lit(maxL(ctx) - 1)})
+local inc
 local ${x('e')}, ${x('add')} = {}, 0
 for i = 1, #raw do ${x('e')}[i] = tonumber(raw[i]) end`;
   },
@@ -68,20 +80,38 @@ local keep = ${lit(maxL(ctx))} - count
 if #${v('e')} < keep then keep = #${v('e')} end
 for i = 1, keep do pushed[count + i] = ${v('e')}[i] end
 ${v('e')}, ${v('add')} = pushed, count`,
-  save: (m, _ctx, v) => {
+  save: (m, ctx, v) => {
     const x = v(m.fields[0]!);
     return `local add = ${x('add')}
 if add > 0 then
+  -- the incarnation: the list's last item when it is negative
+  local tail = redis.call('LINDEX', key, -1)
+  if tail and string.sub(tail, 1, 1) == '-' then inc = string.sub(tail, 2) else tail = nil end
+  ${adoptLua(ctx.incarnations, '')}
   local now = fmt('%d', NOW)
-  local left = add
+  local left, len = add, 0
   while left > 0 do
     local batch, chunk = {}, math.min(left, 1000)
     for i = 1, chunk do batch[i] = now end
-    redis.call('LPUSH', key, unpack(batch))
+    len = redis.call('LPUSH', key, unpack(batch))
     left = left - chunk
   end
-  redis.call('LTRIM', key, 0, ${lit(Math.max(...m.rules.map((r) => r.limit)) - 1)})
-  redis.call('PEXPIRE', key, ${lit(Math.max(...m.rules.map((r) => r.window)))} + PAD)
+  -- keep the largest limit of these rules, or what the log held before when that is more
+  local n, keep = len, ${lit(Math.max(...m.rules.map((r) => r.limit)))}
+  if tail then n = n - 1 end
+  if n - add > keep then keep = n - add end
+  if n > keep then
+    if tail then
+      redis.call('LSET', key, keep, tail)
+      redis.call('LTRIM', key, 0, keep)
+    else
+      redis.call('LTRIM', key, 0, keep - 1)
+    end
+  end
+  if inc and not tail then redis.call('RPUSH', key, '-' .. inc) end
+  -- other plans' windows may need the key longer than these rules do: its TTL is never shortened
+  local ttl = ${lit(Math.max(...m.rules.map((r) => r.window)))} + PAD
+  if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
 end`;
   },
   // '<timestamp>:<entries pushed>'
@@ -96,10 +126,27 @@ local function fg_undo(key, receipt, cost)
 end
 `;
 
+/* The incarnation: the list's last item, negated, when it is negative (the twin: incarnationOf). */
+const incarnation = `
+local function fg_inc(key)
+  local tail = redis.call('LINDEX', key, -1)
+  if tail and string.sub(tail, 1, 1) == '-' then return string.sub(tail, 2) end
+  return ''
+end
+`;
+
 interface State {
+  /** The stored list, whole (entries, then the incarnation if any). */
+  all: readonly number[];
+  /** The newest entries, at most the largest limit: what the rules read. */
   e: number[];
   add: number;
   done: boolean;
+}
+
+function incarnationOf(stored: readonly number[] | undefined): string | undefined {
+  const last = stored?.[stored.length - 1];
+  return last !== undefined && last < 0 ? String(-last) : undefined;
 }
 
 const maxLimit = (ctx: FrameContext): number => Math.max(...ctx.limit);
@@ -133,9 +180,14 @@ function commit(st: State, _j: number, cost: number, ctx: FrameContext): void {
 
 function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<number[]> | undefined {
   if (st.add === 0) return undefined;
-  const keep = Math.max(...js.map((j) => ctx.limit[j]!));
+  const stored = incarnationOf(st.all);
+  const inc = stored ?? ctx.incarnation;
+  const entries = stored === undefined ? st.all : st.all.slice(0, -1);
+  const keep = Math.max(...js.map((j) => ctx.limit[j]!), entries.length);
+  const value = [...new Array<number>(st.add).fill(ctx.now), ...entries].slice(0, keep);
+  if (inc !== undefined) value.push(-Number(inc));
   const ttl = Math.max(...js.map((j) => ctx.window[j]!));
-  return { value: st.e.slice(0, keep), ttlMs: ttl + ctx.pad };
+  return { value, ttlMs: ttl + ctx.pad };
 }
 
 function undoOn(stored: number[] | undefined, receipt: string, _cost: number): void {
@@ -153,9 +205,13 @@ export const slidingLog: Algorithm<State, number[]> = {
   name: 'sliding-log',
   tag: 'sl1',
   lua,
-  undo: { undo, twin: { receipt: (st, js, ctx) => (js.length === 0 ? '' : `${ctx.now}:${st.add}`), undo: undoOn } },
+  undo: {
+    undo,
+    incarnation,
+    twin: { receipt: (st, js, ctx) => (js.length === 0 ? '' : `${ctx.now}:${st.add}`), undo: undoOn, incarnation: incarnationOf },
+  },
   twin: {
-    load: (stored, ctx) => ({ e: (stored ?? []).slice(0, maxLimit(ctx)), add: 0, done: false }),
+    load: (stored, ctx) => ({ all: stored ?? [], e: (stored ?? []).slice(0, maxLimit(ctx)), add: 0, done: false }),
     evaluate,
     commit,
     save,

@@ -1,7 +1,8 @@
 import { ConfigError } from '../errors';
 import { lit, str, type LuaTemplates } from './script';
 import type { Algorithm, FrameContext, PairEval, SavedValue } from './types';
-import { hashReceipt, receiptItems, savedHash } from './hash-state';
+import { hashIncarnation, hashReceipt, receiptItems, savedHash } from './hash-state';
+import { adoptLua, HASH_INCARNATION, INCARNATION_FIELD } from './incarnation';
 
 /*
  * Sliding window as a ring of time buckets (the Redback design): a rule's window W is cut into P buckets
@@ -22,6 +23,9 @@ import { hashReceipt, receiptItems, savedHash } from './hash-state';
  * Buckets older than current - P are ignored when read and dropped when the ring advances, so no
  * decision rests on the key's TTL. When the clock steps back (current < last), buckets ahead of the
  * current one count as age 0, and a commit adds to bucket `last`.
+ * Field 'i' holds the key's incarnation, when a check that answers undo receipts wrote it (incarnation.ts).
+ * A check writes only its own rules' rings: another plan's rings (docs/plans.md) stay as they are, and a
+ * save never shortens the key's TTL, which they may need longer than these rules do.
  *
  * Undo receipt (Cluster, docs/design.md section 6): '<W>:<P>:<bucket>' per ring, the bucket the cost went
  * into (the ring's `last` after the commit). The undo subtracts the cost from that bucket, clamped at 0,
@@ -33,15 +37,16 @@ import { hashReceipt, receiptItems, savedHash } from './hash-state';
  * The Lua (script.ts builds a limiter's script from these). Per field (ring) f: f_cur, the current bucket,
  * once per call. Its values: r the ring as read (nil without one), n the sum of the counts still in the
  * window, d = cur - last (0 without a ring), y the Lua index (2 = c[0]) of the newest non-zero count, or
- * nil. Identifier-wide: `kept`, how long the key already lives (to when its newest ring's oldest bucket
- * leaves), so the PEXPIRE is skipped when the new state needs no longer.
+ * nil. Identifier-wide: `kept`, how long the key already lives at least (to when its newest ring's oldest
+ * bucket leaves), so the PEXPIRE is skipped when the new state needs no longer, and `inc`, its incarnation.
  */
 const lua: LuaTemplates = {
   vars: ['r', 'n', 'd', 'y'],
-  idVars: ['kept'],
+  idVars: ['kept', 'inc'],
   setup: (f) => `local ${f.id}_cur = floor(NOW / ${lit(f.window / f.precision)})`,
-  load: (m, _ctx, v) => `local raw = redis.call('HMGET', key, ${m.fields.map((f) => str(f.name)).join(', ')})
+  load: (m, _ctx, v) => `local raw = redis.call('HMGET', key, ${m.fields.map((f) => str(f.name)).join(', ')}, '${INCARNATION_FIELD}')
 local kept
+local inc = raw[${m.fields.length + 1}] or nil
 ${m.fields
   .map((f, k) => {
     const x = v(f);
@@ -105,11 +110,8 @@ end
 ${v('r')}[2] = ${v('r')}[2] + COST
 ${v('n')} = ${v('n')} + COST
 if COST > 0 then ${v('y')} = 2 end`,
-  save: (
-    m,
-    _ctx,
-    v,
-  ) => `redis.call('HSET', key, ${m.fields.map((f) => `${str(f.name)}, cmsgpack.pack(unpack(${v(f)('r')}, 1, ${lit(f.precision + 2)}))`).join(', ')})
+  save: (m, ctx, v) => `${adoptLua(ctx.incarnations, `redis.call('HSET', key, '${INCARNATION_FIELD}', inc)`)}
+redis.call('HSET', key, ${m.fields.map((f) => `${str(f.name)}, cmsgpack.pack(unpack(${v(f)('r')}, 1, ${lit(f.precision + 2)}))`).join(', ')})
 local ttl = 0
 ${m.fields
   .map(
@@ -119,7 +121,8 @@ ${m.fields
 end`,
   )
   .join('\n')}
-if kept == nil or ttl > kept then redis.call('PEXPIRE', key, ttl + PAD) end`,
+-- other plans' rings may need the key longer than these rules do: its TTL is never shortened
+if (kept == nil or ttl > kept) and redis.call('PTTL', key) < ttl + PAD then redis.call('PEXPIRE', key, ttl + PAD) end`,
   // the bucket the cost went into: '<W>:<P>:<bucket>'
   receipt: (f, _ctx, v) => `${str(`${f.name}:`)} .. fmt('%d', ${v('r')}[1])`,
 };
@@ -151,6 +154,8 @@ interface Ring {
   c: number[];
 }
 type Rings = Map<string, Ring>;
+/** The stored hash: the rings by field, and the incarnation ('i') as text. */
+type Stored = Map<string, Ring | string>;
 interface View {
   n: number;
   cur: number;
@@ -160,6 +165,8 @@ interface View {
 }
 interface State {
   f: Rings;
+  /** The key's incarnation ('i'), or the one a save gives it. */
+  inc: string | undefined;
   done: Set<string>;
   memo: Map<string, View>;
 }
@@ -236,9 +243,13 @@ function commit(st: State, j: number, cost: number, ctx: FrameContext): void {
   if (cost > 0) m.y = 0;
 }
 
-function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<Rings> | undefined {
+function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<Stored> | undefined {
+  if (js.length === 0) return undefined;
+  st.inc ??= ctx.incarnation;
+  const value: Stored = new Map(st.f);
+  if (st.inc !== undefined) value.set(INCARNATION_FIELD, st.inc);
   return savedHash(
-    st.f,
+    value,
     js,
     (j) => {
       const p = ctx.precision[j]!;
@@ -255,27 +266,31 @@ function receiptOf(st: State, js: readonly number[], ctx: FrameContext): string 
   });
 }
 
-function undoOn(stored: Rings | undefined, receipt: string, cost: number): void {
+function undoOn(stored: Stored | undefined, receipt: string, cost: number): void {
   for (const [w, p, bucket] of receiptItems(receipt) as Array<[number, number, number]>) {
     const ring = stored?.get(`${w}:${p}`);
-    if (ring === undefined) continue;
+    if (ring === undefined || typeof ring === 'string') continue;
     const k = ring.last - bucket;
     if (k < 0 || k > p) continue;
     ring.c[k] = Math.max(ring.c[k]! - cost, 0);
   }
 }
 
-export const slidingWindow: Algorithm<State, Rings> = {
+export const slidingWindow: Algorithm<State, Stored> = {
   name: 'sliding-window',
   tag: 'sw2',
   lua,
-  undo: { undo, twin: { receipt: receiptOf, undo: undoOn } },
+  undo: { undo, incarnation: HASH_INCARNATION, twin: { receipt: receiptOf, undo: undoOn, incarnation: hashIncarnation } },
   twin: {
-    load: (stored) => ({
-      f: new Map([...(stored ?? [])].map(([k, r]) => [k, { last: r.last, c: [...r.c] }])),
-      done: new Set(),
-      memo: new Map(),
-    }),
+    load: (stored) => {
+      const f: Rings = new Map();
+      let inc: string | undefined;
+      for (const [k, r] of stored ?? []) {
+        if (typeof r === 'string') inc = r;
+        else f.set(k, { last: r.last, c: [...r.c] });
+      }
+      return { f, inc, done: new Set(), memo: new Map() };
+    },
     evaluate,
     commit,
     save,

@@ -1,7 +1,8 @@
 import { ConfigError } from '../errors';
 import { lit, str, type LuaTemplates } from './script';
 import type { Algorithm, FrameContext, PairEval, SavedValue } from './types';
-import { hashReceipt, receiptItems, savedHash } from './hash-state';
+import { hashIncarnation, hashReceipt, receiptItems, savedHash } from './hash-state';
+import { adoptLua, HASH_INCARNATION, INCARNATION_FIELD } from './incarnation';
 
 /*
  * Token bucket as GCRA, the Generic Cell Rate Algorithm (ITU-T I.371; the form popularised by
@@ -17,7 +18,9 @@ import { hashReceipt, receiptItems, savedHash } from './hash-state';
  *   TAT is stored as integer ms `a` plus a remainder `r` in ticks (0 <= r < L): TAT = a + r / L.
  * Every value is an integer below 2^53 ((C + L) * W <= 2^53 is checked at construction), so Lua doubles
  * and JavaScript numbers agree bit for bit. Field '<W>:<L>:<C>' = '<a>:<r>': rules with the same window
- * but another limit or burst keep their own TAT.
+ * but another limit or burst keep their own TAT. Field 'i' holds the key's incarnation, when a check that
+ * answers undo receipts wrote it (incarnation.ts). A check writes only its own rules' TATs: another plan's
+ * (docs/plans.md) stay as they are, and a save never shortens the key's TTL, which they may need longer.
  *
  * Undo receipt (Cluster, docs/design.md section 6): per field '<W>:<L>:<C>:<inc>:<a>:<r>', the increment in
  * ticks the commit added and the TAT a + r / L it left. The undo gives the increment back only while the
@@ -35,19 +38,21 @@ import { hashReceipt, receiptItems, savedHash } from './hash-state';
  */
 /*
  * The Lua (script.ts builds a limiter's script from these). A field's values: d, the debt in ticks (from
- * the stored TAT; after a commit, the new debt, which the stored a + r / L gives back exactly), and inc,
+ * the stored TAT; after a commit, the new debt, which the stored a + r / L gives back exactly), and add,
  * the ticks the commit added (for the undo receipt; 0 before). W, L and C are constants. The same
  * expressions as the JavaScript twin below, step for step. Unlike the window algorithms, a save always
- * sets the PEXPIRE: every commit moves the TAT, and with it how long the key must live.
+ * reads the TTL: every commit moves the TAT, and with it how long the key must live. Identifier-wide:
+ * `inc`, the key's incarnation.
  */
 const lua: LuaTemplates = {
-  vars: ['d', 'inc'],
-  idVars: [],
-  load: (m, _ctx, v) => `local raw = redis.call('HMGET', key, ${m.fields.map((f) => str(f.name)).join(', ')})
+  vars: ['d', 'add'],
+  idVars: ['inc'],
+  load: (m, _ctx, v) => `local raw = redis.call('HMGET', key, ${m.fields.map((f) => str(f.name)).join(', ')}, '${INCARNATION_FIELD}')
+local inc = raw[${m.fields.length + 1}] or nil
 ${m.fields
   .map((f, k) => {
     const x = v(f);
-    return `local ${x('d')}, ${x('inc')} = 0, 0
+    return `local ${x('d')}, ${x('add')} = 0, 0
 if raw[${k + 1}] then
   local s = raw[${k + 1}]
   local sep = string.find(s, ':', 1, true)
@@ -69,9 +74,10 @@ end`,
 if k > ${lit(C)} then k = ${lit(C)} end
 local debt = ${v('d')} + k * ${lit(W)}
 if debt > ${lit(C * W)} then debt = ${lit(C * W)} end
-${v('inc')} = debt - ${v('d')}
+${v('add')} = debt - ${v('d')}
 ${v('d')} = debt`,
-  save: (m, _ctx, v) => `local ttl = 0
+  save: (m, ctx, v) => `${adoptLua(ctx.incarnations, `redis.call('HSET', key, '${INCARNATION_FIELD}', inc)`)}
+local ttl = 0
 ${m.fields
   .map(
     (f) => `local ${f.id}_q = floor(${v(f)('d')} / ${lit(f.limit)})
@@ -79,10 +85,11 @@ if ${f.id}_q + 1 > ttl then ttl = ${f.id}_q + 1 end`,
   )
   .join('\n')}
 redis.call('HSET', key, ${m.fields.map((f) => `${str(f.name)}, fmt('%d:%d', NOW + ${f.id}_q, ${v(f)('d')} - ${f.id}_q * ${lit(f.limit)})`).join(', ')})
-redis.call('PEXPIRE', key, ttl + PAD)`,
+-- other plans' buckets may need the key longer than these rules do: its TTL is never shortened
+if redis.call('PTTL', key) < ttl + PAD then redis.call('PEXPIRE', key, ttl + PAD) end`,
   // '<W>:<L>:<C>:<inc>:<a>:<r>': the ticks the commit added and the TAT (a + r / L) it left
   receipt: (f, _ctx, v) =>
-    `${str(`${f.name}:`)} .. fmt('%d:%d:%d', ${v('inc')}, NOW + floor(${v('d')} / ${lit(f.limit)}), ${v('d')} - floor(${v('d')} / ${lit(f.limit)}) * ${lit(f.limit)})`,
+    `${str(`${f.name}:`)} .. fmt('%d:%d:%d', ${v('add')}, NOW + floor(${v('d')} / ${lit(f.limit)}), ${v('d')} - floor(${v('d')} / ${lit(f.limit)}) * ${lit(f.limit)})`,
 };
 
 /*
@@ -111,8 +118,12 @@ interface Tat {
   r: number;
 }
 type Tats = Map<string, Tat>;
+/** The stored hash: the TATs by field, and the incarnation ('i') as text. */
+type Stored = Map<string, Tat | string>;
 interface State {
   f: Tats;
+  /** The key's incarnation ('i'), or the one a save gives it. */
+  incarnation: string | undefined;
   done: Set<string>;
   /** Per field: the ticks the commit added (for the undo receipt). */
   inc: Map<string, number>;
@@ -152,8 +163,12 @@ function commit(st: State, j: number, cost: number, ctx: FrameContext): void {
   st.inc.set(name, d - debt0);
 }
 
-function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<Tats> | undefined {
-  return savedHash(st.f, js, (j) => st.f.get(fieldName(j, ctx))!.a - ctx.now + 1, ctx);
+function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<Stored> | undefined {
+  if (js.length === 0) return undefined;
+  st.incarnation ??= ctx.incarnation;
+  const value: Stored = new Map(st.f);
+  if (st.incarnation !== undefined) value.set(INCARNATION_FIELD, st.incarnation);
+  return savedHash(value, js, (j) => st.f.get(fieldName(j, ctx))!.a - ctx.now + 1, ctx);
 }
 
 function receiptOf(st: State, js: readonly number[], ctx: FrameContext): string {
@@ -164,13 +179,13 @@ function receiptOf(st: State, js: readonly number[], ctx: FrameContext): string 
   });
 }
 
-function undoOn(stored: Tats | undefined, receipt: string, _cost: number): void {
+function undoOn(stored: Stored | undefined, receipt: string, _cost: number): void {
   if (stored === undefined) return;
   type Item = [w: number, lim: number, cap: number, inc: number, a: number, r: number];
   for (const [w, lim, cap, inc, a, r] of receiptItems(receipt) as Item[]) {
     const name = `${w}:${lim}:${cap}`;
     const t = stored.get(name);
-    if (t === undefined || t.a !== a || t.r !== r) continue;
+    if (t === undefined || typeof t === 'string' || t.a !== a || t.r !== r) continue;
     const x = r - inc;
     let q = Math.floor(x / lim);
     let rem = x - q * lim;
@@ -180,13 +195,21 @@ function undoOn(stored: Tats | undefined, receipt: string, _cost: number): void 
   }
 }
 
-export const tokenBucket: Algorithm<State, Tats> = {
+export const tokenBucket: Algorithm<State, Stored> = {
   name: 'token-bucket',
   tag: 'tb1',
   lua,
-  undo: { undo, twin: { receipt: receiptOf, undo: undoOn } },
+  undo: { undo, incarnation: HASH_INCARNATION, twin: { receipt: receiptOf, undo: undoOn, incarnation: hashIncarnation } },
   twin: {
-    load: (stored) => ({ f: new Map([...(stored ?? [])].map(([k, t]) => [k, { ...t }])), done: new Set(), inc: new Map() }),
+    load: (stored) => {
+      const f: Tats = new Map();
+      let incarnation: string | undefined;
+      for (const [k, t] of stored ?? []) {
+        if (typeof t === 'string') incarnation = t;
+        else f.set(k, { ...t });
+      }
+      return { f, incarnation, done: new Set(), inc: new Map() };
+    },
     evaluate,
     commit,
     save,

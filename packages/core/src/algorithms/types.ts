@@ -20,6 +20,11 @@ export interface FrameContext {
   readonly precision: readonly number[];
   /** Per rule: the name of its state field (Algorithm.field). */
   readonly field: readonly string[];
+  /**
+   * The incarnation a save gives a key that has none (incarnation.ts): the check's own, when its program
+   * answers receipts (refundable, split); undefined otherwise, and a save then keeps what it finds.
+   */
+  readonly incarnation: string | undefined;
 }
 
 /** [available units now, ms until fully replenished, ms until `cost` fits (0 when it fits now)] */
@@ -78,6 +83,9 @@ export interface Algorithm<S = any, V = any> {
  * what its commit consumed in which window or bucket (fixed-window: 'w:idx'); an identifier's receipt is
  * its fields' items joined by ','. Numbers in a receipt are written with %d, so the JS twin's text is
  * identical and nothing is a float.
+ * The frame binds an identifier's receipt to the key's incarnation ('<incarnation>#<items>', incarnation.ts),
+ * and the give-back calls fg_undo with the items only while the key still holds that incarnation: a reset or
+ * an expiry since makes the receipt a no-op.
  * `undo` is Lua defining `local function fg_undo(key, receipt, cost)`, run in the give-back script, where
  * no prologue exists: it must give back `cost` for each item of the receipt whose window or bucket is
  * still the current one in the stored state, and do nothing otherwise (never over-admit). It runs only
@@ -86,9 +94,18 @@ export interface Algorithm<S = any, V = any> {
  */
 export interface AlgorithmUndo<S = unknown, V = unknown> {
   readonly undo: string;
-  /** The JavaScript twins: the same receipt text, and the same give-back on a stored value (in place). */
+  /**
+   * Lua defining `local function fg_inc(key)`: the key's incarnation, '' for none (incarnation.ts). The
+   * give-back runs fg_undo only while it is the receipt's.
+   */
+  readonly incarnation: string;
+  /**
+   * The JavaScript twins: the same receipt text (its items: the frame binds them to the incarnation), the
+   * same give-back on a stored value (in place), and the incarnation a stored value holds.
+   */
   readonly twin: {
     receipt(st: S, js: readonly number[], ctx: FrameContext): string;
     undo(stored: V | undefined, receipt: string, cost: number): void;
+    incarnation(stored: V | undefined): string | undefined;
   };
 }

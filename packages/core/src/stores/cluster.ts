@@ -70,6 +70,9 @@ export class ClusterStore extends RedisStore {
       for (const call of bySlot.values()) call.keys.push(...call.ids.map((i) => keys[2 * nIds + i]!));
       for (const call of bySlot.values()) call.keys.push(...call.ids.map((i) => keys[3 * nIds + i]!));
     }
+    // After the masks, the check's incarnation (frame.ts), in every slot.
+    const incarnation = argv[masks + nIds];
+    if (incarnation !== undefined) for (const call of bySlot.values()) call.argv.push(incarnation);
     // One slot: the single-Redis script, compiled for the rules; nothing to give back, so no receipts.
     if (bySlot.size === 1) return super.run(program, keys, argv, ctx);
     const check = new SplitCheck(this, program, [...bySlot.values()], argv, masks);

@@ -1,11 +1,13 @@
 import type { Algorithm } from '../algorithms/types';
 import { LUA_SNAPSHOT } from '../algorithms/frame';
+import { LUA_GIVE } from '../algorithms/incarnation';
 import type { UndoReceipt } from '../reply';
 
 /*
  * The give-back, over state keys of one slot. KEYS: the state keys. ARGV[1] the check's cost; then per key:
  * its receipt, the digest of the key as the check left it ('' for none), and its snapshot: type, expireAt,
- * n, then n items (fg_enc). Reply: per key 1 when the snapshot was restored, 2 when the receipt ran.
+ * n, then n items (fg_enc). Reply: per key 1 when the snapshot was restored, 2 when the receipt was run (a
+ * receipt of another incarnation of the key gives nothing back).
  */
 const UNDO_MAIN = `
 local function fg_restore(key, ty, items, at)
@@ -28,7 +30,7 @@ for i = 1, #KEYS do
     fg_restore(key, ty, items, at)
     how[i] = 1
   else
-    fg_undo(key, receipt, cost)
+    fg_give(key, receipt, cost)
     how[i] = 2
   end
   p = p + 5 + n
@@ -36,9 +38,12 @@ end
 return how
 `;
 
-/** The give-back script of an algorithm: its fg_undo, and the snapshot restore for a split check's slots. */
+/**
+ * The give-back script of an algorithm: its fg_undo, run only while the key holds the receipt's incarnation
+ * (fg_give, incarnation.ts), and the snapshot restore for a split check's slots.
+ */
 export function giveBackLua(algorithm: Algorithm): string {
-  return `${LUA_SNAPSHOT}\n${algorithm.undo.undo}\n${UNDO_MAIN}`;
+  return `${LUA_SNAPSHOT}\n${algorithm.undo.undo}\n${algorithm.undo.incarnation}\n${LUA_GIVE}\n${UNDO_MAIN}`;
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { Program } from '../algorithms/script';
 import type { Algorithm } from '../algorithms/types';
 import { runFrame, type FrameStorage } from '../algorithms/frame';
+import { giveBackTwin } from '../algorithms/incarnation';
 import type { Reply } from '../reply';
 import type { RunContext, Store } from './types';
 import { isBlockKey } from '../keys';
@@ -64,6 +65,12 @@ export class MemoryStore implements Store, FrameStorage {
     if (++this.writesSinceSweep >= Math.max(1024, this.liveAfterSweep)) this.sweep(now);
   }
 
+  /** A check's save of a state key: as set(), but its expiry never moves earlier (FrameStorage.save). */
+  save(key: string, value: unknown, ttlMs: number, now: number): void {
+    const expiresAt = this.states.get(key)?.expiresAt ?? now;
+    this.set(key, value, Math.max(ttlMs, expiresAt - now), now);
+  }
+
   /** Drops every expired entry; runs after as many writes as there are entries, so O(1) amortised. */
   sweep(now: number): void {
     this.writesSinceSweep = 0;
@@ -83,7 +90,7 @@ export class MemoryStore implements Store, FrameStorage {
   refund(algorithm: Algorithm, keys: string[], receipts: string[], cost: number, ctx: RunContext): void {
     keys.forEach((key, i) => {
       const stored = this.get(key, ctx.now);
-      if (stored !== undefined) algorithm.undo.twin.undo(stored, receipts[i]!, cost);
+      if (stored !== undefined) giveBackTwin(algorithm, stored, receipts[i]!, cost);
     });
   }
 
