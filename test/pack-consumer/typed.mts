@@ -15,10 +15,14 @@ const options: LimiterOptions = {
     { limit: 10, window: '1s' },
     { limit: 100, window: '1h', for: 'user' },
   ],
-  failure: 'local',
 };
 const memory = createLimiter(options);
-const onRedis = createLimiter({ ...options, redis: new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'), name: 'typed' });
+const onRedis = createLimiter({
+  ...options,
+  redis: new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'),
+  name: 'typed',
+  failure: 'local',
+});
 const decision: Decision = await memory.check(['ip:192.0.2.1', 'user:42'], { cost: 2 });
 const wait: number = decision.retryAfterMs;
 await onRedis.peek('ip:192.0.2.1');

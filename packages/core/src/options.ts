@@ -396,6 +396,23 @@ function resolvePlans(limits: unknown, algorithm: Algorithm): Plan[] {
   });
 }
 
+/**
+ * Options that only a Redis store reads. Without `redis` a limiter keeps its counts in this process (the
+ * in-memory store, which cannot fail or time out), so one of these beside no client is a configuration that
+ * would be silently ignored: most often a `redis` left undefined by a missing environment variable.
+ */
+const REDIS_ONLY = ['failure', 'timeoutMs', 'cluster'] as const;
+
+function assertNoRedisOnlyOptions(input: LimiterOptions): void {
+  for (const option of REDIS_ONLY) {
+    if (input[option] === undefined) continue;
+    throw new ConfigError(
+      option,
+      `applies to a Redis store, and this limiter has no \`redis\` client: it would count in this process only (the in-memory store) and ignore it. Pass a Redis client as \`redis\` (is it undefined?), or remove \`${option}\``,
+    );
+  }
+}
+
 /** Validates and resolves limiter options once, at construction: nothing is parsed per request. */
 export function resolveOptions(input: LimiterOptions, extraKeys: readonly string[] = []): ResolvedOptions {
   if (typeof input !== 'object' || input === null) {
@@ -421,6 +438,8 @@ export function resolveOptions(input: LimiterOptions, extraKeys: readonly string
     throw new ConfigError('logger', `must be an object with a warn(message) method; got ${describeValue(logger)}`);
   }
   const colocate = resolveCluster(input.cluster);
+  const failure = oneOf(input.failure, 'failure', ['open', 'closed', 'local'] as const, 'open');
+  if (redis === undefined) assertNoRedisOnlyOptions(input);
   const algorithm = ALGORITHMS[algorithmName];
   const plans = resolvePlans(input.limits, algorithm);
   const rules = plans[0]!.rules;
@@ -431,7 +450,7 @@ export function resolveOptions(input: LimiterOptions, extraKeys: readonly string
     algorithm,
     rules,
     plans,
-    failure: oneOf(input.failure, 'failure', ['open', 'closed', 'local'] as const, 'open'),
+    failure,
     timeoutMs,
     mode: oneOf(input.mode, 'mode', ['enforce', 'shadow'] as const, 'enforce'),
     penalty: input.penalty ?? false,

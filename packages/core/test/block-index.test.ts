@@ -27,14 +27,14 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 
 function make(prefix: string, clock: () => number, onRedis: boolean): Limiter {
   return createLimiter({
-    ...(onRedis ? { redis } : {}),
+    // `failure` is a Redis store's option: the memory store cannot fail.
+    ...(onRedis ? { redis, failure: 'closed' as const } : {}),
     prefix,
     name: 'idx',
     algorithm: 'fixed-window',
     limits: { limit: 1, window: '10s' },
     lockout: { after: 2, within: '10s', duration: '3s', backoff: 2, maxDuration: '10s' },
     blockCache: false,
-    failure: 'closed',
     clock,
   });
 }

@@ -21,8 +21,8 @@ function limiter(store: 'redis' | 'memory', options: Partial<LimiterOptions> = {
   return createLimiter({
     prefix: uniquePrefix('plan'),
     limits: PLANS,
-    failure: 'closed',
-    ...(store === 'redis' ? { redis } : {}),
+    // `failure` is a Redis store's option: the memory store cannot fail.
+    ...(store === 'redis' ? { redis, failure: 'closed' as const } : {}),
     ...options,
   });
 }

@@ -19,10 +19,9 @@ function limiter(store: 'redis' | 'memory', options: Partial<LimiterOptions> = {
     prefix: uniquePrefix('refund'),
     limits: { limit: 3, window: '1m' },
     refunds: true,
-    timeoutMs: 2_000,
-    failure: 'closed',
     logger: quiet,
-    ...(store === 'redis' ? { redis } : {}),
+    // `timeoutMs` and `failure` are a Redis store's options: the memory store cannot fail.
+    ...(store === 'redis' ? { redis, timeoutMs: 2_000, failure: 'closed' as const } : {}),
     ...options,
   });
 }
