@@ -26,11 +26,10 @@ const PLAN_SETS = {
 function limiter(store: StoreKind, options: Partial<LimiterOptions>, redis = connect()): Limiter {
   return createLimiter({
     prefix: uniquePrefix('plans-reset'),
-    failure: 'closed',
     blockCache: false,
-    timeoutMs: 5_000,
     limits: PLAN_SETS['a member plan with a larger limit'],
-    ...(store === 'redis' ? { redis } : {}),
+    // `failure` and `timeoutMs` are a Redis store's options: the memory store cannot fail.
+    ...(store === 'redis' ? { redis, failure: 'closed' as const, timeoutMs: 5_000 } : {}),
     ...options,
   });
 }
