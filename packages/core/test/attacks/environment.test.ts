@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import Redis from 'ioredis';
 import { createLimiter, type AlgorithmName } from '@floodgate/core';
 import { closeClients, connect, spawnRedis, uniquePrefix, type RedisProcess } from '@floodgate/testing';
@@ -48,32 +50,38 @@ describe('maxmemory-policy', () => {
   });
 });
 
-/** The ACL docs/production.md gives for a limiter: these commands (scripts included), on the limiter's prefix only. */
-const LIMITER_ACL = [
-  '+evalsha',
-  '+eval',
-  '+info',
-  '+del',
-  '+time',
-  '+mget',
-  '+hgetall',
-  '+hmget',
-  '+hget',
-  '+hset',
-  '+pexpire',
-  '+set',
-  '+lrange',
-  '+lpush',
-  '+ltrim',
-  '+lrem',
-  '+zadd',
-  '+zrem',
-  '+zrange',
-  '+zscore',
-  '+zremrangebyscore',
-  '+zincrby',
-  '+zremrangebyrank',
-];
+/** The ACL docs/production.md gives for a limiter, read from the page: its commands, on the limiter's prefix only. */
+const LIMITER_ACL = (
+  /^ACL SETUSER limiter .*$/m.exec(readFileSync(join(__dirname, '..', '..', '..', '..', 'docs', 'production.md'), 'utf8'))?.[0] ?? ''
+)
+  .split(' ')
+  .filter((w) => /^\+[a-z]+$/.test(w));
+
+test('the ACL is read from docs/production.md', () => {
+  expect(LIMITER_ACL).toEqual(expect.arrayContaining(['+evalsha', '+eval', '+time', '+pttl']));
+});
+
+test("every command core's scripts call is in docs/production.md's ACL section (the line, or the extras it names)", () => {
+  const page = readFileSync(join(__dirname, '..', '..', '..', '..', 'docs', 'production.md'), 'utf8');
+  const section = page.slice(
+    page.indexOf('## The ACL a limiter needs'),
+    page.indexOf('\n## ', page.indexOf('## The ACL a limiter needs') + 5),
+  );
+  const documented = new Set([...section.matchAll(/\+([a-z]+)/g)].map((m) => m[1]!));
+  const src = join(__dirname, '..', '..', 'src');
+  const called = new Set<string>();
+  const visit = (dir: string): void => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (entry.isDirectory()) visit(join(dir, entry.name));
+      else if (entry.name.endsWith('.ts'))
+        for (const m of readFileSync(join(dir, entry.name), 'utf8').matchAll(/redis\.call\('([A-Za-z]+)'/g))
+          called.add(m[1]!.toLowerCase());
+    }
+  };
+  visit(src);
+  expect(called.size).toBeGreaterThan(10);
+  expect([...called].filter((c) => !documented.has(c)).sort()).toEqual([]);
+});
 
 describe('the ACL a limiter needs', () => {
   let server: RedisProcess;
