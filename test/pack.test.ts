@@ -195,6 +195,18 @@ test('the installed @floodgate/cli puts `floodgate` on the bin path of the app (
   expect(out).toMatch(/^Usage: floodgate <command> \[options\]/);
 });
 
+test('the installed `floodgate --version` prints the packed versions of @floodgate/cli and of the @floodgate/core it runs with', () => {
+  const version = (name: string): string => packed.find((p) => p.name === name)!.version;
+  const floodgate = (...args: string[]): string =>
+    execFileSync(join(app, 'node_modules', '.bin', 'floodgate'), args, { cwd: app, encoding: 'utf8', timeout: 30_000 });
+  const [cli, core] = [version('@floodgate/cli'), version('@floodgate/core')];
+  expect(floodgate('--version').split('\n').slice(0, 2)).toEqual([
+    `@floodgate/cli ${cli}`,
+    `@floodgate/core ${core} (reads the keys of applications on @floodgate/core ${core.split('.')[0]}.x)`,
+  ]);
+  expect(JSON.parse(floodgate('-v', '--json'))).toEqual({ cli, core });
+});
+
 /*
  * What a user copies first: the README's programs, and those of the pages it sends them to (getting
  * started per framework, the API reference, the policies and concurrency limits). They use only the

@@ -20,3 +20,8 @@ export class CliError extends Error {
     this.name = 'CliError';
   }
 }
+
+/** The name of an exit code, as `--json` errors give it (`usage`, `connection` ...): EXIT's key. */
+export function exitName(code: ExitCode): keyof typeof EXIT {
+  return (Object.keys(EXIT) as (keyof typeof EXIT)[]).find((k) => EXIT[k] === code)!;
+}

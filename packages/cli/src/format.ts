@@ -36,9 +36,10 @@ export function safe(strings: TemplateStringsArray, ...values: unknown[]): strin
 /**
  * JSON for --json: JSON.stringify escapes C0, quotes and backslashes, but leaves DEL, C1, format characters
  * and separators raw. Those can only be inside strings, where \uXXXX (per UTF-16 unit) reads back the same.
+ * Indented by two spaces, or on one line with `indent` 0 (an error on stderr).
  */
-export function jsonText(value: unknown): string {
-  return JSON.stringify(value, null, 2).replace(/[\x7f-\x9f\p{Cf}\p{Zl}\p{Zp}]/gu, (c) =>
+export function jsonText(value: unknown, indent = 2): string {
+  return JSON.stringify(value, null, indent).replace(/[\x7f-\x9f\p{Cf}\p{Zl}\p{Zp}]/gu, (c) =>
     // split(''): UTF-16 units, so a tag character (outside the BMP) becomes its surrogate pair's escapes.
     c
       .split('')

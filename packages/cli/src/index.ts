@@ -4,16 +4,20 @@
  *
  * @module @floodgate/cli
  */
-import { parseArgs } from 'node:util';
 import { ArgumentError, ConfigError, type Decision } from '@floodgate/core';
-import { DEFAULT_PREFIX, formatWindow, parseDuration } from '@floodgate/core/admin';
+import { formatWindow, parseDuration } from '@floodgate/core/admin';
+import { integer, parse, scan, type Parsed } from './args';
+import { DEFAULTS } from './commands';
 import { connect } from './connect';
-import { CliError, EXIT, type ExitCode } from './errors';
+import { CliError, EXIT, exitName, type ExitCode } from './errors';
 import { Floodgate, redisCall, toCliError } from './floodgate';
 import { human, isoTime, jsonText, printable, safe, table } from './format';
+import { helpFor } from './help';
 import { maskUrl, secretMasker, urlsIn } from './secrets';
+import { versionText } from './version';
 
 export { EXIT, type ExitCode } from './errors';
+export { USAGE } from './help';
 
 /** Where the program writes, and the environment it reads (REDIS_URL). */
 export interface Io {
@@ -28,124 +32,6 @@ const processIo: Io = {
   env: process.env,
 };
 
-export const USAGE = `Usage: floodgate <command> [options]
-
-Commands:
-  inspect <identifier>                     every limiter and rule holding state for it, its block and
-                                           lockouts (reads only: consumes nothing)
-  block <identifier> --for <duration>      block it in every limiter of the prefix (--reason <text>)
-  unblock <identifier>                     lift its block or lockout
-  reset <identifier> [--name <limiter>]    forget its counts in every limiter, or in one
-  blocks                                   the identifiers blocked now, with reason and end
-  top [--minutes <n>] [--limit <n>]        the most-denied identifiers of the last minutes (default 5, 10)
-  limiters                                 the limiters registered under the prefix
-
-Options:
-  --url <url>         Redis, or any node of a Cluster (default: $REDIS_URL, else redis://127.0.0.1:6379)
-  --prefix <prefix>   the limiters' key prefix (default: ${DEFAULT_PREFIX})
-  --json              print JSON for scripts instead of tables
-  --timeout <ms>      for connecting and for each command (default: 3000)
-  -h, --help          this help
-
-Exit codes: 0 ok, 1 nothing found or nothing to do, 2 usage error, 3 connection error,
-4 no Floodgate limiters under the prefix, 5 Redis answered with an error.`;
-
-const COMMANDS: Record<string, { positional: number; options: string[] }> = {
-  inspect: { positional: 1, options: [] },
-  block: { positional: 1, options: ['for', 'reason'] },
-  unblock: { positional: 1, options: [] },
-  reset: { positional: 1, options: ['name'] },
-  blocks: { positional: 0, options: [] },
-  top: { positional: 0, options: ['minutes', 'limit'] },
-  limiters: { positional: 0, options: [] },
-};
-
-interface Parsed {
-  command: string;
-  identifier: string;
-  url: string;
-  prefix: string;
-  json: boolean;
-  timeoutMs: number;
-  values: Record<string, string | boolean | undefined>;
-}
-
-function usage(message: string): CliError {
-  return new CliError(EXIT.usage, `${message} (floodgate --help lists commands and options)`);
-}
-
-function integer(value: string | undefined, option: string, min: number, max: number, fallback: number): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || n < min || n > max) throw usage(`--${option} must be a whole number from ${min} to ${max}; got '${value}'`);
-  return n;
-}
-
-function parse(args: string[], env: Io['env']): Parsed | 'help' {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        url: { type: 'string' },
-        prefix: { type: 'string' },
-        json: { type: 'boolean' },
-        timeout: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-        for: { type: 'string' },
-        reason: { type: 'string' },
-        name: { type: 'string' },
-        minutes: { type: 'string' },
-        limit: { type: 'string' },
-      },
-    });
-  } catch (err) {
-    throw usage((err as Error).message.replace(/\. To specify a positional argument.*$/s, ''));
-  }
-  const { values, positionals } = parsed;
-  if (values.help) return 'help';
-  const [command, ...rest] = positionals;
-  if (command === undefined) throw usage('no command given');
-  const spec = COMMANDS[command];
-  if (spec === undefined) throw usage(`unknown command '${command}'`);
-  if (rest.length !== spec.positional) {
-    throw usage(
-      spec.positional === 1 ? `${command} takes one identifier, e.g. floodgate ${command} ip:203.0.113.7` : `${command} takes no arguments`,
-    );
-  }
-  const general = ['url', 'prefix', 'json', 'timeout', 'help'];
-  for (const [option, value] of Object.entries(values)) {
-    if (value !== undefined && !general.includes(option) && !spec.options.includes(option))
-      throw usage(`${command} has no option --${option}`);
-  }
-  const identifier = rest[0] ?? '';
-  if (spec.positional === 1 && identifier === '') throw usage('the identifier is empty');
-  if (command === 'block' && values.for === undefined) throw usage('block needs --for <duration>, e.g. --for 10m');
-  const prefix = values.prefix ?? DEFAULT_PREFIX;
-  if (!/^[A-Za-z0-9_.-]{1,32}$/.test(prefix)) throw usage(`--prefix must match [A-Za-z0-9_.-]{1,32}; got '${prefix}'`);
-  // Checked before connecting: a usage error never waits for Redis.
-  integer(values.minutes, 'minutes', 1, 60, 5);
-  integer(values.limit, 'limit', 1, 1000, 10);
-  if (values.for !== undefined) {
-    try {
-      parseDuration(values.for, '--for');
-    } catch (err) {
-      throw usage(`--for ${(err as Error).message.replace(/^.*?must/s, 'must')}`);
-    }
-  }
-  return {
-    command,
-    identifier,
-    url: values.url ?? env.REDIS_URL ?? 'redis://127.0.0.1:6379',
-    prefix,
-    json: values.json ?? false,
-    timeoutMs: integer(values.timeout, 'timeout', 1, 600_000, 3_000),
-    values,
-  };
-}
-
 /**
  * Runs the command line with `args` (without the node and script paths); resolves to the exit code.
  * Every line it writes, to either stream, has the passwords of the URLs it was given masked (secrets.ts).
@@ -153,18 +39,28 @@ function parse(args: string[], env: Io['env']): Parsed | 'help' {
 export async function run(args: string[], given: Io = processIo): Promise<ExitCode> {
   const mask = secretMasker(urlsIn(args, given.env));
   const io: Io = { stdout: (text) => given.stdout(mask(text)), stderr: (text) => given.stderr(mask(text)), env: given.env };
-  // An error is one line: whatever it quotes (an identifier, an option, a server's reply) is escaped.
-  const fail = (message: string): void => io.stderr(`floodgate: ${printable(message)}`);
-  let options: Parsed | 'help';
+  const wanted = scan(args);
+  // An error is one line: as text, whatever it quotes (an identifier, an option, a server's reply) is
+  // escaped; under --json, one JSON document whose strings read back exactly.
+  const fail = (error: CliError): ExitCode => {
+    io.stderr(
+      wanted.json
+        ? jsonText({ error: { code: exitName(error.code), message: error.message, exit: error.code } }, 0)
+        : `floodgate: ${printable(error.message)}`,
+    );
+    return error.code;
+  };
+  const help = helpFor(wanted);
+  if (help instanceof CliError) return fail(help);
+  if (help !== undefined || wanted.version) {
+    io.stdout(help ?? versionText(wanted.json));
+    return EXIT.ok;
+  }
+  let options: Parsed;
   try {
     options = parse(args, io.env);
   } catch (err) {
-    fail((err as Error).message);
-    return EXIT.usage;
-  }
-  if (options === 'help') {
-    io.stdout(USAGE);
-    return EXIT.ok;
+    return fail(err instanceof CliError ? err : new CliError(EXIT.usage, (err as Error).message));
   }
   let closeConnection: (() => Promise<void>) | undefined;
   let floodgate: Floodgate | undefined;
@@ -174,12 +70,11 @@ export async function run(args: string[], given: Io = processIo): Promise<ExitCo
     floodgate = await Floodgate.open(conn.client, options.prefix, options.timeoutMs, maskUrl(options.url));
     return await COMMAND_RUNNERS[options.command]!(floodgate, options, io);
   } catch (err) {
-    const error =
+    return fail(
       err instanceof ConfigError || err instanceof ArgumentError
         ? new CliError(EXIT.usage, err.message.replace(/^floodgate: /, ''))
-        : toCliError(err);
-    fail(error.message);
-    return error.code;
+        : toCliError(err),
+    );
   } finally {
     await floodgate?.close().catch(() => undefined);
     await closeConnection?.();
@@ -379,8 +274,8 @@ const blocks: Runner = async (fg, options, io) => {
 };
 
 const top: Runner = async (fg, options, io) => {
-  const minutes = integer(options.values.minutes as string | undefined, 'minutes', 1, 60, 5);
-  const limit = integer(options.values.limit as string | undefined, 'limit', 1, 1000, 10);
+  const minutes = integer(options.values.minutes as string | undefined, 'minutes', 1, 60, DEFAULTS.minutes);
+  const limit = integer(options.values.limit as string | undefined, 'limit', 1, 1000, DEFAULTS.limit);
   const now = await fg.now();
   const list = (await fg.top(now, minutes)).slice(0, limit);
   const json = { minutes, top: list };

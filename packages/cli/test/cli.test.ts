@@ -284,13 +284,13 @@ describe('errors scripts can rely on', () => {
   test.each([
     [['frobnicate'], "unknown command 'frobnicate'"],
     [[], 'no command given'],
-    [['inspect'], 'inspect takes one identifier'],
+    [['inspect'], 'inspect needs an identifier (kind:value), e.g. floodgate inspect ip:203.0.113.7'],
     [['block', 'ip:1'], 'block needs --for <duration>'],
     [['block', 'ip:1', '--for', '10x'], '--for must be a positive whole number'],
     [['blocks', '--reason', 'x'], 'blocks has no option --reason'],
     [['top', '--minutes', '0'], '--minutes must be a whole number from 1 to 60'],
     [['blocks', '--url', 'http://localhost'], 'the scheme must be redis:// or rediss://'],
-    [['blocks', '--bogus'], "Unknown option '--bogus'"],
+    [['blocks', '--bogus'], "unknown option '--bogus' (see floodgate blocks --help)"],
   ])('usage error %j: exit 2 before connecting', async (args, message) => {
     const ran = await floodgate(args, { REDIS_URL: 'redis://127.0.0.1:1' });
     expect(ran.code).toBe(2);
@@ -348,5 +348,12 @@ describe('the ACL docs/cli.md gives the on-call user', () => {
     const denied = await floodgate(as('nodel', 'unblock', 'ip:1'));
     expect(denied.code).toBe(5);
     expect(denied.stderr).toMatch(/^floodgate: Redis answered with an error: ERR The user executing the script can't run this command/);
+    // Under --json, the same error as JSON on stderr (docs/cli.md): code 'redis', exit 5.
+    const deniedJson = await floodgate([...as('nodel', 'unblock', 'ip:1'), '--json']);
+    expect(deniedJson.code).toBe(5);
+    expect(deniedJson.stdout).toBe('');
+    expect(JSON.parse(deniedJson.stderr)).toEqual({
+      error: { code: 'redis', message: denied.stderr.replace(/^floodgate: /, '').trimEnd(), exit: 5 },
+    });
   });
 });

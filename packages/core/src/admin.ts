@@ -21,6 +21,7 @@ export {
 export { parseDuration, formatWindow } from './rules';
 export { REGISTRY_VERSION, TOP_KEEP, type LimiterDescription } from './operator';
 export { LOCKOUT_REASON } from './algorithms/lockout';
+export { closestName } from './closest-name';
 import { ALGORITHMS, type AlgorithmName } from './algorithms';
 
 /** The state key tag (with its layout version) of an algorithm by name, e.g. 'fw2'; undefined for an unknown name. */

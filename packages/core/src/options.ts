@@ -1,5 +1,6 @@
 import type { Algorithm, AlgorithmName } from './algorithms/types';
 import { ALGORITHMS } from './algorithms';
+import { closestName } from './closest-name';
 import { ConfigError, describeValue } from './errors';
 import { parseDuration, resolveRules, type Rule, type RuleInput } from './rules';
 import type { LockoutSpec } from './algorithms/lockout';
@@ -219,20 +220,6 @@ const PEER_NAMES: Record<string, string> = {
   errorResponseBuilder: '`message` or `handler`',
 };
 
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const cur = row[j]!;
-      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1]!.toLowerCase() === b[j - 1]!.toLowerCase() ? 0 : 1));
-      prev = cur;
-    }
-  }
-  return row[b.length]!;
-}
-
 /**
  * Throws on option names that are not in `known`, with what Floodgate calls a peer's option, or the
  * closest name. `path` names the enclosing option for nested objects ('blockCache.').
@@ -242,10 +229,10 @@ export function assertKnownOptions(input: object, known: readonly string[], path
     if (known.includes(key)) continue;
     const peer = path === '' && Object.hasOwn(PEER_NAMES, key) ? PEER_NAMES[key] : undefined;
     if (peer) throw new ConfigError(key, `is not a Floodgate option: Floodgate calls it ${peer}`);
-    const close = known.filter((k) => editDistance(key, k) <= 2).sort((x, y) => editDistance(key, x) - editDistance(key, y));
+    const close = closestName(key, known);
     throw new ConfigError(
       `${path}${key}`,
-      `is not a Floodgate option${close[0] ? `; did you mean \`${close[0]}\`?` : ''} (known: ${known.join(', ')})`,
+      `is not a Floodgate option${close ? `; did you mean \`${close}\`?` : ''} (known: ${known.join(', ')})`,
     );
   }
 }
