@@ -20,6 +20,12 @@ export default tseslint.config(
     languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly', Buffer: 'readonly' } },
     rules: { 'no-console': 'off' },
   },
+  // A package's bin: a CommonJS script that loads the build (packages/cli/bin/floodgate.js).
+  {
+    files: ['packages/*/bin/**'],
+    languageOptions: { sourceType: 'commonjs', globals: { process: 'readonly', console: 'readonly', require: 'readonly' } },
+    rules: { 'no-console': 'off', '@typescript-eslint/no-require-imports': 'off' },
+  },
   // test/pack.test.ts's consumers: programs as a user writes them (the CommonJS ones with require()).
   {
     files: ['test/pack-consumer/**'],

@@ -84,15 +84,29 @@ afterAll(() => {
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
-test('each tarball holds dist/, README.md, LICENSE and package.json, and nothing else', () => {
+test('each tarball holds dist/, its bin, README.md, CHANGELOG.md, LICENSE and package.json, and nothing else', () => {
   expect(packed.map((p) => p.name).sort()).toEqual(PUBLISHED.map((p) => `@floodgate/${p}`));
   for (const p of packed) {
     const files = p.files.map((f) => f.path).sort();
+    const manifest = JSON.parse(readFileSync(join(root, 'packages', p.name.replace('@floodgate/', ''), 'package.json'), 'utf8')) as {
+      bin?: Record<string, string>;
+    };
+    const bins = Object.values(manifest.bin ?? {}).map((b) => b.replace(/^\.\//, ''));
     expect({
       name: p.name,
-      stray: files.filter((f) => !f.startsWith('dist/') && !['README.md', 'LICENSE', 'package.json'].includes(f)),
+      stray: files.filter((f) => !f.startsWith('dist/') && !['README.md', 'CHANGELOG.md', 'LICENSE', 'package.json', ...bins].includes(f)),
     }).toEqual({ name: p.name, stray: [] });
-    for (const f of ['README.md', 'LICENSE', 'package.json', 'dist/index.js', 'dist/index.mjs', 'dist/index.d.ts', 'dist/index.d.mts']) {
+    for (const f of [
+      'README.md',
+      'CHANGELOG.md',
+      'LICENSE',
+      'package.json',
+      ...bins,
+      'dist/index.js',
+      'dist/index.mjs',
+      'dist/index.d.ts',
+      'dist/index.d.mts',
+    ]) {
       expect({ name: p.name, has: f, present: files.includes(f) }).toEqual({ name: p.name, has: f, present: true });
     }
   }

@@ -111,7 +111,10 @@ export async function storeClusterClient(nodes: { host: string; port: number }[]
     client = c as unknown as RedisClient;
   } else {
     quietGlide();
-    client = (await GlideClusterClient.createClient({ addresses: nodes, requestTimeout: GLIDE_REQUEST_TIMEOUT_MS })) as unknown as RedisClient;
+    client = (await GlideClusterClient.createClient({
+      addresses: nodes,
+      requestTimeout: GLIDE_REQUEST_TIMEOUT_MS,
+    })) as unknown as RedisClient;
   }
   storeClients.add(client);
   return client;
