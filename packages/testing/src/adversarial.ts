@@ -7,6 +7,7 @@ import request from 'supertest';
 import { resetWarnings, type Logger } from '@floodgate/core/adapter';
 import { closeClients, connect, uniquePrefix } from './clients';
 import type { AdapterFactory, AppSpec, NeutralOptions, TestApp } from './conformance';
+import { listsAttacks } from './attacks/lists';
 
 /*
  * The attacks of docs/security.md, mounted over real sockets against each adapter's app (the conformance
@@ -169,4 +170,5 @@ export function adversarial(factory: AdapterFactory): void {
       }
     });
   });
+  listsAttacks(factory);
 }
