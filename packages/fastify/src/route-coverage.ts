@@ -1,6 +1,7 @@
 import { subscribe } from 'node:diagnostics_channel';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { Logger } from '@floodgate/core/adapter';
+import { enclosing, withinScope } from './internals';
 
 /*
  * Routes the plugin never saw (docs/fastify.md, "Register it before the routes"). The plugin attaches itself
@@ -36,10 +37,9 @@ subscribe('fastify.initialization', (message) => {
 
 /** The routes recorded in `fastify`'s scope: registered on it, or on an instance encapsulated inside it. */
 function routesInScope(fastify: object): Registered[] {
-  let root: object | null = fastify;
-  while (root !== null && !registered.has(root)) root = Object.getPrototypeOf(root) as object | null;
-  const routes = root === null ? [] : registered.get(root)!;
-  return routes.filter((r) => r.instance === fastify || Object.prototype.isPrototypeOf.call(fastify, r.instance));
+  const root = enclosing(fastify).find((instance) => registered.has(instance));
+  const routes = root === undefined ? [] : registered.get(root)!;
+  return routes.filter((r) => withinScope(fastify, r.instance));
 }
 
 const SHOWN = 20;
