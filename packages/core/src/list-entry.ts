@@ -23,7 +23,7 @@ const PREFIX = /^(?:0|[1-9]\d{0,2})$/;
 /** `::a.b.c.d`: the deprecated IPv4-compatible spelling, which ipaddr.js reads as IPv4-mapped. */
 const COMPATIBLE_SPELLING = /^::\d+\./;
 
-/** Reads one entry of a list; anything else than an identifier of a known kind or a canonical address throws. */
+/** Reads one entry of a list; anything other than an identifier of a known kind or a canonical address throws. */
 export function parseListEntry(entry: unknown, option: string, kinds: ReadonlySet<string>): ListEntry {
   if (typeof entry !== 'string' || entry.length === 0 || entry.length > MAX_ENTRY_LENGTH || entry.trim() !== entry) {
     throw new ConfigError(

@@ -126,6 +126,12 @@ describe('every accepted spelling matches exactly the requests it names', () => 
     const scoped = make({ limits: [limits, { limit: 5, window: '1m', for: 'account' }], deny: ['account:x'] });
     expect((await scoped.peek('account:x')).reason).toBe('listed');
     await scoped.close();
+    // A kind made of hex digits: an entry that is a valid IPv6 address is the address.
+    const hex = make({ identifierKinds: ['cafe'], deny: ['cafe:beef', 'cafe::1'] });
+    expect((await hex.peek('cafe:beef')).reason).toBe('listed');
+    expect((await hex.peek('ip:cafe::1')).reason).toBe('listed');
+    expect((await hex.peek('cafe::1')).reason).not.toBe('listed');
+    await hex.close();
     const planned = make({ limits: { free: [{ limit: 1, window: '1m', for: 'org' }], pro: [limits] }, allow: ['org:a'] });
     expect((await planned.peek('org:a')).source).toBe('list');
     await planned.close();
