@@ -14,7 +14,7 @@ export type { ConcurrencyHttpOptions, ConcurrencyOutcome, HttpConcurrency } from
 export { CONCURRENCY_OPTION_KEYS } from './concurrency/options';
 export { createHttpSlowDown, SLOW_DOWN_OPTION_KEYS } from './http-slow-down';
 export type { SlowDownHttpOptions, SlowDownOutcome, SlowDownInfo, HttpSlowDown } from './http-slow-down';
-export { LIMITER_OPTION_KEYS, assertKnownOptions, ownOptions } from './options';
+export { LIMITER_OPTION_KEYS, assertKnownOptions, ownOptions, safeLogger } from './options';
 export { describeValue } from './errors';
 export { errorBody } from './http';
 export type { HeaderList } from './http';

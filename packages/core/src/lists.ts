@@ -1,5 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import { ConfigError, describeValue } from './errors';
+import { parseListEntry } from './list-entry';
 import { assertKnownOptions, ownOptions } from './options';
 
 /*
@@ -9,7 +10,7 @@ import { assertKnownOptions, ownOptions } from './options';
  * An IP rule matches the client's address: an identifier `ip:<address>` of a check (what the adapters
  * derive, IPv4-mapped IPv6 already turned into IPv4), and in the adapters the client address itself, exact
  * (not the /56 group its identifier is keyed on). An identifier rule matches an identifier of the check
- * exactly. Deny wins over allow.
+ * exactly. Deny wins over allow. What an entry may be, and which forms are refused: list-entry.ts.
  */
 
 /** The lists as an application writes them. */
@@ -22,7 +23,6 @@ export interface ListsInput {
 
 /** The most entries one list takes: lists live in every process's memory and are compiled on every setLists. */
 export const MAX_LIST_ENTRIES = 1_000_000;
-const MAX_ENTRY_LENGTH = 512;
 
 /** One list compiled: exact identifiers, and IP networks grouped by prefix length (a set lookup per length). */
 class CompiledList {
@@ -40,12 +40,8 @@ class CompiledList {
     return this.v4.size > 0 || this.v6.size > 0;
   }
 
+  /** Adds a network as list-entry.ts read it (IPv4-mapped IPv6 already turned into IPv4). */
   addNetwork(addr: ipaddr.IPv4 | ipaddr.IPv6, bits: number): void {
-    if (addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress() && bits >= 96) {
-      // `::ffff:10.0.0.0/104` is the IPv4 range 10.0.0.0/8: clients arrive as IPv4 after normalisation.
-      addr = (addr as ipaddr.IPv6).toIPv4Address();
-      bits -= 96;
-    }
     if (addr.kind() === 'ipv4') {
       const set = this.v4.get(bits) ?? new Set<number>();
       set.add(maskV4(v4Int(addr.toByteArray()), bits));
@@ -89,10 +85,7 @@ function maskV6(bytes: number[], bits: number): string {
   return hex;
 }
 
-/** Only hex digits, dots, colons and brackets: meant as an address (before any `/prefix`). */
-const ADDRESS_LIKE = /^[0-9a-fA-F.:[\]%]+$/;
-
-/** An IPv4 or IPv6 address as the lists read it (four-part decimal IPv4 only; brackets allowed for IPv6). */
+/** A client's address as the lists read it (four-part decimal IPv4, IPv6; brackets allowed). */
 function parseAddress(text: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
   const bare = text.startsWith('[') && text.endsWith(']') ? text.slice(1, -1) : text;
   if (ipaddr.IPv4.isValidFourPartDecimal(bare)) return ipaddr.IPv4.parse(bare);
@@ -100,49 +93,18 @@ function parseAddress(text: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
   return undefined;
 }
 
-/** Adds one entry to a list; a malformed address or range is a ConfigError naming `option[index]`. */
-function addEntry(list: CompiledList, entry: unknown, option: string): void {
-  if (typeof entry !== 'string' || entry.length === 0 || entry.length > MAX_ENTRY_LENGTH || entry.trim() !== entry) {
-    throw new ConfigError(
-      option,
-      `must be an IP address, a CIDR range or an identifier (a non-empty string of at most ${MAX_ENTRY_LENGTH} characters, no surrounding space); got ${describeValue(entry)}`,
-    );
-  }
-  // `ip:10.0.0.0/8` is the same rule as `10.0.0.0/8`: the adapters' identifiers have that form.
-  const text = entry.startsWith('ip:') ? entry.slice(3) : entry;
-  const explicit = text !== entry;
-  // An identifier has a kind ('user:admin'); anything else made of address characters is meant as an IP.
-  const head = text.split('/', 1)[0]!;
-  const ipLike = explicit || (ADDRESS_LIKE.test(head) && (head.split(':').length > 2 || head.includes('.')));
-  if (!ipLike) {
-    list.ids.add(entry);
-    return;
-  }
-  const slash = text.indexOf('/');
-  const addr = parseAddress(slash === -1 ? text : text.slice(0, slash));
-  if (addr === undefined) {
-    throw new ConfigError(option, `is not a valid IPv4 or IPv6 address or CIDR range: ${describeValue(entry)}`);
-  }
-  const max = addr.kind() === 'ipv4' ? 32 : 128;
-  let bits = max;
-  if (slash !== -1) {
-    const prefix = text.slice(slash + 1);
-    bits = /^\d{1,3}$/.test(prefix) ? Number(prefix) : NaN;
-    if (!(bits >= 0 && bits <= max)) {
-      throw new ConfigError(option, `has a prefix length outside 0..${max}: ${describeValue(entry)}`);
-    }
-  }
-  list.addNetwork(addr, bits);
-}
-
-function compileList(value: unknown, option: string): CompiledList {
+function compileList(value: unknown, option: string, kinds: ReadonlySet<string>): CompiledList {
   const list = new CompiledList();
   if (value === undefined) return list;
   if (!Array.isArray(value)) {
     throw new ConfigError(option, `must be an array of IP addresses, CIDR ranges and identifiers; got ${describeValue(value)}`);
   }
   if (value.length > MAX_LIST_ENTRIES) throw new ConfigError(option, `takes at most ${MAX_LIST_ENTRIES} entries; got ${value.length}`);
-  value.forEach((entry, i) => addEntry(list, entry, `${option}[${i}]`));
+  value.forEach((entry, i) => {
+    const read = parseListEntry(entry, `${option}[${i}]`, kinds);
+    if ('id' in read) list.ids.add(read.id);
+    else list.addNetwork(read.network, read.bits);
+  });
   return list;
 }
 
@@ -189,22 +151,27 @@ export class Lists {
   private constructor(
     private readonly allow: CompiledList,
     private readonly deny: CompiledList,
+    /** The identifier kinds an entry may name (list-entry.ts), kept for setLists. */
+    private readonly kinds: ReadonlySet<string>,
   ) {
     this.empty = allow.empty && deny.empty;
     this.hasIps = allow.hasIps || deny.hasIps;
     this.denies = !deny.empty;
   }
 
-  /** Validates and compiles `{ allow, deny }`: a malformed entry is a ConfigError naming `allow[i]` or `deny[i]`. */
-  static compile(allow: unknown, deny: unknown): Lists {
-    return new Lists(compileList(allow, 'allow'), compileList(deny, 'deny'));
+  /**
+   * Validates and compiles `{ allow, deny }`: a malformed entry, or an identifier of a kind not in `kinds`,
+   * is a ConfigError naming `allow[i]` or `deny[i]`.
+   */
+  static compile(allow: unknown, deny: unknown, kinds: ReadonlySet<string>): Lists {
+    return new Lists(compileList(allow, 'allow', kinds), compileList(deny, 'deny', kinds), kinds);
   }
 
   /** These lists with the ones `input` gives replaced (compiled first: an error changes nothing). */
   replace(input: ListsInput): Lists {
-    const allow = Object.hasOwn(input, 'allow') ? compileList(input.allow, 'allow') : this.allow;
-    const deny = Object.hasOwn(input, 'deny') ? compileList(input.deny, 'deny') : this.deny;
-    return new Lists(allow, deny);
+    const allow = Object.hasOwn(input, 'allow') ? compileList(input.allow, 'allow', this.kinds) : this.allow;
+    const deny = Object.hasOwn(input, 'deny') ? compileList(input.deny, 'deny', this.kinds) : this.deny;
+    return new Lists(allow, deny, this.kinds);
   }
 
   /** Validates setLists()'s argument: an object with `allow`, `deny` or both. */

@@ -2,7 +2,8 @@ import type { Algorithm, AlgorithmName } from './algorithms/types';
 import { ALGORITHMS } from './algorithms';
 import { closestName } from './closest-name';
 import { ConfigError, describeValue } from './errors';
-import { parseDuration, resolveRules, type Rule, type RuleInput } from './rules';
+import { BUILT_IN_KINDS } from './list-entry';
+import { KIND, parseDuration, resolveRules, type Rule, type RuleInput } from './rules';
 import type { LockoutSpec } from './algorithms/lockout';
 import { DEFAULT_PREFIX } from './keys';
 import { assertClient, type RedisClient } from './stores/client';
@@ -77,6 +78,12 @@ export interface LimiterOptions {
   allow?: readonly string[];
   /** Always refused, without a store call (403 in the adapters): the same kinds of entries. Wins over `allow`. */
   deny?: readonly string[];
+  /**
+   * Identifier kinds (the part before the first ':') that `allow` and `deny` entries may name besides `ip`,
+   * `user` and the kinds a rule is `for`: those your identify() or check() calls give, such as
+   * `['tenant', 'api-key']`. An entry of any other kind is a ConfigError (docs/lists.md).
+   */
+  identifierKinds?: readonly string[];
   /** Every decision, refund, store error and shadow denial (events.ts); see also limiter.subscribe(). */
   onEvent?: (event: LimiterEvent) => void;
   /** `{ identifiers: true }`: events carry the identifier itself, not only its kind. Default false. */
@@ -155,6 +162,7 @@ export const LIMITER_OPTION_KEYS = [
   'lockout',
   'allow',
   'deny',
+  'identifierKinds',
   'onEvent',
   'events',
   'logger',
@@ -400,6 +408,23 @@ function assertNoRedisOnlyOptions(input: LimiterOptions): void {
   }
 }
 
+/** The kinds a list entry may name: the built-in ones, every rule's `for`, and `identifierKinds`. */
+function listKinds(plans: readonly Plan[], declared: unknown): ReadonlySet<string> {
+  const kinds = new Set(BUILT_IN_KINDS);
+  for (const plan of plans) for (const rule of plan.rules) if (rule.for !== undefined) kinds.add(rule.for);
+  if (declared === undefined) return kinds;
+  if (!Array.isArray(declared)) {
+    throw new ConfigError('identifierKinds', `must be an array of identifier kinds such as ['tenant']; got ${describeValue(declared)}`);
+  }
+  declared.forEach((kind: unknown, i) => {
+    if (typeof kind !== 'string' || !KIND.test(kind)) {
+      throw new ConfigError(`identifierKinds[${i}]`, `must be an identifier kind ([A-Za-z0-9_-]{1,32}); got ${describeValue(kind)}`);
+    }
+    kinds.add(kind);
+  });
+  return kinds;
+}
+
 /** Validates and resolves limiter options once, at construction: nothing is parsed per request. */
 export function resolveOptions(input: LimiterOptions, extraKeys: readonly string[] = []): ResolvedOptions {
   if (typeof input !== 'object' || input === null) {
@@ -443,7 +468,7 @@ export function resolveOptions(input: LimiterOptions, extraKeys: readonly string
     penalty: input.penalty ?? false,
     refunds: input.refunds ?? false,
     lockout: resolveLockout(input.lockout),
-    lists: Lists.compile(input.allow, input.deny),
+    lists: Lists.compile(input.allow, input.deny, listKinds(plans, input.identifierKinds)),
     blockCacheMax: resolveBlockCache(input.blockCache),
     colocate,
     onEvent: fn(input.onEvent, 'onEvent'),

@@ -52,6 +52,7 @@ describe('construction', () => {
     const l = make({
       allow: ['10.0.0.0/8', '192.0.2.1', '2001:db8::/32', '[2001:db8::1]', '::ffff:198.51.100.0/120', 'ip:203.0.113.5', 'user:admin'],
       deny: ['0.0.0.0/0', 'abc:def', 'key:a.b/c'],
+      identifierKinds: ['abc', 'key'],
     });
     expect(l.name).toBe('default');
     return l.close();
@@ -257,6 +258,7 @@ describe('the HTTP layer', () => {
       prefix: uniquePrefix('ls'),
       limits: { free: [limits], pro: [limits] },
       deny: ['198.51.100.0/24', 'tenant:evil'],
+      identifierKinds: ['tenant'],
       onEvent: (e) => void events.push(e),
       skip: () => (calls.push('skip'), false),
       identify: (req, defaults) => (calls.push('identify'), req.tenant ? [...defaults, `tenant:${req.tenant}`] : defaults),

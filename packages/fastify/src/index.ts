@@ -14,12 +14,15 @@ import {
   describeValue,
   errorBody,
   ownOptions,
+  safeLogger,
   watchPeerAddresses,
 } from '@floodgate/core/adapter';
 import type { Decision, HttpLimiter, Limiter } from '@floodgate/core/adapter';
 import { addHook, hookFor, type Limiters, type Thrown } from './denial';
+import { reportUnattachedRoutes } from './route-coverage';
 import {
   resolveHook,
+  resolveUnlimitedRoutes,
   routeOptions,
   type RateLimitHook,
   type RateLimitPluginBaseOptions,
@@ -57,16 +60,18 @@ declare module 'fastify' {
 const defaultUser = (request: FastifyRequest): unknown => (request as { user?: { id?: unknown } }).user?.id;
 
 async function floodgatePlugin(fastify: FastifyInstance, pluginOptions: RateLimitPluginOptions): Promise<void> {
-  assertKnownOptions(pluginOptions, [...LIMITER_OPTION_KEYS, ...HTTP_OPTION_KEYS, 'hook', 'global']);
+  assertKnownOptions(pluginOptions, [...LIMITER_OPTION_KEYS, ...HTTP_OPTION_KEYS, 'hook', 'global', 'unlimitedRoutes']);
   const options: RateLimitPluginBaseOptions = ownOptions(pluginOptions);
   // Every connection's address is read on accept, so a client that resets right after its request is still known.
   watchPeerAddresses(fastify.server);
   if (options.global !== undefined && typeof options.global !== 'boolean')
     throw new ConfigError('global', `must be true or false; got ${describeValue(options.global)}`);
   const hook = resolveHook(options.hook, 'hook');
+  const unlimited = resolveUnlimitedRoutes(options.unlimitedRoutes);
   const limiterOptions: RateLimitPluginBaseOptions = { ...options };
   delete limiterOptions.global;
   delete limiterOptions.hook;
+  delete limiterOptions.unlimitedRoutes;
   const globalLimiter = options.global === false ? undefined : createHttpLimiter<FastifyRequest>(limiterOptions, [], defaultUser);
   // Limiters made here (not shared ones passed as `limiter`) free their name when the app closes.
   const owned: Limiter[] = globalLimiter !== undefined && options.limiter === undefined ? [globalLimiter.limiter] : [];
@@ -89,13 +94,23 @@ async function floodgatePlugin(fastify: FastifyInstance, pluginOptions: RateLimi
     return made;
   }
 
+  // The routes onRoute saw (attached to or left out), so that onReady can name the ones it never saw.
+  const seen = new WeakSet<object>();
   fastify.addHook('onRoute', (route) => {
+    seen.add(route);
     const own: unknown = route.config?.rateLimit;
     if (own === false) return;
     if (own !== undefined && (typeof own !== 'object' || own === null)) {
       throw new ConfigError(
         'config.rateLimit',
         `of ${route.method} ${route.url} must be an options object or false; got ${describeValue(own)}`,
+      );
+    }
+    if (unlimited(route.url)) {
+      if (own === undefined) return;
+      throw new ConfigError(
+        'config.rateLimit',
+        `of ${route.method} ${route.url}: the route is in \`unlimitedRoutes\`; give it a limiter or list it, not both`,
       );
     }
     const byHook = new Map<RateLimitHook, Limiters>();
@@ -105,6 +120,12 @@ async function floodgatePlugin(fastify: FastifyInstance, pluginOptions: RateLimi
     if (made !== undefined) add(made.hook, made.http);
     for (const [at, limiters] of byHook) addHook(route, at, hookFor(limiters, thrown));
   });
+  // What the onRoute above would have limited, had it seen the route.
+  const wanted = (route: { config?: { rateLimit?: unknown } }, url: string): boolean => {
+    const own = route.config?.rateLimit;
+    return own !== false && !unlimited(url) && (own !== undefined || globalLimiter !== undefined);
+  };
+  reportUnattachedRoutes(fastify, seen, wanted, safeLogger(options.logger));
 
   // A hook for what onRoute does not reach (the not-found handler); its own `hook` option does not apply there.
   let pluginLimiter = globalLimiter;

@@ -11,6 +11,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
  *   - its errorHandler: a plain object whose `func` is named 'defaultErrorHandler' when the app set none
  *   - its onError: null when no onError hook applies
  *   - a reply's logger without a level check: abstract-logging's stand-in, whose methods are all `noop`
+ *
+ * And one more, for route-coverage.ts (which routes are in the plugin's scope): an encapsulated plugin's
+ * instance is made with Object.create(parent), so every instance inside a scope has the scope's instance on
+ * its prototype chain. Should that change, no route is found in scope and nothing is reported: never a
+ * false warning.
  */
 
 let contextSymbol: symbol | null | undefined;
@@ -54,4 +59,17 @@ export function quietAtInfo(log: FastifyReply['log']): boolean {
   if (typeof isLevelEnabled === 'function') return !(isLevelEnabled as (level: string) => boolean).call(log, 'info');
   // No logger configured: Fastify's abstract-logging stand-in, whose methods are all `noop`.
   return log.info.name === 'noop';
+}
+
+/** `instance` and the instances it is encapsulated in, innermost first, up to the one fastify() made. */
+export function enclosing(instance: object): object[] {
+  const chain: object[] = [];
+  for (let at: object | null = instance; at !== null && at !== Object.prototype; at = Object.getPrototypeOf(at) as object | null)
+    chain.push(at);
+  return chain;
+}
+
+/** Whether `instance` is `scope` or encapsulated inside it. */
+export function withinScope(scope: object, instance: object): boolean {
+  return instance === scope || Object.prototype.isPrototypeOf.call(scope, instance);
 }

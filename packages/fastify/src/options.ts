@@ -20,6 +20,12 @@ export type RouteRateLimitOptions = LimitsOrLimiter<RouteRateLimitBaseOptions>;
 export interface RateLimitPluginBaseOptions extends RouteRateLimitBaseOptions {
   /** false: only routes with `config.rateLimit` are limited. Default true. */
   global?: boolean;
+  /**
+   * Routes the plugin leaves out on purpose, wherever they are registered: URLs as registered (`'/health'`,
+   * `'/users/:id'`); one ending in `*` covers every route URL it starts (`'/docs/*'`). Like `config: {
+   * rateLimit: false }` on each, and no `routes-not-limited` warning for them (docs/fastify.md).
+   */
+  unlimitedRoutes?: readonly string[];
 }
 
 /**
@@ -64,6 +70,27 @@ export function resolveHook(value: unknown, option: string): RateLimitHook {
   if (value === undefined) return 'onRequest';
   if ((HOOKS as readonly unknown[]).includes(value)) return value as RateLimitHook;
   throw new ConfigError(option, `must be one of ${HOOKS.join(', ')}; got ${describeValue(value)}`);
+}
+
+/** `unlimitedRoutes` as a test of a route URL (as registered), validated once. */
+export function resolveUnlimitedRoutes(value: unknown): (url: string) => boolean {
+  if (value === undefined) return () => false;
+  if (!Array.isArray(value)) {
+    throw new ConfigError('unlimitedRoutes', `must be an array of route URLs such as ['/health']; got ${describeValue(value)}`);
+  }
+  const exact = new Set<string>();
+  const prefixes: string[] = [];
+  value.forEach((url: unknown, i) => {
+    if (typeof url !== 'string' || !url.startsWith('/')) {
+      throw new ConfigError(
+        `unlimitedRoutes[${i}]`,
+        `must be a route URL as registered, starting with '/' ('/health', '/users/:id', or '/docs/*' for every route under /docs/); got ${describeValue(url)}`,
+      );
+    }
+    exact.add(url);
+    if (url.endsWith('*')) prefixes.push(url.slice(0, -1));
+  });
+  return (url) => exact.has(url) || prefixes.some((prefix) => url.startsWith(prefix));
 }
 
 /** A route's options with what it inherits from the plugin's (a shared `limiter` inherits no core option). */

@@ -1,8 +1,9 @@
-import Fastify, { type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 import request from 'supertest';
 import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
 import rateLimit from '@floodgate/fastify';
-import { defaultErrorHandler, plainErrorHandling, quietAtInfo, routeContext } from '../src/internals';
+import { defaultErrorHandler, enclosing, plainErrorHandling, quietAtInfo, routeContext, withinScope } from '../src/internals';
 
 /*
  * What src/internals.ts reads of Fastify, checked against the Fastify installed. When an upgrade changes any
@@ -43,6 +44,27 @@ test('the internals the direct denial relies on are where internals.ts looks for
   await logged.ready();
   expect((await request(logged.server).get('/')).body).toEqual({ quiet: false });
   await Promise.all([app.close(), logged.close()]);
+});
+
+test('an encapsulated instance has the instances it is inside on its prototype chain (route-coverage.ts)', async () => {
+  const app = Fastify();
+  const seen: Record<string, FastifyInstance> = {};
+  await app.register(async (outer) => {
+    seen.outer = outer;
+    await outer.register(async (inner) => void (seen.inner = inner));
+  });
+  await app.register(async (sibling) => void (seen.sibling = sibling));
+  await app.register(fp(async (shared) => void (seen.shared = shared)));
+  await app.ready();
+  expect(enclosing(seen.inner!)).toEqual([seen.inner, seen.outer, app]);
+  expect([withinScope(app, seen.inner!), withinScope(seen.outer!, seen.inner!), withinScope(seen.outer!, seen.sibling!)]).toEqual([
+    true,
+    true,
+    false,
+  ]);
+  // fastify-plugin's skip-override: the plugin runs in its parent's instance itself.
+  expect(seen.shared).toBe(app);
+  await app.close();
 });
 
 test.each([

@@ -9,6 +9,7 @@ import { closeClients, connect, uniquePrefix } from './clients';
 import type { AdapterFactory, AppSpec, NeutralOptions, TestApp } from './conformance';
 import { refundsAttacks } from './attacks/refunds';
 import { plansAttacks } from './attacks/plans';
+import { listsAttacks } from './attacks/lists';
 
 /*
  * The attacks of docs/security.md, mounted over real sockets against each adapter's app (the conformance
@@ -173,4 +174,5 @@ export function adversarial(factory: AdapterFactory): void {
   });
   refundsAttacks(factory);
   plansAttacks(factory);
+  listsAttacks(factory);
 }
