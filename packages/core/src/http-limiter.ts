@@ -7,15 +7,16 @@ import {
   errorBody,
   planHeaders,
   rateLimitHeaders,
-  resolveHeaderMode,
+  resolveHeaderModes,
   retryAfterSeconds,
   UNAVAILABLE_MESSAGE,
   type HeaderList,
   type HeaderMode,
   type HeaderPlan,
+  type HeadersOption,
 } from './http';
 import { UNKNOWN_IP, defaultIdentifiers, identifiersFrom, normaliseIp, resolveIpv6Subnet } from './identity';
-import { checkNow, createLimiter, currentLists, listCheck, type FloodgateLimiter, type Limiter } from './limiter';
+import { FloodgateLimiter, checkNow, createLimiter, currentLists, listCheck, type Limiter } from './limiter';
 import { LIMITER_OPTION_KEYS, assertKnownOptions, ownOptions, safeLogger, type LimiterOptions } from './options';
 import { ALGORITHMS, type AlgorithmName } from './algorithms';
 import { resolveWarnings, warnOnce, warned, type WarningName, type WarningsOption } from './warnings';
@@ -45,7 +46,8 @@ export interface HttpOptions<Req> extends Partial<LimiterOptions> {
    * name the limiter does not have is an error the framework's error handling gets (next(err)).
    */
   plan?: (req: Req) => MaybePromise<string | undefined>;
-  headers?: HeaderMode;
+  /** Which rate-limit headers: a draft, 'legacy', false, or a draft and 'legacy' together (`['draft-8', 'legacy']`). Default 'draft-8'. */
+  headers?: HeadersOption;
   /** Status of a denial. Default 429. */
   statusCode?: number;
   /** Status of a request the deny list refuses (docs/lists.md). Default 403. */
@@ -172,10 +174,14 @@ export interface HttpLimiter<Req> {
   completed(outcome: HttpOutcome, finished: boolean, status: number, args: readonly unknown[]): void;
 }
 
-/** A plan's headers: in this limiter's mode, and (draft modes) in each draft another limiter may have chosen. */
+/**
+ * A plan's headers: in this limiter's mode, (draft modes) in each draft another limiter may have chosen, and
+ * (`headers: [draft, 'legacy']`) the legacy headers beside the draft.
+ */
 interface HeaderPlans {
   own: HeaderPlan;
   drafts: Record<Draft, HeaderPlan> | undefined;
+  legacy: HeaderPlan | undefined;
 }
 
 const UNAVAILABLE_JSON = JSON.stringify(errorBody(503, UNAVAILABLE_MESSAGE));
@@ -306,7 +312,7 @@ export function createHttpLimiter<Req>(
   }
   assertKnownOptions(options, [...LIMITER_OPTION_KEYS, ...HTTP_OPTION_KEYS, ...extraKeys]);
   options = ownOptions(options);
-  const headerMode = resolveHeaderMode(options.headers);
+  const { mode: headerMode, legacy: alsoLegacy } = resolveHeaderModes(options.headers);
   const ipv6Subnet = resolveIpv6Subnet(options.ipv6Subnet);
   const warnings = resolveWarnings(options.warnings);
   const omitted = resolveOmitHeaders(options.omitHeaders);
@@ -329,7 +335,7 @@ export function createHttpLimiter<Req>(
     // Another limiter may already have written draft headers on a response: this one then writes in that
     // draft, so the two never overwrite each other's items or mix two syntaxes in one header.
     const drafts = isDraft(headerMode) ? { 'draft-6': of('draft-6'), 'draft-7': of('draft-7'), 'draft-8': of('draft-8') } : undefined;
-    headers.set(name, { own: of(headerMode), drafts });
+    headers.set(name, { own: of(headerMode), drafts, legacy: alsoLegacy ? of('legacy') : undefined });
   }
   const plan = headers.get(undefined)!.own;
   const cost = options.cost ?? 1;
@@ -338,8 +344,11 @@ export function createHttpLimiter<Req>(
   const message = options.message;
   const shadow = limiter.mode === 'shadow';
   const warn = (name: WarningName, text: string): void => warnOnce(logger, warnings, name, text);
-  // A limiter from createLimiter() can answer a cached denial synchronously; any other `limiter` only by check().
-  const direct = typeof (limiter as Partial<FloodgateLimiter>)[checkNow] === 'function';
+  // A limiter from createLimiter() can answer a cached denial synchronously; any other `limiter` only by
+  // check(), a wrapper of one (a Proxy, an object inheriting from it) included: its check() is its own policy.
+  const direct = FloodgateLimiter.isOwn(limiter);
+  // The lists' pre-check, through the object given (it only ever refuses), when it carries a limiter's lists.
+  const listed = typeof (limiter as Partial<FloodgateLimiter>)[listCheck] === 'function';
 
   // The last default or string body as JSON: a client that stays denied gets the same text for a second.
   let lastText: string | undefined;
@@ -407,9 +416,7 @@ export function createHttpLimiter<Req>(
     const unknowable =
       decision.states.length === 0 && (decision.source === 'fallback' || decision.source === 'local' || decision.source === 'list');
     const quiet = shadow || decision.shadowDenied === true || unknowable;
-    const { set, append } = quiet
-      ? { set: [], append: [] }
-      : rateLimitHeaders(planFor(req, planName), decision, previous, plan.mode === 'legacy' ? Date.now() : 0);
+    const { set, append } = quiet ? { set: [], append: [] } : headersOf(req, planName, decision, previous);
     // slowDown: a request over the count is delayed, not refused (the other denials stand).
     if (role === 'slow' && (decision.allowed || decision.reason === 'limit'))
       return { action: 'next', status: 200, set, append, self: decision, own: refunds.option === undefined ? undefined : decision };
@@ -477,8 +484,8 @@ export function createHttpLimiter<Req>(
   }
 
   /** The header plan for this request: its plan's, in the draft another limiter already wrote, if one did. */
-  function planFor(req: Req, name: string | undefined): HeaderPlan {
-    const { own, drafts } = headers.get(name) ?? headers.get(undefined)!;
+  function planFor(req: Req, plans: HeaderPlans): HeaderPlan {
+    const { own, drafts } = plans;
     if (drafts === undefined) return own;
     const used = dialectOf(req as object);
     if (used === undefined) {
@@ -486,6 +493,19 @@ export function createHttpLimiter<Req>(
       return own;
     }
     return drafts[used];
+  }
+
+  /** A decision's rate-limit headers: in the request's draft (or this limiter's mode), and the legacy ones beside it when asked. */
+  function headersOf(
+    req: Req,
+    name: string | undefined,
+    decision: Decision,
+    previous: Decision | undefined,
+  ): { set: HeaderList; append: HeaderList } {
+    const plans = headers.get(name) ?? headers.get(undefined)!;
+    const out = rateLimitHeaders(planFor(req, plans), decision, previous, plan.mode === 'legacy' ? Date.now() : 0);
+    if (plans.legacy !== undefined) out.set.push(...rateLimitHeaders(plans.legacy, decision, previous, Date.now()).set);
+    return out;
   }
 
   function identified(
@@ -525,7 +545,7 @@ export function createHttpLimiter<Req>(
 
   /** The client's exact address for the lists' IP rules (not its /56 group), only when a list has IP rules. */
   const addressOf = (ip: string | undefined): string | undefined =>
-    direct && (limiter as FloodgateLimiter)[currentLists].hasIps ? normaliseIp(ip, false) : undefined;
+    listed && (limiter as FloodgateLimiter)[currentLists].hasIps ? normaliseIp(ip, false) : undefined;
 
   function unskipped(req: Req, ip: string | undefined, previous: Decision | undefined): MaybePromise<HttpOutcome> {
     const defaults = defaultIdentifiers({ ip, user: user?.(req) }, ipv6Subnet);
@@ -553,7 +573,7 @@ export function createHttpLimiter<Req>(
    */
   function refusedByList(req: Req, ip: string | undefined): MaybePromise<HttpOutcome> | undefined {
     // Shadow mode refuses nothing: the check reports the would-be denial, once.
-    if (!direct || shadow || !(limiter as FloodgateLimiter)[currentLists].denies) return undefined;
+    if (!listed || shadow || !(limiter as FloodgateLimiter)[currentLists].denies) return undefined;
     const defaults = defaultIdentifiers({ ip, user: user?.(req) }, ipv6Subnet);
     const decision = (limiter as FloodgateLimiter)[listCheck](defaults, addressOf(ip), typeof cost === 'number' ? cost : 1, true);
     return decision === undefined ? undefined : shape(req, decision, undefined);

@@ -1,5 +1,5 @@
 import type { Decision, PairState } from './decision';
-import { bindsTighter, errorBody, planHeaders, rateLimitHeaders, resolveHeaderMode, retryAfterSeconds } from './http';
+import { bindsTighter, errorBody, planHeaders, rateLimitHeaders, resolveHeaderMode, resolveHeaderModes, retryAfterSeconds } from './http';
 import { resolveRules } from './rules';
 
 const rules = resolveRules([
@@ -98,4 +98,18 @@ test('bodies and header modes', () => {
   expect(resolveHeaderMode(undefined)).toBe('draft-8');
   expect(resolveHeaderMode(false)).toBe(false);
   expect(() => resolveHeaderMode('draft-9')).toThrow(expect.objectContaining({ option: 'headers' }));
+});
+
+test("headers as a list: one draft and 'legacy' together; anything else is a ConfigError naming `headers`", () => {
+  expect(resolveHeaderModes('draft-7')).toEqual({ mode: 'draft-7', legacy: false });
+  expect(resolveHeaderModes(['draft-8', 'legacy'])).toEqual({ mode: 'draft-8', legacy: true });
+  expect(resolveHeaderModes(['legacy', 'draft-6'])).toEqual({ mode: 'draft-6', legacy: true });
+  expect(resolveHeaderModes(['draft-7'])).toEqual({ mode: 'draft-7', legacy: false });
+  expect(resolveHeaderModes(['legacy'])).toEqual({ mode: 'legacy', legacy: false });
+  // Two drafts would write `RateLimit` (or `RateLimit-Policy`) twice in two syntaxes.
+  for (const bad of [[], ['draft-7', 'draft-8'], ['legacy', 'legacy'], [false], [true], ['draft-8', 'legacy', 'draft-6'], ['x-rate']]) {
+    expect(() => resolveHeaderModes(bad)).toThrow(
+      expect.objectContaining({ option: 'headers', message: expect.stringContaining("['draft-8', 'legacy']") }),
+    );
+  }
 });

@@ -21,10 +21,45 @@ export interface HeaderPlan {
   last?: LastItem;
 }
 
+/** The `headers` option: one mode, or one draft and 'legacy' together (`['draft-8', 'legacy']`). */
+export type HeadersOption = HeaderMode | readonly Exclude<HeaderMode, false>[];
+
+const HEADERS_EXPECTED =
+  "must be one of 'draft-8', 'draft-7', 'draft-6', 'legacy' or false, or a draft with 'legacy' (['draft-8', 'legacy'])";
+
 export function resolveHeaderMode(value: unknown): HeaderMode {
   if (value === undefined || value === true) return 'draft-8';
   if ((HEADER_MODES as readonly unknown[]).includes(value)) return value as HeaderMode;
-  throw new ConfigError('headers', `must be one of 'draft-8', 'draft-7', 'draft-6', 'legacy' or false; got ${describeValue(value)}`);
+  throw new ConfigError('headers', `${HEADERS_EXPECTED}; got ${describeValue(value)}`);
+}
+
+/**
+ * `headers` resolved: `mode` the dialect that negotiates with other limiters (a draft, or 'legacy', or
+ * false), and `legacy` true when the X-RateLimit-* headers go out beside a draft. Two drafts cannot share a
+ * response (draft-7 and draft-8 both write `RateLimit`, each draft its own `RateLimit-Policy`), so a list
+ * holds at most one, and 'legacy', whose names no draft uses: express-rate-limit's `standardHeaders` with
+ * `legacyHeaders`, from one middleware that counts the request once.
+ */
+export function resolveHeaderModes(value: unknown): { mode: HeaderMode; legacy: boolean } {
+  if (!Array.isArray(value)) return { mode: resolveHeaderMode(value), legacy: false };
+  const modes = value as unknown[];
+  const drafts = modes.filter((m) => m !== 'legacy');
+  if (
+    modes.length === 0 ||
+    new Set(modes).size !== modes.length ||
+    drafts.length > 1 ||
+    drafts.some((m) => m === false || !(HEADER_MODES as readonly unknown[]).includes(m))
+  ) {
+    throw new ConfigError(
+      'headers',
+      `${HEADERS_EXPECTED}; got [${modes
+        .slice(0, 5)
+        .map((m) => describeValue(m))
+        .join(', ')}${modes.length > 5 ? ', ...' : ''}]`,
+    );
+  }
+  if (drafts.length === 0) return { mode: 'legacy', legacy: false };
+  return { mode: drafts[0] as HeaderMode, legacy: modes.includes('legacy') };
 }
 
 const ruleKey = (limit: number, windowMs: number, kind: string | undefined): string => `${limit}/${windowMs}/${kind ?? ''}`;

@@ -104,6 +104,15 @@ export function createLimiter(options: LimiterOptions): Limiter {
 }
 
 export class FloodgateLimiter implements Limiter {
+  /**
+   * Whether `value` is a limiter this class made, itself: not a Proxy over one, nor an object inheriting from
+   * one (a private field is neither forwarded by a Proxy nor inherited). Only then may the HTTP layer call
+   * its internals (checkNow) instead of the check() a wrapper may have replaced.
+   */
+  static isOwn(value: unknown): value is FloodgateLimiter {
+    return typeof value === 'object' && value !== null && #own in value;
+  }
+  readonly #own = true;
   readonly name: string;
   readonly prefix: string;
   readonly algorithm: string;

@@ -10,6 +10,7 @@ import type { AdapterFactory, AppSpec, NeutralOptions, TestApp } from './conform
 import { refundsAttacks } from './attacks/refunds';
 import { plansAttacks } from './attacks/plans';
 import { listsAttacks } from './attacks/lists';
+import { recipesAttacks } from './attacks/recipes';
 
 /*
  * The attacks of docs/security.md, mounted over real sockets against each adapter's app (the conformance
@@ -175,4 +176,5 @@ export function adversarial(factory: AdapterFactory): void {
   refundsAttacks(factory);
   plansAttacks(factory);
   listsAttacks(factory);
+  recipesAttacks(factory);
 }

@@ -1,9 +1,8 @@
 import { connect as netConnect } from 'node:net';
-import type Redis from 'ioredis';
 import request from 'supertest';
-import { createLimiter, type Limiter } from '@floodgate/core';
-import { closeClients, connect, uniquePrefix } from '../clients';
-import type { AdapterFactory, AppSpec, NeutralOptions, TestApp } from '../conformance';
+import type { Limiter } from '@floodgate/core';
+import type { AdapterFactory, NeutralOptions } from '../conformance';
+import { suiteResources } from './suite';
 
 /*
  * Refunds a client tries to buy by how it treats its connection (docs/security.md, "Refunds bought by
@@ -42,24 +41,9 @@ function resetWhen(url: string, headers: Record<string, string>, ready: () => bo
 
 export function refundsAttacks(factory: AdapterFactory): void {
   describe(`${factory.name}: refunds a client buys with its connection`, () => {
-    // Made when this suite starts: adversarial()'s afterAll closes every client made before it.
-    let redis: Redis;
-    beforeAll(() => {
-      redis = connect();
-    });
-    const apps: TestApp[] = [];
-    const limiters: Limiter[] = [];
-    const start = async (spec: AppSpec): Promise<TestApp> => {
-      const app = await factory.makeApp(spec);
-      apps.push(app);
-      return app;
-    };
+    const { start, limiter } = suiteResources(factory);
     /** A refundable limiter of `limit` per minute, for the apps and to read the counts. */
-    const refundable = (limit: number): Limiter => {
-      const l = createLimiter({ redis, prefix: uniquePrefix(`${factory.name}-rr`), limits: { limit, window: '1m' }, refunds: true });
-      limiters.push(l);
-      return l;
-    };
+    const refundable = (limit: number): Limiter => limiter('rr', { limits: { limit, window: '1m' }, refunds: true });
     const remaining = async (l: Limiter): Promise<number> => (await l.peek('ip:127.0.0.1')).remaining;
     /** The count once it reaches `expected` (a refund lands just after its response), or as it is after 3 s. */
     const remainingOnce = async (l: Limiter, expected: number): Promise<number> => {
@@ -70,11 +54,6 @@ export function refundsAttacks(factory: AdapterFactory): void {
         await sleep(10);
       }
     };
-    afterEach(async () => {
-      await Promise.all(apps.splice(0).map((a) => a.close()));
-      await Promise.all(limiters.splice(0).map((l) => l.close()));
-    });
-    afterAll(closeClients);
 
     test('30 requests reset while their handler works (skipFailedRequests): the handler runs `limit` times, then 429', async () => {
       const limiter = refundable(3);
