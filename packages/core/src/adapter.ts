@@ -18,6 +18,7 @@ export { LIMITER_OPTION_KEYS, assertKnownOptions, ownOptions, safeLogger } from 
 export { describeValue } from './errors';
 export { errorBody } from './http';
 export type { HeaderList } from './http';
+export { rateLimitHeadersOn } from './header-filter';
 export { warned, resetWarnings } from './warnings';
 export type { WarningName } from './warnings';
 export { watchPeerAddresses, watchServerOf } from './peer-address';

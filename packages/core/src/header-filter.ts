@@ -36,3 +36,19 @@ export function omitHeaders<T extends { set: HeaderList; append: HeaderList }>(o
   const keep = ([name]: [string, string]): boolean => !omit.has(name.toLowerCase());
   return { ...outcome, set: outcome.set.filter(keep), append: outcome.append.filter(keep) };
 }
+
+/**
+ * The rate-limit headers a response carries now, by name (every limiter's that ran on it). For a framework
+ * whose default error handling replaces a response's headers with the error's own (Koa's ctx.onerror keeps
+ * only `err.headers`): a denial thrown there carries them, so they are not lost.
+ */
+export function rateLimitHeadersOn(res: {
+  getHeader(name: string): number | string | string[] | undefined;
+}): Record<string, string | string[]> {
+  const found: Record<string, string | string[]> = {};
+  for (const name of OMITTABLE_HEADERS) {
+    const value = res.getHeader(name);
+    if (value !== undefined) found[name] = typeof value === 'number' ? String(value) : value;
+  }
+  return found;
+}

@@ -9,6 +9,7 @@ import {
   createHttpLimiter,
   describeValue,
   ownOptions,
+  rateLimitHeadersOn,
   watchServerOf,
   whenResponseDone,
   type Decision,
@@ -48,6 +49,19 @@ function defaultUser(ctx: Context): unknown {
   return (ctx.state as { user?: { id?: unknown } }).user?.id;
 }
 
+/** Rethrows `error` with the response's rate-limit headers under its own `headers`, which Koa's ctx.onerror sets. */
+function carryHeaders(ctx: Context, error: unknown): never {
+  if (typeof error === 'object' && error !== null) {
+    const own = (error as { headers?: unknown }).headers;
+    try {
+      (error as { headers: object }).headers = { ...rateLimitHeadersOn(ctx.res), ...(typeof own === 'object' && own !== null ? own : {}) };
+    } catch {
+      // A frozen error keeps what it has.
+    }
+  }
+  throw error;
+}
+
 /** Koa middleware: `app.use(rateLimit(opts))` or `router.post('/search', rateLimit(opts), handler)`. */
 export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const http = createHttpLimiter<Context>(options, ['handler'], defaultUser);
@@ -63,10 +77,25 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     if (outcome.own !== undefined) whenResponseDone(ctx.res, (finished) => http.completed(outcome, finished, ctx.res.statusCode, [ctx]));
     if (outcome.action === 'next') return next();
     // Decided by reason, not status: `statusCode: 503` is a denial like any other.
-    if (handler !== undefined && outcome.decision?.reason !== 'store-unavailable') return handler(ctx, next, outcome.decision!);
+    if (handler !== undefined && outcome.decision?.reason !== 'store-unavailable') return handled(ctx, next, outcome.decision!);
     ctx.status = outcome.status;
     ctx.body = outcome.body;
     return undefined;
+  };
+  /*
+   * A handler that throws the denial (koa-ratelimit's `throw: true`): Koa's default error handling removes
+   * every header of the response and sets only the error's `headers`, so the error carries the rate-limit
+   * headers and Retry-After (its own headers win).
+   */
+  const handled = (ctx: Context, next: Next, decision: Decision): unknown => {
+    try {
+      const done = handler!(ctx, next, decision);
+      return typeof (done as PromiseLike<unknown> | undefined)?.then === 'function'
+        ? (done as PromiseLike<unknown>).then(undefined, (error: unknown) => carryHeaders(ctx, error))
+        : done;
+    } catch (error) {
+      return carryHeaders(ctx, error);
+    }
   };
   // Synchronous when the outcome is (a client the block cache already denies): no promise of its own.
   const floodgate = function floodgate(ctx: Context, next: Next): unknown {
