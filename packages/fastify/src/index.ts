@@ -56,6 +56,13 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * Routes whose `config.rateLimit` a registration already made a limiter for. With several registrations
+ * in one scope (or a scope and its child), each runs its own limiter on a route, but the route's own
+ * limiter is made once, by the first to see the route: made twice, it would count each request twice.
+ */
+const routeLimited = new WeakSet<object>();
+
 /** Default user: `request.user.id`, as @fastify/jwt, @fastify/passport and most auth plugins leave it. */
 const defaultUser = (request: FastifyRequest): unknown => (request as { user?: { id?: unknown } }).user?.id;
 
@@ -116,7 +123,8 @@ async function floodgatePlugin(fastify: FastifyInstance, pluginOptions: RateLimi
     const byHook = new Map<RateLimitHook, Limiters>();
     const add = (at: RateLimitHook, http: HttpLimiter<FastifyRequest>): void => void byHook.set(at, [...(byHook.get(at) ?? []), http]);
     if (globalLimiter !== undefined) add(hook, globalLimiter);
-    const made = own === undefined ? undefined : routeLimiter(own as RouteRateLimitBaseOptions);
+    const made = own === undefined || routeLimited.has(route) ? undefined : routeLimiter(own as RouteRateLimitBaseOptions);
+    routeLimited.add(route);
     if (made !== undefined) add(made.hook, made.http);
     for (const [at, limiters] of byHook) addHook(route, at, hookFor(limiters, thrown));
   });
@@ -136,7 +144,8 @@ async function floodgatePlugin(fastify: FastifyInstance, pluginOptions: RateLimi
     return hookFor([pluginLimiter], thrown);
   };
   // Typed loosely: a program that also sees @fastify/rate-limit's declaration (this repository's bench) has two.
-  fastify.decorate('rateLimit', factory as never);
+  // Once per scope: a second registration in the same scope leaves the first one's (a child scope has its own).
+  if (!Object.hasOwn(fastify, 'rateLimit')) fastify.decorate('rateLimit', factory as never);
 
   // Fastify's default error handler renders a denial as { statusCode, error, message }, the default body; a
   // configured object body (message: {...}) is put back here. Only for denials thrown to that handler
