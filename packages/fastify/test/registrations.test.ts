@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import request from 'supertest';
-import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
+import { closeAfterEach, connect, uniquePrefix } from '@floodgate/testing';
 import rateLimit, { type RateLimitHookHandler, type RouteRateLimitOptions } from '@floodgate/fastify';
 
 /*
@@ -10,17 +10,8 @@ import rateLimit, { type RateLimitHookHandler, type RouteRateLimitOptions } from
  * limiter, made by the first registration that sees the route, so the route's requests count once.
  */
 const redis = connect();
-const apps: FastifyInstance[] = [];
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((a) => a.close()));
-});
-afterAll(closeClients);
-
-function app(): FastifyInstance {
-  const made = Fastify();
-  apps.push(made);
-  return made;
-}
+const closed = closeAfterEach();
+const app = (): FastifyInstance => closed(Fastify());
 const statuses = async (a: FastifyInstance, n: number, path = '/'): Promise<number[]> => {
   const out: number[] = [];
   for (let i = 0; i < n; i++) out.push((await request(a.server).get(path)).status);
