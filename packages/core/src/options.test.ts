@@ -41,6 +41,10 @@ describe('configuration errors name the option and the bad value', () => {
     [{ ...ok, failure: 'ignore' }, 'failure', /'open', 'closed', 'local'.*"ignore"/],
     [{ ...ok, prefix: 'a b' }, 'prefix', /"a b"/],
     [{ ...ok, prefix: 'x{y}' }, 'prefix', /x\{y\}/],
+    // The peers' own prefixes end in their separator: the message names the prefix that gives the same keys.
+    [{ ...ok, prefix: 'my-namespace:' }, 'prefix', /"my-namespace:".*prefix 'my-namespace' gives keys that start 'my-namespace:'/],
+    [{ ...ok, prefix: 'rl:' }, 'prefix', /prefix 'rl' gives keys that start 'rl:'/],
+    [{ ...ok, prefix: 'app:eu:' }, 'prefix', /prefix 'app.eu' gives keys that start 'app.eu:'/],
     [{ ...ok, name: 'bad!name' }, 'name', /"bad!name"/],
     [{ ...ok, name: 'n'.repeat(49) }, 'name', /\{1,48\}/],
     [{ ...ok, timeoutMs: 0 }, 'timeoutMs', /got 0/],

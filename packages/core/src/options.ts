@@ -257,6 +257,27 @@ function pattern(value: unknown, option: string, re: RegExp, shape: string, fall
   throw new ConfigError(option, `must match ${shape}; got ${describeValue(value)}`);
 }
 
+const PREFIX = /^[A-Za-z0-9_.-]{1,32}$/;
+
+/**
+ * `prefix`: one segment of every key, before the ':' Floodgate writes itself (docs/design.md, section 7).
+ * Without ':' in it, an ACL's `~<prefix>:*` and the command line's `--prefix` reach this prefix's keys and
+ * no other prefix's (`app` would otherwise cover `app:eu`). The peers' own prefixes end in their separator
+ * (`'rl:'`, `'my-namespace:'`): the message names the prefix that gives the same start of key.
+ */
+function prefixOf(value: unknown): string {
+  if (typeof value === 'string' && value.includes(':')) {
+    const segment = value.replace(/:+$/, '').replace(/:/g, '.');
+    if (PREFIX.test(segment)) {
+      throw new ConfigError(
+        'prefix',
+        `must match [A-Za-z0-9_.-]{1,32}; got ${describeValue(value)}: Floodgate writes the ':' after the prefix itself, so prefix '${segment}' gives keys that start '${segment}:'`,
+      );
+    }
+  }
+  return pattern(value, 'prefix', PREFIX, '[A-Za-z0-9_.-]{1,32}', DEFAULT_PREFIX);
+}
+
 function fn<T>(value: unknown, option: string): T | undefined {
   if (value === undefined) return undefined;
   if (typeof value === 'function') return value as T;
@@ -458,7 +479,7 @@ export function resolveOptions(input: LimiterOptions, extraKeys: readonly string
   return {
     redis,
     name: pattern(input.name, 'name', /^[A-Za-z0-9_.-]{1,48}$/, '[A-Za-z0-9_.-]{1,48}', 'default'),
-    prefix: pattern(input.prefix, 'prefix', /^[A-Za-z0-9_.-]{1,32}$/, '[A-Za-z0-9_.-]{1,32}', DEFAULT_PREFIX),
+    prefix: prefixOf(input.prefix),
     algorithm,
     rules,
     plans,
