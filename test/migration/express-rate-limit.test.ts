@@ -1,8 +1,9 @@
 import express, { type Request, type RequestHandler } from 'express';
 import request from 'supertest';
+import { createClient } from 'redis';
 import { createLimiter, normaliseIp, type Decision, type Limiter } from '@floodgate/core';
 import { resetWarnings } from '@floodgate/core/adapter';
-import { closeAfterEach, connect, serveHttp, startRedis, uniquePrefix } from '@floodgate/testing';
+import { closeAfterEach, connect, serveHttp, startRedis, testRedisUrl, uniquePrefix } from '@floodgate/testing';
 import { rateLimit, slowDown, type RateLimitOptions } from '@floodgate/express';
 
 /*
@@ -471,15 +472,23 @@ test('express-slow-down -> slowDown({ delayAfter, delayMs }) from @floodgate/exp
   expect(performance.now() - started).toBeGreaterThanOrEqual(250);
 });
 
-test("rate-limit-redis: sendCommand -> redis (ioredis); prefix 'rl:' -> prefix 'rl' + name: keys <prefix>:<name>:<algorithm>:{<id>}", async () => {
+test("rate-limit-redis: sendCommand -> redis (ioredis or node-redis); prefix 'rl:' -> prefix 'rl' + name: keys <prefix>:<name>:<algorithm>:{<id>}", async () => {
   expect(() => rateLimit({ redis, prefix: 'rl:', limits: { limit: 1, window: '1m' } })).toThrow(
     expect.objectContaining({ option: 'prefix', message: expect.stringContaining("prefix 'rl' gives keys that start 'rl:'") }),
   );
-  // The client as rate-limit-redis's sendCommand had it, with nothing re-sent after a reconnect (a check counted once).
-  const own = connect(undefined, { autoResendUnfulfilledCommands: false });
-  const prefix = uniquePrefix('rl');
-  await request(await appOf(limiterOf({ redis: own, prefix, name: 'api' }))).get('/');
-  expect(await redis.exists(`${prefix}:api:sw2:{ip:127.0.0.1}`)).toBe(1);
+  // The client as rate-limit-redis's sendCommand had it: ioredis, nothing re-sent after a reconnect (a check counted once)...
+  const ioredis = connect(undefined, { autoResendUnfulfilledCommands: false });
+  // ... or node-redis, connected.
+  const nodeRedis = createClient({ url: testRedisUrl() });
+  nodeRedis.on('error', () => undefined);
+  await nodeRedis.connect();
+  closed({ close: () => nodeRedis.destroy() });
+  for (const client of [ioredis, nodeRedis]) {
+    const prefix = uniquePrefix('rl');
+    const url = await appOf(limiterOf({ redis: client as RateLimitOptions['redis'], prefix, name: 'api' }));
+    expect(await statuses(url, 2)).toEqual([200, 429]);
+    expect(await redis.exists(`${prefix}:api:sw2:{ip:127.0.0.1}`)).toBe(1);
+  }
 });
 
 test('behaviour: penalty: true counts refused requests; fixed-window resets on the clock; manual blocks are prefix-wide; blockCache: false', async () => {
