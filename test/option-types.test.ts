@@ -1,6 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import Fastify from 'fastify';
+import { createClient } from 'redis';
+import { GlideClient, GlideClusterClient, ProtocolVersion } from '@valkey/valkey-glide';
 import { createLimiter } from '@floodgate/core';
 import { rateLimit as expressRateLimit, slowDown as expressSlowDown } from '@floodgate/express';
 import fastifyRateLimit, { slowDown as fastifySlowDown } from '@floodgate/fastify';
@@ -62,6 +64,19 @@ export async function typeChecks(): Promise<void> {
   limiter.setLists({ allow: ['user:admin'], deny: ['203.0.113.0/24'] });
   // @ts-expect-error setLists takes { allow?, deny? }
   limiter.setLists({ allowed: [] });
+
+  // headers: one mode, or a draft and 'legacy' together (docs/express.md).
+  expressRateLimit({ limits, headers: ['draft-8', 'legacy'] });
+  koaRateLimit({ limits, headers: 'legacy' });
+  // @ts-expect-error false is not a dialect to list
+  expressRateLimit({ limits, headers: ['draft-8', false] });
+
+  // The clients of docs/clients.md as their libraries type them, without a cast: node-redis (RESP3, and
+  // RESP2 for Redis 4 and 5) and Valkey GLIDE, whose settings are private members of its classes.
+  createLimiter({ redis: createClient(), limits });
+  createLimiter({ redis: createClient({ RESP: 2 }), limits });
+  createLimiter({ redis: await GlideClient.createClient({ addresses: [], protocol: ProtocolVersion.RESP2 }), limits });
+  createLimiter({ redis: await GlideClusterClient.createClient({ addresses: [] }), limits });
 }
 
 test('this file type-checks: every @ts-expect-error below meets its error', () => {

@@ -254,20 +254,29 @@ function nodeRedisAdapter(c: NodeRedisLike): ClientAdapter {
   };
 }
 
-/** Valkey GLIDE: connected when created (it reconnects by itself), a request timeout and an in-flight limit of its own. */
+/**
+ * Valkey GLIDE: connected when created (it reconnects by itself), a request timeout and an in-flight limit of
+ * its own. Only its public method is typed here: GLIDE's classes declare their settings private (or
+ * protected), and an interface naming them would refuse a GlideClient at compile time.
+ */
 export interface GlideLike {
   customCommand(args: string[], options?: Record<string, unknown>): Promise<unknown>;
+}
+
+/** What the adapter reads of a GLIDE client at run time: members GLIDE's types keep private, or the cluster client's. */
+interface GlideSettings {
   fcallWithRoute?: unknown;
-  inflightRequestsLimit?: number;
-  requestTimeout?: number;
-  isClosed?: boolean;
+  inflightRequestsLimit?: unknown;
+  requestTimeout?: unknown;
+  isClosed?: unknown;
 }
 
 /** GLIDE's Decoder.String: replies as strings whatever the client's defaultDecoder. */
 const GLIDE_DECODER_STRING = 1;
 const INFLIGHT_REFUSED = /maximum inflight requests/i;
 
-function glideAdapter(c: GlideLike): ClientAdapter {
+function glideAdapter(client: GlideLike): ClientAdapter {
+  const c = client as GlideLike & GlideSettings;
   const cluster = isFn(c.fcallWithRoute);
   const limit = typeof c.inflightRequestsLimit === 'number' && c.inflightRequestsLimit > 0 ? c.inflightRequestsLimit : 1000;
   // Floodgate's own commands stay below the client's in-flight limit (leaving the application a tenth of it):
