@@ -4,7 +4,7 @@ import { createClient } from 'redis';
 import { createLimiter, normaliseIp, type Decision, type Limiter } from '@floodgate/core';
 import { resetWarnings } from '@floodgate/core/adapter';
 import { closeAfterEach, connect, serveHttp, startRedis, testRedisUrl, uniquePrefix } from '@floodgate/testing';
-import { rateLimit, slowDown, type RateLimitOptions } from '@floodgate/express';
+import { rateLimit, slowDown, type RateLimitBaseOptions, type RateLimitOptions } from '@floodgate/express';
 
 /*
  * docs/migrating/express-rate-limit.md, checked: express-rate-limit's (and rate-limit-redis's) documented
@@ -445,7 +445,7 @@ test('skipSuccessfulRequests, skipFailedRequests and requestWasSuccessful(req, r
 test('validate -> warnings (false, or per warning); logger -> logger: { warn(message) }', async () => {
   const seen: string[] = [];
   const logger = { warn: (m: string) => void seen.push(m) };
-  const untrusted = async (options: Partial<RateLimitOptions>): Promise<void> => {
+  const untrusted = async (options: Pick<RateLimitBaseOptions, 'warnings'>): Promise<void> => {
     resetWarnings();
     const app = express(); // trust proxy off: an X-Forwarded-For it cannot trust
     app.use(limiterOf({ limits: { limit: 5, window: '1m' }, logger, ...options }));

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import request from 'supertest';
 import { createLimiter, normaliseIp, type Limiter } from '@floodgate/core';
 import { closeAfterEach, connect, startRedis, uniquePrefix } from '@floodgate/testing';
@@ -12,7 +12,7 @@ import rateLimit, { RateLimitError, type RateLimitHookHandler, type RouteRateLim
 const redis = connect();
 const closed = closeAfterEach();
 
-function app(options: Parameters<typeof Fastify>[0] = {}): FastifyInstance {
+function app(options: FastifyServerOptions = {}): FastifyInstance {
   return closed(Fastify(options));
 }
 /** A limiter of the test's own, closed after it. */
