@@ -6,9 +6,9 @@ import { basename, join } from 'node:path';
 import { freePort, redisServerBinary } from '@floodgate/testing';
 
 /*
- * `npm start` without npm: `node scripts/example.mjs start` builds (cached after npm test's build) and runs
- * the example with its embedded redis-server. A signal to that root process must stop the whole tree: the
- * example's HTTP server, its redis-server and redis-memory-server's watchdog. The tree is read from /proc
+ * `npm start` without npm: `node scripts/example.mjs start` builds (cached after npm test's build), starts an
+ * embedded redis-server and runs the example on it (REDIS_URL). A signal to that root process must stop the
+ * whole tree: the example's HTTP server, the redis-server and redis-memory-server's watchdog. The tree is read from /proc
  * while the example runs, and each of its processes must be gone afterwards; the node processes also carry
  * a marker in their environment (redis-server overwrites its own environment with its process title), so a
  * process of the tree that escaped it is found too. Linux only: it reads /proc.
@@ -22,6 +22,15 @@ interface Proc {
   ppid: number;
   comm: string;
   state: string;
+}
+
+/** A process's command line, its arguments joined by spaces ('' once it is gone). */
+function cmdline(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
+  } catch {
+    return '';
+  }
 }
 
 function readProc(pid: number): Proc | undefined {
@@ -145,11 +154,16 @@ afterAll(() => {
         `the ${framework} example to listen on ${port}`,
         () => s.stdout().includes(`example on http://localhost:${port}`) || s.child.exitCode !== null,
       );
-      expect(s.stdout()).toContain('(store: embedded redis-server at redis://');
+      // The example counts in the embedded redis-server the root process started for it.
+      const embedded = /^embedded redis-server at (redis:\/\/\S+) /m.exec(s.stdout())?.[1];
+      expect(s.stdout()).toContain(`example on http://localhost:${port} (store: Redis at ${embedded})`);
       expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(200);
 
       const tree = descendants(s.child.pid!);
-      const server = tree.find((p) => p.ppid === s.child.pid && p.comm === 'node');
+      // The example's own program (redis-memory-server's watchdog is a node child of the root process too).
+      const server = tree.find(
+        (p) => p.ppid === s.child.pid && p.comm === 'node' && cmdline(p.pid).endsWith(join(framework, 'dist', 'server.js')),
+      );
       // The binary FLOODGATE_REDIS_SERVER selects (valkey-server, say); /proc's comm is its name, cut at 15 characters.
       const redis = tree.find((p) => p.comm === basename(redisServerBinary()).slice(0, 15));
       expect(server).toBeDefined();
@@ -179,7 +193,7 @@ afterAll(() => {
     test.each(['express', 'fastify', 'koa'])(
       '%s: one line saying so and how to choose another, exit 1, no redis-server left',
       async (framework) => {
-        // The embedded redis-server starts before the port is tried (s.seen notes it, if it lives 10 ms).
+        // The embedded redis-server starts before the example tries the port (s.seen notes it, if it lives 10 ms).
         const s = startExample(framework, port);
         expect(await s.exited).toEqual({ code: 1, signal: null });
         const lines = s

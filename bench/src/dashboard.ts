@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { start } from '../../examples/express/src/start';
+import { serveHttp, startExample, startRedis } from '@floodgate/embedded-redis';
+import { createApp } from '../../examples/express/src/app';
 
 /*
  * `npm run dashboard:preview -w @floodgate/bench`: the panels of docs/grafana-dashboard.json, drawn from the
@@ -106,8 +107,12 @@ function panel(x: number, y: number, w: number, h: number, title: string, unit: 
 }
 
 async function main(): Promise<void> {
-  process.env.TRUST_PROXY = '1';
-  const running = await start({ port: 0, verbose: false, prefix: `dashboard-${process.pid}` });
+  // The Express example behind one trusted proxy hop, on REDIS_URL or a redis-server of its own.
+  const embedded = process.env.REDIS_URL ? undefined : await startRedis();
+  const running = await startExample(async (store, port) => serveHttp(createApp({ ...store, trustProxy: 1 }).listen(port)), {
+    redisUrl: process.env.REDIS_URL ?? embedded!.url,
+    prefix: `dashboard-${process.pid}`,
+  });
   const clients = ['198.51.100.1', '198.51.100.2', '198.51.100.3', '198.51.100.4', '198.51.100.5'];
   const get = (path: string, ip: string, init: RequestInit = {}) =>
     fetch(`${running.url}${path}`, { ...init, headers: { 'x-forwarded-for': ip, ...(init.headers ?? {}) } })
@@ -141,6 +146,7 @@ async function main(): Promise<void> {
   stop = true;
   await Promise.all(traffic);
   await running.close();
+  await embedded?.stop();
 
   const times = scrapes.slice(1).map((_, i) => i);
   const per = (metric: string, by: string, names: string[], only?: string): Series[] =>

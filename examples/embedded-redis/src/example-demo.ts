@@ -1,5 +1,4 @@
 import { request, type IncomingHttpHeaders } from 'node:http';
-import type { Running, StartOptions } from './example-start';
 
 /** One scripted client: its own loopback address (Linux routes all of 127/8 to lo), a route and a burst size. */
 interface Client {
@@ -51,13 +50,16 @@ async function fire(base: URL, client: Client): Promise<Reply[]> {
   return Promise.all(Array.from({ length: client.burst }, one));
 }
 
-/** `npm run demo`: starts one framework's example on a free port, fires the scripted burst, prints a table. */
-export async function runDemo(framework: string, start: (options: StartOptions) => Promise<Running>): Promise<void> {
-  const running = await start({ port: 0, verbose: false, prefix: `floodgate-demo-${process.pid}` });
-  console.log(`Floodgate demo against the ${framework} example (${running.store})\n`);
+/**
+ * `npm run demo`: fires the scripted burst at an example that scripts/example.mjs started (on a fresh key
+ * prefix) at `url`, over HTTP, and prints a table of what each client saw. `label` names the example and its store.
+ */
+export async function runDemo(url: string, label: string): Promise<void> {
+  const base = new URL(url);
+  console.log(`Floodgate demo against ${label}\n`);
   const rows: Record<string, string | number>[] = [];
   for (const client of clients) {
-    const replies = await fire(new URL(running.url), client);
+    const replies = await fire(base, client);
     const limited = replies.filter((r) => r.status === 429);
     const last = replies.at(-1)!.headers;
     rows.push({
@@ -71,15 +73,6 @@ export async function runDemo(framework: string, start: (options: StartOptions) 
     });
   }
   console.table(rows);
-  const policy = (await fire(new URL(running.url), { ...clients[2]!, burst: 1 }))[0]!.headers['ratelimit-policy'];
+  const policy = (await fire(base, { ...clients[2]!, burst: 1 }))[0]!.headers['ratelimit-policy'];
   console.log(`\nRateLimit-Policy on GET /: ${String(policy)}`);
-  await running.close();
-}
-
-/** Runs the demo as a program: exit code 1 on failure. */
-export function demoMain(framework: string, start: (options: StartOptions) => Promise<Running>): void {
-  runDemo(framework, start).catch((err: unknown) => {
-    console.error(err);
-    process.exitCode = 1;
-  });
 }

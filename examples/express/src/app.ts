@@ -3,28 +3,51 @@ import type { Redis } from 'ioredis';
 import { rateLimit } from '@floodgate/express';
 import { instrumentPrometheus } from '@floodgate/metrics/prometheus';
 import { Registry } from 'prom-client';
-import { API_LIMIT, LOGIN_LIMIT, SEARCH_LIMIT, loginIdentifiers, replies, trustedHops } from '@floodgate/embedded-redis';
 
 export interface AppOptions {
   /** Omitted: Floodgate's in-memory store (one process only). */
   redis?: Redis;
   /** Key namespace, so several copies of the example can share one Redis. */
   prefix?: string;
+  /** Behind a reverse proxy: how many hops of X-Forwarded-For to trust (req.ip then follows them). */
+  trustProxy?: number;
 }
 
-/** The example API (see example-api.ts in @floodgate/embedded-redis) in Express. */
-export function createApp({ redis, prefix = 'floodgate-example' }: AppOptions = {}): Express {
+/**
+ * The example API: every route is under the global limit (20 per 10 s and 500 per hour per client); /search
+ * adds its own stricter one; /login adds one per account, so guessing one user's password from many IPs is
+ * limited too. /metrics and /health come first, so a scraper or a load balancer is never rate limited.
+ */
+export function createApp({ redis, prefix = 'floodgate-example', trustProxy }: AppOptions = {}): Express {
   const app = express();
-  // Behind a reverse proxy, TRUST_PROXY=<hops>: req.ip then follows X-Forwarded-For that far.
-  if (trustedHops() !== undefined) app.set('trust proxy', trustedHops());
+  if (trustProxy !== undefined) app.set('trust proxy', trustProxy);
   app.use(express.json());
-  const api = rateLimit({ redis, prefix, ...API_LIMIT });
-  const search = rateLimit({ redis, prefix, ...SEARCH_LIMIT });
-  const loginLimit = rateLimit({ redis, prefix, ...LOGIN_LIMIT, identify: (req, defaults) => loginIdentifiers(req.body, defaults) });
-  const limiters = [api.limiter, search.limiter, loginLimit.limiter];
+  const api = rateLimit({
+    redis,
+    prefix,
+    name: 'api',
+    limits: [
+      { limit: 20, window: '10s' },
+      { limit: 500, window: '1h' },
+    ],
+  });
+  const search = rateLimit({ redis, prefix, name: 'search', limits: { limit: 3, window: '10s' } });
+  const login = rateLimit({
+    redis,
+    prefix,
+    name: 'login',
+    limits: { limit: 5, window: '15m' },
+    message: 'Too many login attempts for this account; try again later',
+    // Per account (the body's username); requests without one share the client's IP budget.
+    identify: (req, defaults) => {
+      const username: unknown = (req.body as { username?: unknown } | undefined)?.username;
+      return typeof username === 'string' && username !== '' ? `account:${username.toLowerCase()}` : defaults;
+    },
+  });
+  const limiters = [api.limiter, search.limiter, login.limiter];
 
-  // Operating it (docs/operating.md): Prometheus metrics and a readiness probe, both before the limits, so a
-  // scraper or a load balancer is never rate limited. In production, serve them on an internal port.
+  // Operating it (docs/operating.md): Prometheus metrics and a readiness probe. In production, serve them
+  // on an internal port.
   const registry = new Registry();
   instrumentPrometheus(limiters, { registry });
   app.get('/metrics', async (_req, res) => {
@@ -41,14 +64,14 @@ export function createApp({ redis, prefix = 'floodgate-example' }: AppOptions = 
   app.use(api);
 
   app.get('/', (req, res) => {
-    res.json(replies.home(req.rateLimit?.remaining));
+    res.json({ hello: 'world', remaining: req.rateLimit?.remaining });
   });
   // A route limit ADDS to the global one.
   app.get('/search', search, (req, res) => {
-    res.json(replies.search(req.query.q));
+    res.json({ query: typeof req.query.q === 'string' ? req.query.q : '', results: [] });
   });
-  app.post('/login', loginLimit, (_req, res) => {
-    res.status(replies.login.status).json(replies.login.body);
+  app.post('/login', login, (_req, res) => {
+    res.status(401).json({ error: 'invalid credentials (this is a demo)' });
   });
   return app;
 }

@@ -1,5 +1,36 @@
-// The example's entry point (`npm start`): start() lives in start.ts so the demo and tests import it without starting a server.
-import { runServer } from '@floodgate/embedded-redis';
-import { start } from './start';
+// `npm start`: the example API on PORT (3000), counting in the Redis at REDIS_URL (redis://127.0.0.1:6379).
+// TRUST_PROXY=<hops> behind a reverse proxy; PREFIX=<name> to share one Redis; STORE=memory to try it without Redis.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
+import { createApp } from './app';
 
-runServer(start);
+const { PORT = '3000', REDIS_URL = 'redis://127.0.0.1:6379', STORE, TRUST_PROXY, PREFIX } = process.env;
+const redis = STORE === 'memory' ? undefined : new Redis(REDIS_URL);
+const server = createServer(createApp({ redis, prefix: PREFIX, trustProxy: TRUST_PROXY ? Number(TRUST_PROXY) : undefined }));
+
+server.on('error', (err: NodeJS.ErrnoException) => {
+  const port = Number(PORT);
+  console.error(
+    err.code === 'EADDRINUSE' ? `port ${port} is in use; set PORT=... to use another one (PORT=${port + 1} npm start)` : err.message,
+  );
+  process.exit(1);
+});
+server.listen(Number(PORT), () => {
+  const store = redis ? `Redis at ${REDIS_URL}` : 'in-memory, this process only';
+  console.log(`Floodgate Express example on http://localhost:${(server.address() as AddressInfo).port} (store: ${store})`);
+});
+
+// Ctrl-C or SIGTERM: stop listening, drop idle connections, close Redis, exit 0. Further signals while
+// stopping are ignored (Ctrl-C can reach this process twice: from the terminal and from a parent passing it on).
+let stopping = false;
+const stop = (): void => {
+  if (stopping) return;
+  stopping = true;
+  server.close(() => {
+    redis?.disconnect();
+    process.exit(0);
+  });
+  server.closeAllConnections();
+};
+process.on('SIGINT', stop).on('SIGTERM', stop);

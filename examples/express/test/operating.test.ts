@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { testRedisUrl, uniquePrefix } from '@floodgate/testing';
-import { start, type Running } from '../src/start';
+import type { Running } from '@floodgate/embedded-redis';
+import { start } from './start';
 
 /* The example's /metrics (Prometheus, @floodgate/metrics) and /health (limiter.health()) on the test Redis. */
 let running: Running;

@@ -1,4 +1,4 @@
 import { exampleSmoke } from '@floodgate/testing';
-import { start } from '../src/start';
+import { start } from './start';
 
 exampleSmoke('express', start);

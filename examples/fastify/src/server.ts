@@ -1,5 +1,38 @@
-// The example's entry point (`npm start`): start() lives in start.ts so the demo and tests import it without starting a server.
-import { runServer } from '@floodgate/embedded-redis';
-import { start } from './start';
+// `npm start`: the example API on PORT (3000), counting in the Redis at REDIS_URL (redis://127.0.0.1:6379).
+// TRUST_PROXY=<hops> behind a reverse proxy; PREFIX=<name> to share one Redis; STORE=memory to try it without Redis.
+import { Redis } from 'ioredis';
+import { createApp } from './app';
 
-runServer(start);
+const { PORT = '3000', REDIS_URL = 'redis://127.0.0.1:6379', STORE, TRUST_PROXY, PREFIX } = process.env;
+const redis = STORE === 'memory' ? undefined : new Redis(REDIS_URL);
+const ready = createApp({ redis, prefix: PREFIX, trustProxy: TRUST_PROXY ? Number(TRUST_PROXY) : undefined });
+
+ready
+  .then((app) => app.listen({ port: Number(PORT), host: '127.0.0.1' }))
+  .then(
+    (url) => {
+      const store = redis ? `Redis at ${REDIS_URL}` : 'in-memory, this process only';
+      console.log(`Floodgate Fastify example on ${url.replace('127.0.0.1', 'localhost')} (store: ${store})`);
+    },
+    (err: NodeJS.ErrnoException) => {
+      const port = Number(PORT);
+      console.error(
+        err.code === 'EADDRINUSE' ? `port ${port} is in use; set PORT=... to use another one (PORT=${port + 1} npm start)` : String(err),
+      );
+      process.exit(1);
+    },
+  );
+
+// Ctrl-C or SIGTERM: close the app (it stops listening and closes its limiters), close Redis, exit 0.
+// Further signals while stopping are ignored (Ctrl-C can reach this process twice: from the terminal and
+// from a parent passing it on).
+let stopping: Promise<void> | undefined;
+const stop = (): void => {
+  stopping ??= ready
+    .then((app) => app.close())
+    .then(() => {
+      redis?.disconnect();
+      process.exit(0);
+    });
+};
+process.on('SIGINT', stop).on('SIGTERM', stop);

@@ -3,40 +3,59 @@ import Router from '@koa/router';
 import { bodyParser } from '@koa/bodyparser';
 import type { Redis } from 'ioredis';
 import { rateLimit } from '@floodgate/koa';
-import { API_LIMIT, LOGIN_LIMIT, SEARCH_LIMIT, loginIdentifiers, replies, trustedHops } from '@floodgate/embedded-redis';
 
 export interface AppOptions {
   /** Omitted: Floodgate's in-memory store (one process only). */
   redis?: Redis;
   /** Key namespace, so several copies of the example can share one Redis. */
   prefix?: string;
+  /** Behind a reverse proxy: how many hops of X-Forwarded-For to trust (ctx.ip then takes the entry that many hops in). */
+  trustProxy?: number;
 }
 
-/** The example API (see example-api.ts in @floodgate/embedded-redis) in Koa with @koa/router. */
-export function createApp({ redis, prefix = 'floodgate-example' }: AppOptions = {}): Koa {
-  // Behind a reverse proxy, TRUST_PROXY=<hops>: ctx.ip then takes the entry that many hops in.
-  const hops = trustedHops();
-  const app = new Koa({ proxy: hops !== undefined, maxIpsCount: hops ?? 0 });
+/**
+ * The example API, with @koa/router: every route is under the global limit (20 per 10 s and 500 per hour
+ * per client); /search adds its own stricter one; /login adds one per account, so guessing one user's
+ * password from many IPs is limited too.
+ */
+export function createApp({ redis, prefix = 'floodgate-example', trustProxy }: AppOptions = {}): Koa {
+  const app = new Koa({ proxy: trustProxy !== undefined, maxIpsCount: trustProxy ?? 0 });
   const router = new Router();
   app.use(bodyParser());
-  app.use(rateLimit({ redis, prefix, ...API_LIMIT }));
+  app.use(
+    rateLimit({
+      redis,
+      prefix,
+      name: 'api',
+      limits: [
+        { limit: 20, window: '10s' },
+        { limit: 500, window: '1h' },
+      ],
+    }),
+  );
 
   router.get('/', (ctx) => {
-    ctx.body = replies.home(ctx.state.rateLimit?.remaining);
+    ctx.body = { hello: 'world', remaining: ctx.state.rateLimit?.remaining };
   });
   // A route limit ADDS to the global one.
-  router.get('/search', rateLimit({ redis, prefix, ...SEARCH_LIMIT }), (ctx) => {
-    ctx.body = replies.search(ctx.query.q);
+  router.get('/search', rateLimit({ redis, prefix, name: 'search', limits: { limit: 3, window: '10s' } }), (ctx) => {
+    ctx.body = { query: typeof ctx.query.q === 'string' ? ctx.query.q : '', results: [] };
   });
-  const loginLimit = rateLimit({
+  const login = rateLimit({
     redis,
     prefix,
-    ...LOGIN_LIMIT,
-    identify: (ctx, defaults) => loginIdentifiers(ctx.request.body, defaults),
+    name: 'login',
+    limits: { limit: 5, window: '15m' },
+    message: 'Too many login attempts for this account; try again later',
+    // Per account (the body's username); requests without one share the client's IP budget.
+    identify: (ctx, defaults) => {
+      const username: unknown = (ctx.request.body as { username?: unknown } | undefined)?.username;
+      return typeof username === 'string' && username !== '' ? `account:${username.toLowerCase()}` : defaults;
+    },
   });
-  router.post('/login', loginLimit, (ctx) => {
-    ctx.status = replies.login.status;
-    ctx.body = replies.login.body;
+  router.post('/login', login, (ctx) => {
+    ctx.status = 401;
+    ctx.body = { error: 'invalid credentials (this is a demo)' };
   });
   app.use(router.routes()).use(router.allowedMethods());
   return app;

@@ -1,9 +1,0 @@
-import { serveHttp, startExample, type Running, type StartOptions } from '@floodgate/embedded-redis';
-import { createApp } from './app';
-
-export type { Running, StartOptions };
-
-/** Starts the Express example (store choice, banner and curl lines are shared by the three examples). */
-export function start(options: StartOptions = {}): Promise<Running> {
-  return startExample('Express', async (store, port) => serveHttp(createApp(store).listen(port)), options);
-}
