@@ -2,20 +2,18 @@ import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import Redis from 'ioredis';
 import { CODE, PROGRAM_TIMEOUT_MS, programsOf, typeCheck } from './doc-blocks';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { freePort, startRedis, uniquePrefix } from '@floodgate/testing';
+import { PUBLISHED, npm, packPublished, pinned, root, tarballSpecs, type Packed } from './packing';
 
 /*
  * What a user gets: `npm pack` each published package (from its built dist/: `npm test` builds first),
  * install the tarballs in a scratch app outside the repository (so nothing resolves to the workspace), and
  * use them from an ESM file, a CommonJS file and TypeScript files type-checked with "module": "nodenext".
- * One install serves every consumer. The framework and client versions are the lockfile's, so the npm cache
- * `npm ci` filled answers most of the install (--prefer-offline); the rest comes from the registry.
+ * One install serves every consumer. The framework and client versions are the lockfile's (test/packing.ts).
  */
-const root = join(__dirname, '..');
-const PUBLISHED = ['cli', 'core', 'express', 'fastify', 'koa', 'metrics'];
 const FROM_REGISTRY = [
   'ioredis',
   'express',
@@ -29,28 +27,6 @@ const FROM_REGISTRY = [
   '@opentelemetry/api',
   '@koa/bodyparser',
 ];
-const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string }> };
-const pinned = (name: string): string => {
-  const version = lock.packages[`node_modules/${name}`]?.version;
-  if (!version) throw new Error(`${name} is not in package-lock.json`);
-  return version;
-};
-
-/** npm for a directory outside the repository: none of the `npm test` run's own npm_* settings but the user's cache, registry and config files. */
-function npmEnv(): NodeJS.ProcessEnv {
-  const keep = /^npm_config_(cache|registry|userconfig|globalconfig|cafile|proxy|https_proxy|noproxy|strict_ssl)$/i;
-  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k) || keep.test(k)));
-}
-function npm(args: string[], cwd: string): string {
-  return execFileSync('npm', [...args, '--loglevel=error'], { cwd, env: npmEnv(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-}
-
-interface Packed {
-  name: string;
-  version: string;
-  filename: string;
-  files: { path: string }[];
-}
 
 let work: string;
 let app: string;
@@ -58,20 +34,13 @@ let packed: Packed[];
 let installMs: number;
 
 beforeAll(() => {
-  for (const p of PUBLISHED) {
-    if (!existsSync(join(root, 'packages', p, 'dist', 'index.js')))
-      throw new Error(`packages/${p} is not built: run \`npm run build\` (npm test does)`);
-  }
   work = mkdtempSync(join(tmpdir(), 'floodgate-pack-'));
   const tarballs = join(work, 'tarballs');
   app = join(work, 'app');
   mkdirSync(tarballs);
   mkdirSync(app);
-  packed = JSON.parse(
-    npm(['pack', '--json', '--pack-destination', tarballs, ...PUBLISHED.flatMap((p) => ['-w', `@floodgate/${p}`])], root),
-  ) as Packed[];
-  const dependencies: Record<string, string> = {};
-  for (const p of packed) dependencies[p.name] = `file:${join(tarballs, p.filename)}`;
+  packed = packPublished(tarballs);
+  const dependencies = tarballSpecs(packed, tarballs);
   for (const name of FROM_REGISTRY) dependencies[name] = pinned(name);
   writeFileSync(join(app, 'package.json'), `${JSON.stringify({ name: 'floodgate-scratch-app', private: true, dependencies }, null, 2)}\n`);
   const started = Date.now();

@@ -1,0 +1,126 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, sep } from 'node:path';
+import { freePort, startRedis, type StartedRedis } from '@floodgate/testing';
+import { npm, npmEnv, packPublished, pinned, root, tarballSpecs } from './packing';
+
+/*
+ * Each example runs on its own, copied out of the repository as a user would: its folder (without
+ * node_modules and dist) goes to a directory under the OS temp directory, its @floodgate/* dependencies
+ * point at the packed tarballs (so each must be a published package) and its others at the lockfile's
+ * versions (test/packing.ts); then `npm install` and `npm start` (a prestart builds it with its own tsc), with
+ * REDIS_URL at a redis-server of this test's own. Nothing of the workspace can be found from there.
+ */
+const FRAMEWORKS = ['express', 'fastify', 'koa'];
+const MINUTE = 60_000;
+
+let work: string;
+let tarballs: string;
+let specs: Record<string, string>;
+const started: { child: ChildProcess; redis: StartedRedis }[] = [];
+
+beforeAll(() => {
+  work = realpathSync(mkdtempSync(join(tmpdir(), 'floodgate-examples-')));
+  tarballs = join(work, 'tarballs');
+  mkdirSync(tarballs);
+  specs = tarballSpecs(packPublished(tarballs), tarballs);
+}, 2 * MINUTE);
+
+afterAll(async () => {
+  for (const { child, redis } of started) {
+    // The example's whole process group (npm, its shell, node): detached below, so it has one of its own.
+    if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');
+    await redis.stop();
+  }
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+/**
+ * The copied package.json with its dependencies pointed at the tarballs and the lockfile's versions; the
+ * adapters' own dependency on @floodgate/core too (overrides), as the registry would resolve it.
+ */
+function standalone(framework: string, dir: string): void {
+  const file = join(dir, 'package.json');
+  const manifest = JSON.parse(readFileSync(file, 'utf8')) as Record<string, Record<string, string> | undefined>;
+  expect(manifest.overrides).toBeUndefined();
+  manifest.overrides = { ...specs };
+  for (const field of ['dependencies', 'devDependencies', 'optionalDependencies', 'peerDependencies']) {
+    for (const name of Object.keys(manifest[field] ?? {})) {
+      if (name.startsWith('@floodgate/') && !specs[name]) throw new Error(`examples/${framework}: ${name} is not a published package`);
+      manifest[field]![name] = specs[name] ?? pinned(name);
+    }
+  }
+  writeFileSync(file, `${JSON.stringify(manifest, null, 2)}\n`);
+}
+
+/** Waits until the example's output says where it listens; fails with that output if it exits first. */
+async function listening(child: ChildProcess, output: () => string): Promise<string> {
+  const deadline = Date.now() + 4 * MINUTE;
+  for (;;) {
+    const url = /example on (http:\/\/\S+)/.exec(output())?.[1];
+    if (url) return url;
+    if (child.exitCode !== null || Date.now() > deadline)
+      throw new Error(`npm start did not listen (exit ${child.exitCode}):\n${output()}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+test.each(FRAMEWORKS)(
+  'examples/%s copied out of the repository: npm install && npm start, then 200 with RateLimit headers and the 21st request in 10 s is 429',
+  async (framework) => {
+    const dir = join(work, framework);
+    cpSync(join(root, 'examples', framework), dir, {
+      recursive: true,
+      filter: (source) => !/[\\/](node_modules|dist)$/.test(source),
+    });
+    standalone(framework, dir);
+    npm(['install', '--prefer-offline', '--no-audit', '--no-fund'], dir);
+    // Its adapter is the installed tarball, inside the copy: nothing resolves to the workspace.
+    // (Node's resolution, from the copy: jest's own maps @floodgate/* to the workspace.)
+    const adapter = realpathSync(
+      execFileSync(process.execPath, ['-p', `require.resolve('@floodgate/${framework}')`], { cwd: dir, encoding: 'utf8' }).trim(),
+    );
+    expect(adapter.startsWith(`${dir}${sep}node_modules${sep}`)).toBe(true);
+
+    const redis = await startRedis();
+    const port = await freePort();
+    let output = '';
+    const child = spawn('npm', ['start'], {
+      cwd: dir,
+      env: { ...npmEnv(), REDIS_URL: redis.url, PORT: String(port) },
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    started.push({ child, redis });
+    child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+    expect(await listening(child, () => output)).toBe(`http://localhost:${port}`);
+    expect(output).toContain(`(store: Redis at ${redis.url})`);
+
+    const begun = Date.now();
+    const replies: { status: number; limit: string | null; policy: string | null }[] = [];
+    for (let i = 0; i < 21; i++) {
+      const res = await fetch(`http://127.0.0.1:${port}/`);
+      await res.arrayBuffer();
+      replies.push({ status: res.status, limit: res.headers.get('ratelimit'), policy: res.headers.get('ratelimit-policy') });
+    }
+    const elapsedMs = Date.now() - begun;
+    expect(replies[0]).toEqual({ status: 200, limit: expect.stringMatching(/^"api-10s";r=19;t=\d+$/), policy: expect.any(String) });
+    expect(replies.map((r) => r.status)).toEqual([...Array<number>(20).fill(200), 429]);
+    expect(elapsedMs).toBeLessThan(10_000);
+
+    // SIGTERM (to npm, its shell and node, as Ctrl-C reaches them all) stops it: the port closes.
+    process.kill(-child.pid!, 'SIGTERM');
+    const closed = Date.now() + 10_000;
+    while (
+      await fetch(`http://127.0.0.1:${port}/`).then(
+        () => Date.now() < closed,
+        () => false,
+      )
+    )
+      await new Promise((r) => setTimeout(r, 100));
+    await expect(fetch(`http://127.0.0.1:${port}/`)).rejects.toThrow();
+  },
+  8 * MINUTE,
+);
