@@ -104,7 +104,11 @@ const CASES: Case[] = [
     },
     request: (l, ids) => l.check(ids, { plan: 'pro' }),
   },
-  { name: 'lockout: configured, not triggered', options: { lockout: { after: 5, within: '1m', duration: '10m' } }, request: check },
+  {
+    name: 'lockout: configured, not triggered',
+    options: { lockout: { after: 5, within: '1m', duration: '10m', scope: 'ip' } },
+    request: check,
+  },
   // Issue 15: a decision event per check (what @floodgate/metrics subscribes to), with a listener that counts.
   { name: 'events: one onEvent listener', options: { onEvent: countEvent }, request: check },
   { name: 'lists: 1,000 deny entries, not listed', options: { deny: DENY }, request: check },

@@ -83,7 +83,9 @@ export class Floodgate {
         blockCache: false,
         logger: silent,
         ...(description.colocate ? { cluster: { colocate: true } } : {}),
-        ...(description.lockout ? { lockout: description.lockout } : {}),
+        // An entry written before `lockout.scope` has none; this limiter never makes a consuming check, so
+        // any kind a rule applies to will do.
+        ...(description.lockout ? { lockout: { scope: plans[0]![1][0]?.for ?? 'ip', ...description.lockout } } : {}),
       };
       limiter = createLimiter(options);
       this.limiters.set(name, limiter);

@@ -304,7 +304,9 @@ const limiters: Runner = async (fg, options, io) => {
             return plan === '' ? list : `${plan}: ${list}`;
           })
           .join('; '),
-        d.lockout ? `after ${d.lockout.after} in ${formatWindow(d.lockout.within)}: ${formatWindow(d.lockout.duration)}` : '-',
+        d.lockout
+          ? `after ${d.lockout.after} in ${formatWindow(d.lockout.within)}: ${formatWindow(d.lockout.duration)}${d.lockout.scope ? ` (${d.lockout.scope.join(', ')})` : ''}`
+          : '-',
       ]),
     ),
   );

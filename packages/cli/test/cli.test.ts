@@ -40,7 +40,7 @@ async function setup(): Promise<Setup> {
     name: 'login',
     algorithm: 'fixed-window',
     limits: { limit: 3, window: '15m', for: 'ip' },
-    lockout: { after: 2, within: '15m', duration: '1h' },
+    lockout: { after: 2, within: '15m', duration: '1h', scope: 'ip' },
     logger: quiet,
   });
   return { prefix, api, login, args: (...args) => [...args, '--url', url, '--prefix', prefix] };
@@ -81,7 +81,7 @@ describe('on one Redis', () => {
     ]);
     const table = await floodgate(s.args('limiters'));
     expect(table.stdout.split('\n')[0]).toMatch(/^LIMITER\s+ALGORITHM\s+RULES\s+LOCKOUT$/);
-    expect(table.stdout).toMatch(/^login\s+fixed-window\s+3\/15m \(ip\)\s+after 2 in 15m: 1h$/m);
+    expect(table.stdout).toMatch(/^login\s+fixed-window\s+3\/15m \(ip\)\s+after 2 in 15m: 1h \(ip\)$/m);
   });
 
   test('inspect: every rule holding state, the block and the lockout, without consuming anything', async () => {
@@ -318,7 +318,7 @@ describe('the ACL docs/cli.md gives the on-call user', () => {
     const app = createLimiter({
       redis: admin,
       name: 'api',
-      lockout: { after: 1, within: '1m', duration: '1h' },
+      lockout: { after: 1, within: '1m', duration: '1h', scope: 'ip' },
       limits: { limit: 1, window: '1m' },
       logger: quiet,
     });

@@ -55,7 +55,7 @@ function limiters(prefix: string, colocate = false): { api: Limiter; login: Limi
       name: 'login',
       algorithm: 'sliding-log',
       limits: { limit: 1, window: '1m' },
-      lockout: { after: 1, within: '1m', duration: '30m' },
+      lockout: { after: 1, within: '1m', duration: '30m', scope: 'ip' },
     }),
   };
 }

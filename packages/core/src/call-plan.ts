@@ -1,5 +1,6 @@
 import { ArgumentError, describeValue } from './errors';
 import { encodeIdentifier, identifierKind, type KeyScheme } from './keys';
+import { UNKNOWN_IP } from './identity';
 import type { ResolvedOptions } from './options';
 import type { Rule } from './rules';
 import { ruleArgs } from './algorithms/frame';
@@ -25,6 +26,8 @@ interface KindPlan {
   rules: number[];
   /** The most units one check of this kind can ever be admitted (the tightest applicable rule's capacity). */
   capacity: number;
+  /** Whether a lockout may lock identifiers of this kind (`lockout.scope` names it): '1' or '0'. */
+  lockable: '1' | '0';
 }
 
 /**
@@ -79,24 +82,30 @@ export class CallPlanner {
   prepare(op: 'c' | 'p', ids: string[], cost: number): Prepared {
     const keys: string[] = [];
     const masks: string[] = [];
+    const lockable: string[] = [];
     const ruleLists: number[][] = [];
     for (const id of ids) {
       const enc = encodeIdentifier(id);
       keys.push(this.keys.state(enc), this.keys.block(enc));
       const plan = this.kindPlan(id);
       masks.push(plan.mask);
+      // `ip:unknown` is every client whose address could not be read: locking it out would lock them all.
+      lockable.push(id === UNKNOWN_IP ? '0' : plan.lockable);
       ruleLists.push(plan.rules);
     }
     // The lockout keys follow all the identifiers' state and block keys, then their block index keys (a
-    // lockout writes a block, and its index entry in the same call: script.ts, Program.lockout).
-    if (this.opts.lockout !== undefined) {
+    // lockout writes a block, and its index entry in the same call: script.ts, Program.lockout); ARGV has,
+    // after the masks, whether each identifier is in the lockout's scope.
+    const lockout = this.opts.lockout !== undefined;
+    if (lockout) {
       const encs = ids.map(encodeIdentifier);
       for (const enc of encs) keys.push(this.keys.lockout(enc));
       for (const enc of encs) keys.push(this.keys.index(enc));
     }
     const penalty = this.opts.penalty && this.opts.mode === 'enforce' ? '1' : '0';
-    // Last, the check's incarnation: a key it creates is given it by the scripts that answer receipts.
-    const argv = [op, cost, penalty, this.nowArg(), this.pad, ...this.ruleArgs, ...masks, newIncarnation()];
+    // Last, the check's incarnation: a key it creates is given it by the scripts that answer receipts; then,
+    // with a lockout, whether each identifier is in its scope.
+    const argv = [op, cost, penalty, this.nowArg(), this.pad, ...this.ruleArgs, ...masks, newIncarnation(), ...(lockout ? lockable : [])];
     return { ids, keys, argv, ruleLists, cost };
   }
 
@@ -118,7 +127,7 @@ export class CallPlanner {
         rules.push(j);
         capacity = Math.min(capacity, this.opts.algorithm.capacity(this.rules[j]!));
       }
-      plan = { mask, rules, capacity };
+      plan = { mask, rules, capacity, lockable: this.opts.lockout?.scope.includes(kind) ? '1' : '0' };
       // Kinds come from callers; cap the cache so hostile identifiers cannot grow it without bound.
       if (this.kinds.size < 1024) this.kinds.set(kind, plan);
     }

@@ -39,7 +39,8 @@ export interface LimiterDescription {
   algorithm: string;
   /** Plan name ('' for a limiter without named plans) -> its rules, as `limits` takes them. */
   plans: Record<string, RuleInput[]>;
-  lockout: { after: number; within: number; duration: number; backoff: number; maxDuration: number } | null;
+  /** `scope`: the identifier kinds it may lock (absent in entries written by versions without `lockout.scope`). */
+  lockout: { after: number; within: number; duration: number; backoff: number; maxDuration: number; scope?: string[] } | null;
   colocate: boolean;
 }
 
@@ -61,7 +62,14 @@ export function describeLimiter(opts: ResolvedOptions): LimiterDescription {
     algorithm,
     plans,
     lockout: lo
-      ? { after: lo.after, within: lo.withinMs, duration: lo.durationMs, backoff: lo.backoff, maxDuration: lo.maxDurationMs }
+      ? {
+          after: lo.after,
+          within: lo.withinMs,
+          duration: lo.durationMs,
+          backoff: lo.backoff,
+          maxDuration: lo.maxDurationMs,
+          scope: [...lo.scope],
+        }
       : null,
     colocate: opts.colocate,
   };

@@ -79,9 +79,9 @@ export interface LimiterOptions {
   /** Always refused, without a store call (403 in the adapters): the same kinds of entries. Wins over `allow`. */
   deny?: readonly string[];
   /**
-   * Identifier kinds (the part before the first ':') that `allow` and `deny` entries may name besides `ip`,
-   * `user` and the kinds a rule is `for`: those your identify() or check() calls give, such as
-   * `['tenant', 'api-key']`. An entry of any other kind is a ConfigError (docs/lists.md).
+   * Identifier kinds (the part before the first ':') that `allow` and `deny` entries and `lockout.scope`
+   * may name besides `ip`, `user` and the kinds a rule is `for`: those your identify() or check() calls
+   * give, such as `['tenant', 'api-key']`. Any other kind is a ConfigError (docs/lists.md).
    */
   identifierKinds?: readonly string[];
   /** Every decision, refund, store error and shadow denial (events.ts); see also limiter.subscribe(). */
@@ -111,6 +111,14 @@ export interface LockoutOptions {
    * escalation is forgotten once an identifier has gone this long past its last lockout.
    */
   maxDuration?: number | string;
+  /**
+   * Required: the identifier kinds a lockout may lock (`'ip'`, or `['ip', 'login']`); identifiers of other
+   * kinds are limited by their rules but never locked out. Never name a kind any client can claim without
+   * proving it owns it (an account name at a login): whoever names it would lock its owner out. For
+   * logins, lock the client and the (client, account) pair: `['ip', 'login']` with identifiers
+   * `ip:<address>` and `login:<ip identifier>|<account>` (docs/lockouts.md, "What a lockout locks").
+   */
+  scope: string | readonly string[];
 }
 
 /** A named rule set of `limits: { free: [...], pro: [...] }`. */
@@ -358,12 +366,67 @@ function resolveEventOptions(value: unknown): boolean {
 
 const DAY_MS = 86_400_000;
 
-function resolveLockout(value: unknown): LockoutSpec | undefined {
+/** At most this many kinds in `lockout.scope` (as many as a limiter has rules). */
+const MAX_SCOPE_KINDS = 32;
+
+/**
+ * `lockout.scope`: the kinds a lockout may lock, each a kind the limiter knows (`known`: built in, a rule's
+ * `for`, or `identifierKinds`) and one some rule of some plan applies to (a kind no rule applies to is never
+ * denied by its own rules, so never locked: a typo). Required, because a lockout of everything a check
+ * names hands anyone who can name an account a way to lock its owner out (docs/security.md, "Lockouts as a
+ * lever against someone else").
+ */
+function resolveLockoutScope(value: unknown, plans: readonly Plan[], known: ReadonlySet<string>): readonly string[] {
+  if (value === undefined) {
+    throw new ConfigError(
+      'lockout.scope',
+      "is required: the identifier kinds a lockout may lock, such as ['ip'], or for logins ['ip', 'login'] with " +
+        '`login:<ip identifier>|<account>` identifiers (docs/lockouts.md). A kind any client can name without owning it ' +
+        "(an account at a login, such as 'user') lets whoever names it lock its owner out: name one only if that is what you want",
+    );
+  }
+  const list: unknown[] = typeof value === 'string' ? [value] : Array.isArray(value) ? value : [];
+  if (list.length === 0 || list.length > MAX_SCOPE_KINDS) {
+    throw new ConfigError(
+      'lockout.scope',
+      `must be an identifier kind or a list of 1 to ${MAX_SCOPE_KINDS} of them, such as ['ip', 'login']; got ${describeValue(value)}`,
+    );
+  }
+  const rules = plans.flatMap((p) => p.rules);
+  const anyKind = rules.some((r) => r.for === undefined);
+  const ruleKinds = [...new Set(rules.map((r) => r.for))];
+  for (const kind of list) {
+    if (typeof kind !== 'string' || !KIND.test(kind)) {
+      throw new ConfigError(
+        'lockout.scope',
+        `must list identifier kinds such as 'ip' or 'login' ([A-Za-z0-9_-]{1,32}, the part of an identifier before its first ':'); got ${describeValue(kind)}`,
+      );
+    }
+    if (!known.has(kind)) {
+      throw new ConfigError(
+        'lockout.scope',
+        `names '${kind}', a kind no identifier of this limiter has (known kinds: ${[...known].join(', ')}; declare others in \`identifierKinds\`, or scope a rule to them with \`for\`)`,
+      );
+    }
+    if (!anyKind && !ruleKinds.includes(kind)) {
+      throw new ConfigError(
+        'lockout.scope',
+        `names '${kind}', a kind no rule applies to (the rules are for ${ruleKinds.map((k) => `'${k}'`).join(', ')}): its identifiers are never denied by their own rules, so never locked out`,
+      );
+    }
+  }
+  return [...new Set(list as string[])];
+}
+
+function resolveLockout(value: unknown, plans: readonly Plan[], known: ReadonlySet<string>): LockoutSpec | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'object' || value === null) {
-    throw new ConfigError('lockout', `must be an object such as { after: 5, within: '15m', duration: '1h' }; got ${describeValue(value)}`);
+    throw new ConfigError(
+      'lockout',
+      `must be an object such as { after: 5, within: '15m', duration: '1h', scope: ['ip'] }; got ${describeValue(value)}`,
+    );
   }
-  assertKnownOptions(value, ['after', 'within', 'duration', 'backoff', 'maxDuration'], 'lockout.');
+  assertKnownOptions(value, ['after', 'within', 'duration', 'backoff', 'maxDuration', 'scope'], 'lockout.');
   const o = ownOptions(value as LockoutOptions);
   const after = o.after;
   if (typeof after !== 'number' || !Number.isInteger(after) || after < 1 || after > 1_000_000) {
@@ -380,7 +443,7 @@ function resolveLockout(value: unknown): LockoutSpec | undefined {
   if (maxDurationMs < durationMs) {
     throw new ConfigError('lockout.maxDuration', `must be at least lockout.duration (${durationMs} ms); got ${maxDurationMs} ms`);
   }
-  return { after, withinMs, durationMs, backoff, maxDurationMs };
+  return { after, withinMs, durationMs, backoff, maxDurationMs, scope: resolveLockoutScope(o.scope, plans, known) };
 }
 
 const PLAN_NAME = /^[A-Za-z0-9_.-]{1,48}$/;
@@ -429,7 +492,7 @@ function assertNoRedisOnlyOptions(input: LimiterOptions): void {
   }
 }
 
-/** The kinds a list entry may name: the built-in ones, every rule's `for`, and `identifierKinds`. */
+/** The kinds a list entry or `lockout.scope` may name: the built-in ones, every rule's `for`, and `identifierKinds`. */
 function listKinds(plans: readonly Plan[], declared: unknown): ReadonlySet<string> {
   const kinds = new Set(BUILT_IN_KINDS);
   for (const plan of plans) for (const rule of plan.rules) if (rule.for !== undefined) kinds.add(rule.for);
@@ -476,6 +539,7 @@ export function resolveOptions(input: LimiterOptions, extraKeys: readonly string
   const algorithm = ALGORITHMS[algorithmName];
   const plans = resolvePlans(input.limits, algorithm);
   const rules = plans[0]!.rules;
+  const kinds = listKinds(plans, input.identifierKinds);
   return {
     redis,
     name: pattern(input.name, 'name', /^[A-Za-z0-9_.-]{1,48}$/, '[A-Za-z0-9_.-]{1,48}', 'default'),
@@ -488,8 +552,8 @@ export function resolveOptions(input: LimiterOptions, extraKeys: readonly string
     mode: oneOf(input.mode, 'mode', ['enforce', 'shadow'] as const, 'enforce'),
     penalty: input.penalty ?? false,
     refunds: input.refunds ?? false,
-    lockout: resolveLockout(input.lockout),
-    lists: Lists.compile(input.allow, input.deny, listKinds(plans, input.identifierKinds)),
+    lockout: resolveLockout(input.lockout, plans, kinds),
+    lists: Lists.compile(input.allow, input.deny, kinds),
     blockCacheMax: resolveBlockCache(input.blockCache),
     colocate,
     onEvent: fn(input.onEvent, 'onEvent'),

@@ -25,7 +25,7 @@ export interface Rule {
 
 const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 const DURATION = /^(\d+)(ms|s|m|h|d)$/;
-/** An identifier kind: what a rule's `for` and `identifierKinds` name. */
+/** An identifier kind: what a rule's `for`, `identifierKinds` and `lockout.scope` name. */
 export const KIND = /^[A-Za-z0-9_-]{1,32}$/;
 /** Largest duration accepted: a year. Keeps every timestamp sum far inside 2^53. */
 export const MAX_DURATION_MS = 366 * 86_400_000;

@@ -33,7 +33,7 @@ function make(prefix: string, clock: () => number, onRedis: boolean): Limiter {
     name: 'idx',
     algorithm: 'fixed-window',
     limits: { limit: 1, window: '10s' },
-    lockout: { after: 2, within: '10s', duration: '3s', backoff: 2, maxDuration: '10s' },
+    lockout: { after: 2, within: '10s', duration: '3s', backoff: 2, maxDuration: '10s', scope: ['ip', 'user'] },
     blockCache: false,
     clock,
   });

@@ -54,7 +54,7 @@ describe('decision events', () => {
   test('blocks, lockouts, refunds, plans and the identifier when asked for', async () => {
     const { limiter, events, decisions } = recording({
       limits: { free: [{ limit: 1, window: '1m' }], pro: [{ limit: 5, window: '1m' }] },
-      lockout: { after: 1, within: '1m', duration: '1m' },
+      lockout: { after: 1, within: '1m', duration: '1m', scope: 'user' },
       refunds: true,
       events: { identifiers: true },
       blockCache: false,

@@ -28,7 +28,7 @@ function limiter(store: 'redis' | 'memory' | Redis | Cluster, options: Partial<L
     prefix: uniquePrefix('lo'),
     algorithm: 'fixed-window',
     limits: { limit: 1, window: '1h' },
-    lockout: { after: 2, within: '1m', duration: '10s', backoff: 3, maxDuration: '1m' },
+    lockout: { after: 2, within: '1m', duration: '10s', backoff: 3, maxDuration: '1m', scope: ['ip', 'user'] },
     blockCache: false,
     // `failure` is a Redis store's option: the memory store cannot fail.
     ...(store === 'memory' ? {} : { redis: store === 'redis' ? redis : store, failure: 'closed' as const }),

@@ -94,6 +94,8 @@ const scenarioArb = fc.record({
       duration: fc.constantFrom(100, 700, 2000),
       backoff: fc.constantFrom(1, 1.5, 2, 3),
       maxDuration: fc.constantFrom(2000, 6000),
+      // The kinds it may lock (only 'user' when every rule is for 'user': no rule applies to 'ip').
+      scope: fc.constantFrom(['ip'], ['user'], ['ip', 'user']),
     }),
     { freq: 2 },
   ),
@@ -177,7 +179,9 @@ describe.each<AlgorithmName>(['fixed-window', 'sliding-window', 'sliding-log', '
             limits: onlyOptionsOf(algorithm, rules),
             clock,
             refunds,
-            ...(lockout === null ? {} : { lockout }),
+            ...(lockout === null
+              ? {}
+              : { lockout: { ...lockout, scope: rules.every((r) => r.for === 'user') ? ['user'] : lockout.scope } }),
           };
           const onRedis = createLimiter({ ...common, redis, failure: 'closed', timeoutMs: 10_000, blockCache: false }); // the twins, not the cache
           const onMemory = createLimiter(common);

@@ -29,7 +29,7 @@ test('the registry entry describes the limiter (algorithm, plans, lockout), kept
     name: 'api',
     algorithm: 'token-bucket',
     limits: { free: [{ limit: 10, window: '1m', burst: 20 }], pro: [{ limit: 100, window: '1m', for: 'user' }] },
-    lockout: { after: 3, within: '1m', duration: '10m' },
+    lockout: { after: 3, within: '1m', duration: '10m', scope: ['ip', 'user'] },
     logger: quiet,
   });
   await limiter.check('user:1');
@@ -37,7 +37,7 @@ test('the registry entry describes the limiter (algorithm, plans, lockout), kept
     v: 1,
     algorithm: 'token-bucket',
     plans: { free: [{ limit: 10, window: 60_000, burst: 20 }], pro: [{ limit: 100, window: 60_000, for: 'user', burst: 100 }] },
-    lockout: { after: 3, within: 60_000, duration: 600_000, backoff: 1, maxDuration: 600_000 },
+    lockout: { after: 3, within: 60_000, duration: 600_000, backoff: 1, maxDuration: 600_000, scope: ['ip', 'user'] },
     colocate: false,
   });
   const ttl = await redis.pttl(registryKey(prefix));

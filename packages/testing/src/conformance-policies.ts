@@ -243,7 +243,7 @@ export function policyConformance(factory: AdapterFactory): void {
           redis,
           prefix: uniquePrefix(`${factory.name}-lo`),
           limits: { limit: 1, window: '1m' },
-          lockout: { after: 2, within: '1m', duration: '10m' },
+          lockout: { after: 2, within: '1m', duration: '10m', scope: 'ip' },
         } as NeutralOptions);
         expect(await statusOf(app)).toBe(200);
         const first = await request(app.url).get('/');
@@ -265,7 +265,7 @@ export function policyConformance(factory: AdapterFactory): void {
               redis,
               prefix: uniquePrefix('bad'),
               limits: { limit: 1, window: '1m' },
-              lockout: { after: 0, within: '1m', duration: '1m' },
+              lockout: { after: 0, within: '1m', duration: '1m', scope: 'ip' },
             },
           }),
         ).rejects.toMatchObject({ option: 'lockout.after' });

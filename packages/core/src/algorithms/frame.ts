@@ -24,6 +24,7 @@ import { bindReceipt } from './incarnation';
  * ARGV[7 + RULE_ARGS * R ...] per identifier: a mask of R chars, '1' where the rule applies to it
  * then the check's incarnation: the number a key without one gets when a script that answers receipts
  *         (refundable, split) commits to it (incarnation.ts); the plain script ignores it
+ * then, with a lockout, per identifier '1' when the lockout's scope names its kind, else '0' (lockout.ts)
  * Reply (flat integers and strings, the same in RESP2 and RESP3):
  *   { now, allowed (0|1), consumed (0|1), then per identifier: blockMs, blockReason,
  *     then per identifier, per applicable rule in rule order: available, resetMs, retryMs }
@@ -216,10 +217,22 @@ export interface FrameExtras {
   lockout?: LockoutSpec;
 }
 
-/** The lockout step, as both scripts run it: after the checks (and a commit), for a consuming check denied by rules. */
-function lockoutStep(f: Evaluated, storage: FrameStorage, keys: readonly string[], op: string, lockout: LockoutSpec | undefined): void {
-  if (lockout === undefined || op !== 'c' || f.cost <= 0 || f.ok || f.blocked) return;
-  lockoutTwin(lockout, storage, keys, f.denied, f.out, f.ctx.now, f.ctx.pad);
+/**
+ * The lockout step, as both scripts run it: after the checks (and a commit), for a consuming check denied by
+ * rules, counted for the identifiers the scope names (ARGV after the masks and the incarnation: '1' per
+ * identifier in scope).
+ */
+function lockoutStep(
+  f: Evaluated,
+  storage: FrameStorage,
+  keys: readonly string[],
+  argv: readonly (string | number)[],
+  lockout: LockoutSpec | undefined,
+): void {
+  if (lockout === undefined || String(argv[0]) !== 'c' || f.cost <= 0 || f.ok || f.blocked) return;
+  const scoped = masksAt(f.ctx.window.length) + f.denied.length + 1;
+  const denied = f.denied.map((d, i) => d && String(argv[scoped + i]) === '1');
+  lockoutTwin(lockout, storage, keys, denied, f.out, f.ctx.now, f.ctx.pad);
 }
 
 /**
@@ -244,7 +257,7 @@ export function runFrame(
       evals[i] = f.rules[i]!.map((j) => twin.evaluate(f.sts[i], j, f.ok ? 0 : f.cost, f.ctx));
     }
   }
-  lockoutStep(f, storage, keys, String(argv[0]), lockout);
+  lockoutStep(f, storage, keys, argv, lockout);
   if (f.ok && !f.blocked) out[1] = 1;
   for (const e of evals) for (const ev of e) out.push(ev[0], ev[1], ev[2]);
   if (receipts && f.consumes) for (let i = 0; i < f.sts.length; i++) out.push(receiptOf(receipts, f, i, saved[i]));
@@ -267,7 +280,7 @@ export function runSplitFrame(
   const f = evaluateFrame(twin, storage, keys, argv, clockNow, lockout ? 4 : 2, true);
   const { out } = f;
   if (f.ok && !f.blocked) out[1] = 1;
-  lockoutStep(f, storage, keys, String(argv[0]), lockout);
+  lockoutStep(f, storage, keys, argv, lockout);
   for (const e of f.evals) for (const ev of e) out.push(ev[0], ev[1], ev[2]);
   if (!f.consumes) return out;
   out[2] = 1;

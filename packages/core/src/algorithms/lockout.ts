@@ -21,8 +21,8 @@ import { indexLua, indexTwin } from './block-index';
  *      Read as empty from then on, whether or not the key has expired yet: decisions never rest on a TTL
  *      (docs/design.md, invariant 4).
  * What counts as a denial: a consuming check (not a peek, cost > 0) that the rules denied, against each
- * identifier whose own rules denied it. A check an active block denied counts nothing (it never reached
- * the rules).
+ * identifier whose own rules denied it and whose kind the lockout's scope names (ARGV[MASKS + NIDS + 1 + i],
+ * after the masks and the incarnation, is '1': call-plan.ts). A check an active block denied counts nothing (it never reached the rules).
  */
 export interface LockoutSpec {
   readonly after: number;
@@ -30,6 +30,8 @@ export interface LockoutSpec {
   readonly durationMs: number;
   readonly backoff: number;
   readonly maxDurationMs: number;
+  /** The identifier kinds a lockout may lock (`lockout.scope`); the call plan turns them into ARGV flags. */
+  readonly scope: readonly string[];
 }
 
 /** Indents every line but the first by `n` spaces (the first follows the template's own indentation). */
@@ -55,14 +57,14 @@ export function lockoutMs(spec: LockoutSpec, level: number): number {
 
 /**
  * The Lua of the lockout step, run after the check phase (and the commit) with `den[i]` true for each
- * identifier whose rules denied; the same steps as lockoutTwin below.
+ * identifier whose rules denied, for those the scope names; the same steps as lockoutTwin below.
  */
 export function lockoutLua(spec: LockoutSpec): string {
   const { after, withinMs, durationMs, backoff, maxDurationMs } = spec;
   return `-- the lockout (algorithms/lockout.ts): after ${after} denial(s) within ${withinMs} ms, block for ${durationMs} ms x ${backoff}^level, at most ${maxDurationMs} ms
 if OP == 'c' and COST > 0 and not ok and not blocked then
   for i = 1, NIDS do
-    if den[i] then
+    if den[i] and ARGV[MASKS + NIDS + 1 + i] == '1' then
       local lkey = KEYS[2 * NIDS + i]
       local h = redis.call('HMGET', lkey, 'n', 's', 'l', 'u')
       local n, s, l, u = tonumber(h[1]) or 0, tonumber(h[2]) or NOW, tonumber(h[3]) or 0, tonumber(h[4]) or 0
@@ -100,7 +102,8 @@ interface LockoutState {
 
 /**
  * The JavaScript twin of lockoutLua over a memory store: `keys` as the script's KEYS, `denied[i]` per
- * identifier, `out` the reply so far (its block entries are written as the Lua writes them).
+ * identifier (its rules denied and the scope names it), `out` the reply so far (its block entries are
+ * written as the Lua writes them).
  */
 export function lockoutTwin(
   spec: LockoutSpec,

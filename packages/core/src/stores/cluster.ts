@@ -70,9 +70,11 @@ export class ClusterStore extends RedisStore {
       for (const call of bySlot.values()) call.keys.push(...call.ids.map((i) => keys[2 * nIds + i]!));
       for (const call of bySlot.values()) call.keys.push(...call.ids.map((i) => keys[3 * nIds + i]!));
     }
-    // After the masks, the check's incarnation (frame.ts), in every slot.
+    // After the masks, the check's incarnation (frame.ts), in every slot; then, with a lockout, whether each
+    // of the slot's identifiers is in its scope.
     const incarnation = argv[masks + nIds];
     if (incarnation !== undefined) for (const call of bySlot.values()) call.argv.push(incarnation);
+    if (program.lockout) for (const call of bySlot.values()) call.argv.push(...call.ids.map((i) => argv[masks + nIds + 1 + i]!));
     // One slot: the single-Redis script, compiled for the rules; nothing to give back, so no receipts.
     if (bySlot.size === 1) return super.run(program, keys, argv, ctx);
     const check = new SplitCheck(this, program, [...bySlot.values()], argv, masks);
