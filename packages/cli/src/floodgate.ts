@@ -83,9 +83,10 @@ export class Floodgate {
         blockCache: false,
         logger: silent,
         ...(description.colocate ? { cluster: { colocate: true } } : {}),
-        // An entry written before `lockout.scope` has none; this limiter never makes a consuming check, so
-        // any kind a rule applies to will do.
-        ...(description.lockout ? { lockout: { scope: plans[0]![1][0]?.for ?? 'ip', ...description.lockout } } : {}),
+        // This limiter never makes a consuming check, so what a lockout may lock does not matter here: any
+        // kind a rule applies to will do (the entry's own scope may name a kind only the app declared, and
+        // entries written before `lockout.scope` have none).
+        ...(description.lockout ? { lockout: { ...description.lockout, scope: plans[0]![1][0]?.for ?? 'ip' } } : {}),
       };
       limiter = createLimiter(options);
       this.limiters.set(name, limiter);

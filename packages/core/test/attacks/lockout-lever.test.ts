@@ -163,8 +163,8 @@ describe('a lockout must say what it may lock: lockout.scope, checked at constru
       { limit: 5, window: '1m', for: 'login' },
       { limit: 30, window: '1h', for: 'ip' },
     ];
-    expect(() => createLimiter({ limits, lockout: { after: 3, within: '1m', duration: '1m', scope: ['ip', 'logins'] } })).toThrow(
-      expect.objectContaining({ option: 'lockout.scope', message: expect.stringMatching(/'logins', a kind no rule applies to/) }),
+    expect(() => createLimiter({ limits, lockout: { after: 3, within: '1m', duration: '1m', scope: ['ip', 'user'] } })).toThrow(
+      expect.objectContaining({ option: 'lockout.scope', message: expect.stringMatching(/'user', a kind no rule applies to/) }),
     );
     expect(() => createLimiter({ limits, lockout: { after: 3, within: '1m', duration: '1m', scopes: ['ip'] } as never })).toThrow(
       expect.objectContaining({ option: 'lockout.scopes', message: expect.stringMatching(/did you mean `scope`/) }),
