@@ -165,7 +165,7 @@ test(
         name: 'login',
         algorithm: 'fixed-window',
         limits: { limit: 3, window: '15m', for: 'ip' },
-        lockout: { after: 2, within: '15m', duration: '1h' },
+        lockout: { after: 2, within: '15m', duration: '1h', scope: 'ip' },
       });
       for (let i = 0; i < 3; i++) await api.check('ip:203.0.113.7');
       for (let i = 0; i < 5; i++) await login.check('ip:203.0.113.7');

@@ -253,7 +253,7 @@ test('ban: 1 (one 429, then 403) -> lockout: { after: ban + 1 } and a 403 from s
       redis,
       prefix: uniquePrefix('frl'),
       limits: { limit: 2, window: '1m' },
-      lockout: { after, within: '1m', duration: '1m' },
+      lockout: { after, within: '1m', duration: '1m', scope: 'ip' },
     });
     fastify.get('/', async () => 'ok');
     await fastify.ready();
@@ -273,7 +273,7 @@ test('exponentialBackoff -> lockout backoff: each LOCKOUT lasts twice the last, 
     prefix: uniquePrefix('frl'),
     algorithm: 'fixed-window',
     limits: { limit: 1, window: '1m' },
-    lockout: { after: 1, within: '1m', duration: '1m', backoff: 2, maxDuration: '1h' },
+    lockout: { after: 1, within: '1m', duration: '1m', backoff: 2, maxDuration: '1h', scope: 'ip' },
     clock: () => now,
   });
   fastify.get('/', async () => 'ok');

@@ -218,7 +218,7 @@ test('storeClient -> redis: ioredis, node-redis (useRedisPackage) or omitted for
 });
 
 test('blockDuration after repeated refusals -> lockout; inMemoryBlockOnConsumed: 0 -> blockCache: false', async () => {
-  const limiter = limiterOf({ limits: { limit: 1, window: '1m' }, lockout: { after: 2, within: '1m', duration: '1h' } });
+  const limiter = limiterOf({ limits: { limit: 1, window: '1m' }, lockout: { after: 2, within: '1m', duration: '1h', scope: 'user' } });
   const got = [];
   for (let i = 0; i < 4; i++) got.push(await limiter.check('user:ada'));
   expect(got.map((d) => [d.allowed, d.reason, d.blockReason])).toEqual([

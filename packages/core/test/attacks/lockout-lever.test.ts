@@ -5,7 +5,7 @@ import { closeClients, connect, uniquePrefix, useCluster } from '@floodgate/test
 
 /*
  * docs/security.md, "Lockouts as a lever against someone else": a lockout locks only the identifier kinds
- * its `scope` names. With the login recipe (README.md, docs/lockouts.md) the attacker's failed logins
+ * its `scope` names. With the login recipe (docs/lockouts.md) the attacker's failed logins
  * naming Alice lock his address's attempts on her account, never Alice logging in from her own address;
  * a lockout with no scope (which locked every identifier a check named, the account included) is refused.
  */
@@ -19,7 +19,7 @@ const pair = (ip: string, account: string): string => `login:${ip}|${account}`;
 
 type Store = 'redis' | 'memory' | Cluster;
 
-/** The login recipe of README.md: 5 per minute per (address, account), 30 per hour per address; both locked. */
+/** The login recipe of docs/lockouts.md: 5 per minute per (address, account), 30 per hour per address; both locked. */
 function logins(store: Store, clock: () => number, options: Partial<LimiterOptions> = {}): Limiter {
   return createLimiter({
     prefix: uniquePrefix('lever'),

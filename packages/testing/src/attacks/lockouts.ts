@@ -17,7 +17,7 @@ const ALICE = '198.51.100.7';
 /** The account a login request names (the suite's stand-in for a username in the body). */
 const accountOf = (req: { headers: Record<string, string | string[] | undefined> }): string => String(req.headers['x-user'] ?? '');
 
-/** The login recipe of README.md and docs/lockouts.md, as each adapter takes it. */
+/** The login recipe of docs/lockouts.md, as each adapter takes it (the account from x-user instead of the body). */
 function loginRecipe(redis: Redis, prefix: string): NeutralOptions {
   return {
     redis,
