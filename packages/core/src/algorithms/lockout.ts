@@ -22,7 +22,8 @@ import { indexLua, indexTwin } from './block-index';
  *      (docs/design.md, invariant 4).
  * What counts as a denial: a consuming check (not a peek, cost > 0) that the rules denied, against each
  * identifier whose own rules denied it and whose kind the lockout's scope names (ARGV[MASKS + NIDS + 1 + i],
- * after the masks and the incarnation, is '1': call-plan.ts). A check an active block denied counts nothing (it never reached the rules).
+ * after the masks and the incarnation, is '1': call-plan.ts). A check an active block denied counts
+ * nothing (it never reached the rules).
  */
 export interface LockoutSpec {
   readonly after: number;
