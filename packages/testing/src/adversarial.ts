@@ -11,6 +11,7 @@ import { refundsAttacks } from './attacks/refunds';
 import { plansAttacks } from './attacks/plans';
 import { listsAttacks } from './attacks/lists';
 import { recipesAttacks } from './attacks/recipes';
+import { openFloodAttacks } from './attacks/open-flood';
 
 /*
  * The attacks of docs/security.md, mounted over real sockets against each adapter's app (the conformance
@@ -177,4 +178,5 @@ export function adversarial(factory: AdapterFactory): void {
   plansAttacks(factory);
   listsAttacks(factory);
   recipesAttacks(factory);
+  openFloodAttacks(factory);
 }
