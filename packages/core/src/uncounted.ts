@@ -6,7 +6,7 @@ import type { PairState } from './decision';
  * The policy admits a check the store could not answer, and nothing counted it: not Redis, which never ran
  * it, and not the units in flight (inflight.ts), which it leaves as it settles. So every deadline of a
  * flood from one client bought another round of admissions (a client still connecting to a paused Redis:
- * 125 to 268 of 1,000 checks against a limit of 100), and Redis, once it answered, admitted its own full
+ * up to 410 of 1,000 checks against a limit of 100), and Redis, once it answered, admitted its own full
  * limit on top. Here a limiter keeps, per identifier, the units the policy admitted (uncounted) and, for a
  * client with several checks in flight at once (a flood), the units Redis admitted it (counted), with when:
  * - the policy admits a check only while, for every rule that applies, both within the rule's window leave

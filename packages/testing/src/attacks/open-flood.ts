@@ -36,9 +36,11 @@ export function openFloodAttacks(factory: AdapterFactory): void {
       const during = await Promise.all(Array.from({ length: 400 }, () => agent.get('/').then((r) => r.status)));
       // Before: every deadline of the flood admitted another round by the policy (84 to 154 handler runs).
       expect(app.hits()).toBeLessThanOrEqual(20);
-      // 'open' is still open: requests it could not ask Redis about ran, up to the limit; the rest are 429.
+      // 'open' is still open: requests it could not ask Redis about ran, up to the limit; the rest are 429 (or
+      // 503 for one this process was too busy to ask about in time: overload, never admitted).
       expect(app.hits()).toBeGreaterThan(0);
-      expect(during.filter((s) => s !== 200).every((s) => s === 429)).toBe(true);
+      expect(during).toContain(429);
+      expect(during.every((s) => s === 200 || s === 429 || s === 503)).toBe(true);
       await ready(redis);
       // Redis never counted them, and admits nothing more: the process counts them against what it has left.
       await Promise.all(Array.from({ length: 100 }, () => agent.get('/')));
