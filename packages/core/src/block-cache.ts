@@ -12,6 +12,11 @@ interface Entry {
   /** The cost that was denied; only that cost is answered from the entry (a block denies every cost). */
   minCost: number;
   blocked: boolean;
+  /**
+   * Only known(), never lookup(): a denial under a lockout (the next must reach the script to count), or an
+   * admission that left nothing for the next check of its cost (the store did not deny anything yet).
+   */
+  failureOnly: boolean;
   decision: Decision;
   state: PairState | undefined;
 }
@@ -22,6 +27,8 @@ interface Entry {
  * this identifier under this limiter until `until`", exact because the store computed that time. Other
  * costs still go to Redis: a smaller one may fit, a larger one may need longer. A manual block denies every
  * cost, cost 0 included, but is re-checked every second.
+ * What a check that cannot reach the store asks (known()) is wider: every denial, lockouts included, and an
+ * identifier the store's last admission left with less than that check's cost, until its window replenishes.
  * Bounded LRU (Map insertion order); expiry on the limiter's clock: performance.now() in production.
  */
 export class BlockCache {
@@ -35,8 +42,9 @@ export class BlockCache {
     private readonly max: number,
     private readonly now: () => number,
     /**
-     * Remember blocks only, not denials by the rules: with a lockout, every denial must reach the script,
-     * which counts it toward the lockout (a lockout, once decided, is a block and is cached).
+     * Answer lookups with blocks only, not with denials by the rules: with a lockout, every denial must
+     * reach the script, which counts it toward the lockout (a lockout, once decided, is a block and is
+     * cached). The denials are still remembered for known(): a failure must not admit a client Redis denied.
      */
     private readonly blocksOnly = false,
   ) {
@@ -59,6 +67,7 @@ export class BlockCache {
         this.entries.delete(id);
         continue;
       }
+      if (e.failureOnly) continue;
       // Only the cost that was denied is answered from here: its retry time is exact. A smaller cost may
       // fit, and a larger one may need longer than the cached retry, so both ask the store.
       if (!e.blocked && cost !== e.minCost) continue;
@@ -75,8 +84,9 @@ export class BlockCache {
 
   /**
    * Whether any of `ids` is known to be denied now, whatever the cost: what a check that could not reach
-   * the store answers instead of its failure policy (an identifier known to be over its limit stays denied
-   * while the store is slow or failing). Does not touch the LRU order.
+   * the store answers instead of its failure policy (an identifier known to be over its limit, or left with
+   * nothing by its last admission, stays denied while the store is slow or failing). Does not touch the LRU
+   * order.
    */
   known(ids: readonly string[], cost: number): Decision | undefined {
     const now = this.now();
@@ -88,16 +98,24 @@ export class BlockCache {
     return best && this.answer(best, now, cost);
   }
 
-  /** Remembers a denial the store made (never one made in shadow mode: the caller passes the real decision). */
+  /**
+   * Remembers a denial the store made (never one made in shadow mode: the caller passes the real decision),
+   * or an admission that left an identifier less than its cost (for known() only).
+   */
   remember(decision: Decision, cost: number): void {
-    if (decision.allowed || decision.identifier === undefined) return;
+    if (decision.allowed) {
+      // The common case costs one comparison: the binding pair's remaining is the least of them.
+      if (decision.remaining < cost) this.exhausted(decision, cost);
+      return;
+    }
+    if (decision.identifier === undefined) return;
     const now = this.now();
     if (decision.reason === 'blocked') {
       const until = now + Math.min(decision.retryAfterMs, BLOCK_RECHECK_MS);
-      this.put(decision.identifier, { until, seenAt: now, minCost: 0, blocked: true, decision, state: undefined });
+      this.put(decision.identifier, { until, seenAt: now, minCost: 0, blocked: true, failureOnly: false, decision, state: undefined });
       return;
     }
-    if (decision.reason !== 'limit' || cost === 0 || this.blocksOnly) return;
+    if (decision.reason !== 'limit' || cost === 0) return;
     const longest = new Map<string, PairState>();
     for (const s of decision.states) {
       const prev = longest.get(s.identifier);
@@ -106,7 +124,24 @@ export class BlockCache {
     for (const [id, state] of longest) {
       const prev = this.entries.get(id);
       if (prev?.blocked && prev.until > now) continue;
-      this.put(id, { until: now + state.retryAfterMs, seenAt: now, minCost: cost, blocked: false, decision, state });
+      const until = now + state.retryAfterMs;
+      this.put(id, { until, seenAt: now, minCost: cost, blocked: false, failureOnly: this.blocksOnly, decision, state });
+    }
+  }
+
+  /**
+   * An admission that left a pair less than `cost`: the next such check would be denied until the pair
+   * replenishes, so a check that cannot reach the store meanwhile is denied too, not admitted by its policy.
+   * Never replaces a live entry.
+   */
+  private exhausted(decision: Decision, cost: number): void {
+    const now = this.now();
+    for (const s of decision.states) {
+      if (s.remaining >= cost || s.resetMs <= 0) continue;
+      const prev = this.entries.get(s.identifier);
+      if (prev !== undefined && prev.until > now) continue;
+      const state: PairState = { ...s, allowed: false, retryAfterMs: s.resetMs };
+      this.put(s.identifier, { until: now + s.resetMs, seenAt: now, minCost: cost, blocked: false, failureOnly: true, decision, state });
     }
   }
 

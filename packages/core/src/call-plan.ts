@@ -6,6 +6,7 @@ import type { Rule } from './rules';
 import { ruleArgs } from './algorithms/frame';
 import { ruleMask } from './algorithms/script';
 import { newIncarnation } from './algorithms/incarnation';
+import type { RuleRoom } from './uncounted';
 
 const MAX_IDENTIFIERS = 64;
 const MAX_COST = 1_000_000_000;
@@ -28,6 +29,8 @@ interface KindPlan {
   capacity: number;
   /** Whether a lockout may lock identifiers of this kind (`lockout.scope` names it): '1' or '0'. */
   lockable: '1' | '0';
+  /** Per applicable rule: its window and capacity (what this process may admit without the store: uncounted.ts). */
+  rooms: RuleRoom[];
 }
 
 /**
@@ -114,6 +117,9 @@ export class CallPlanner {
     return this.kindPlan(id).capacity;
   }
 
+  /** The window and capacity of each rule that applies to `id` (none: an empty list). */
+  readonly rooms = (id: string): readonly RuleRoom[] => this.kindPlan(id).rooms;
+
   /** Which rules apply to an identifier: all unscoped ones and those `for` its kind. */
   private kindPlan(id: string): KindPlan {
     const kind = identifierKind(id);
@@ -121,13 +127,16 @@ export class CallPlanner {
     if (plan === undefined) {
       const mask = ruleMask(this.rules, kind);
       const rules: number[] = [];
+      const rooms: RuleRoom[] = [];
       let capacity = Infinity;
       for (let j = 0; j < mask.length; j++) {
         if (mask[j] !== '1') continue;
         rules.push(j);
-        capacity = Math.min(capacity, this.opts.algorithm.capacity(this.rules[j]!));
+        const rule = this.rules[j]!;
+        rooms.push({ windowMs: rule.windowMs, capacity: this.opts.algorithm.capacity(rule) });
+        capacity = Math.min(capacity, rooms[rooms.length - 1]!.capacity);
       }
-      plan = { mask, rules, capacity, lockable: this.opts.lockout?.scope.includes(kind) ? '1' : '0' };
+      plan = { mask, rules, capacity, rooms, lockable: this.opts.lockout?.scope.includes(kind) ? '1' : '0' };
       // Kinds come from callers; cap the cache so hostile identifiers cannot grow it without bound.
       if (this.kinds.size < 1024) this.kinds.set(kind, plan);
     }

@@ -65,6 +65,12 @@ export class InFlight {
     for (const id of ids) this.wake(id);
   }
 
+  /** Whether any of `ids` has units in flight (other checks of it, when asked before entering or after leaving). */
+  busy(ids: readonly string[]): boolean {
+    for (const id of ids) if (this.units.has(id)) return true;
+    return false;
+  }
+
   /** Identifiers with units in flight (for tests and health). */
   get size(): number {
     return this.units.size;

@@ -16,6 +16,7 @@ import { acquire, type AcquireOptions, type WaitQueues } from './acquire';
 import { BlockCache, evictEverywhere } from './block-cache';
 import { CallPlanner, type Prepared } from './call-plan';
 import { InFlight } from './inflight';
+import { Uncounted, type NoRoom } from './uncounted';
 import { listDecision, localDenial } from './decision';
 import { Lists, type ListsInput } from './lists';
 import { Events, type EventListener } from './events';
@@ -130,6 +131,8 @@ export class FloodgateLimiter implements Limiter {
   private readonly store: Store;
   /** The `failure: 'local'` limiter, made on first use. */
   private localStore: MemoryStore | undefined;
+  /** With `failure: 'open'` on a remote store: the units the policy admitted, per identifier (uncounted.ts). */
+  private readonly uncounted: Uncounted | undefined;
   /** Whether a check asks the block cache first: not with `penalty` (a denied check must reach Redis to count). */
   private readonly cacheFirst: boolean;
   private readonly keys: KeyScheme;
@@ -167,6 +170,8 @@ export class FloodgateLimiter implements Limiter {
     this.records = this.store instanceof RedisStore && opts.clock === undefined ? new OperatorRecords(this.store, opts) : undefined;
     if (opts.redis) checkRequestTimeout(adapterOf(opts.redis), opts.timeoutMs, opts.logger);
     this.cacheFirst = !opts.penalty;
+    this.uncounted =
+      this.store.remote && opts.failure === 'open' ? new Uncounted(opts.clock ?? (() => performance.now()), opts.memoryMaxKeys) : undefined;
     this.keys = keyScheme(opts.prefix, opts.name, opts.algorithm.tag, opts.colocate);
     // Each plan's script is built here, once; its block cache and units in flight are its own, as its
     // denials and capacities are. Counts are not: every plan keeps them in the identifier's one key, a
@@ -257,6 +262,7 @@ export class FloodgateLimiter implements Limiter {
     // Its counts: the rules' state and, with a lockout, the denials counted toward one (not a lockout in force: a block).
     const keys = ids.flatMap((id) => this.countKeys(encodeIdentifier(id)));
     evictEverywhere(this.prefix, this.name, ids);
+    this.uncounted?.forget(ids);
     await this.admin(() => this.store.delete(keys));
   }
 
@@ -385,9 +391,14 @@ export class FloodgateLimiter implements Limiter {
       const reply = this.store.run(program, call.keys, call.argv, { now: this.now(), budgetMs: Infinity }) as Reply;
       return this.keepReceipts(call, reply, this.enforce(this.decode(call, reply, 'memory'), plan));
     }
+    // A client whose admissions by the policy alone fill one of its rules: Redis could only deny it.
+    const full = cost > 0 ? this.uncounted?.full(ids, cost, plan.planner.rooms) : undefined;
+    if (full !== undefined) return this.enforce(this.noRoom(full, cost), plan, undefined, op);
     const started = performance.now();
     // Consuming checks take a place among the identifiers' units in flight first (inflight.ts).
     const counted = inflight !== undefined && op === 'c' && cost > 0;
+    // Other checks of these identifiers in flight: a flood, whose admissions by Redis 'open' must count too.
+    const crowded = counted && this.uncounted !== undefined && inflight.busy(ids);
     if (counted) {
       const entered = inflight.enter(ids, cost, this.opts.timeoutMs);
       if (entered !== true && !(await entered)) return this.enforce(this.notSent(call, true), plan, undefined, op);
@@ -424,9 +435,15 @@ export class FloodgateLimiter implements Limiter {
       cache?.remember(decision, call.cost);
       this.failing = false;
       this.fault = undefined;
+      if (decision.allowed && this.uncounted !== undefined) {
+        // Admitted by Redis, which never counted what the policy admitted for these identifiers: those first.
+        const over = this.uncounted.over(decision.states, op === 'p' ? cost : 0);
+        if (over !== undefined) return this.enforce(this.noRoom(over, cost), plan, latencyMs, op);
+        if (counted) this.uncounted.counted(ids, cost, plan.planner.rooms, crowded || inflight.busy(ids));
+      }
       return this.keepReceipts(call, reply, this.enforce(decision, plan, latencyMs, op));
     } catch (err) {
-      decision = this.fallback(call, toStoreError(err));
+      decision = this.fallback(call, toStoreError(err), op);
     }
     return this.enforce(decision, plan, undefined, op);
   }
@@ -460,10 +477,10 @@ export class FloodgateLimiter implements Limiter {
   private notSent(call: Call, gaveUp: boolean): Decision {
     const fault = this.fault;
     if (fault !== undefined && this.failure !== 'open') {
-      return this.fallback(call, new StoreError(fault.kind, `not sent: ${fault.message.replace(/^floodgate: /, '')}`));
+      return this.fallback(call, new StoreError(fault.kind, `not sent: ${fault.message.replace(/^floodgate: /, '')}`), 'c');
     }
     if (fault !== undefined || gaveUp) return this.overCapacity(call);
-    return this.fallback(call, new StoreError('overload', `not sent: its ${this.opts.timeoutMs} ms went waiting in this process`));
+    return this.fallback(call, new StoreError('overload', `not sent: its ${this.opts.timeoutMs} ms went waiting in this process`), 'c');
   }
 
   /** Checks that waited for room among an identifier's units in flight until their deadline: denied. */
@@ -472,7 +489,15 @@ export class FloodgateLimiter implements Limiter {
     return localDenial('limit', id, this.opts.timeoutMs, cost);
   }
 
-  private fallback(call: Call, error: StoreError): Decision {
+  /**
+   * A check denied in this process because of what the policy admitted without the store (uncounted.ts):
+   * the identifier used its limit here already.
+   */
+  private noRoom({ identifier, retryAfterMs }: NoRoom, cost: number): Decision {
+    return localDenial('limit', identifier, retryAfterMs, cost);
+  }
+
+  private fallback(call: Call, error: StoreError, op: 'c' | 'p'): Decision {
     if (error.kind !== 'overload' && error.kind !== 'reply') this.fault = error;
     this.recorder.failed(error);
     if (this.events.active) this.events.storeError(error, this.failure);
@@ -495,6 +520,13 @@ export class FloodgateLimiter implements Limiter {
       return { ...this.decode(call, reply, 'fallback'), error };
     }
     const allowed = policy === 'open';
+    // 'open' admits, but never more than a rule's capacity per identifier and window from this process: a
+    // flood's own checks would otherwise be admitted again at every deadline, uncounted (uncounted.ts).
+    const uncounted = allowed ? this.uncounted : undefined;
+    if (uncounted !== undefined) {
+      const none = uncounted.admit(call.ids, call.cost, call.plan.planner.rooms, op === 'c');
+      if (none !== undefined) return { ...this.noRoom(none, call.cost), error };
+    }
     const decision: Decision = {
       allowed,
       source: 'fallback',

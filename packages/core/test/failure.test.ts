@@ -114,9 +114,13 @@ describe('Redis gone', () => {
     await server.stop();
     const results = await Promise.all([1, 2, 3, 4].map(() => timed(() => limiter.check('ip:3.3.3.3'))));
     for (const [decision, ms] of results) {
-      expect(decision).toMatchObject({ allowed: true, source: 'fallback' });
+      expect(decision.error?.kind).toBe('unavailable');
       expect(ms).toBeLessThan(100 + 50);
     }
+    // 'open' admits them, up to the limit (2) of the identifier from this process, and denies the rest here
+    // (docs/security.md, "'open' admits no flood").
+    expect(results.filter(([d]) => d.allowed && d.source === 'fallback')).toHaveLength(2);
+    expect(results.filter(([d]) => !d.allowed).every(([d]) => d.source === 'local' && d.reason === 'limit')).toBe(true);
     await limiter.close();
     redis.disconnect();
   });

@@ -12,6 +12,7 @@ import { plansAttacks } from './attacks/plans';
 import { listsAttacks } from './attacks/lists';
 import { recipesAttacks } from './attacks/recipes';
 import { lockoutsAttacks } from './attacks/lockouts';
+import { openFloodAttacks } from './attacks/open-flood';
 
 /*
  * The attacks of docs/security.md, mounted over real sockets against each adapter's app (the conformance
@@ -179,4 +180,5 @@ export function adversarial(factory: AdapterFactory): void {
   listsAttacks(factory);
   recipesAttacks(factory);
   lockoutsAttacks(factory);
+  openFloodAttacks(factory);
 }
