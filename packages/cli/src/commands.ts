@@ -57,7 +57,7 @@ export const OPTIONS: Record<string, OptionSpec> = {
   lockout: {
     type: 'string',
     flag: '--lockout <spec>',
-    text: 'the lockout option as key=value pairs: after=5,within=15m,duration=1h[,backoff=2,maxDuration=1d]',
+    text: 'the lockout option as key=value pairs: after=5,within=15m,duration=1h,scope=ip[+user][,backoff=2,maxDuration=1d]',
   },
   refunds: { type: 'boolean', flag: '--refunds', text: 'refunds: true (the refundable script, which answers undo receipts)' },
   batch: { type: 'boolean', flag: '--batch', text: "the batch script: a turn's checks in one call, on a standalone Redis" },

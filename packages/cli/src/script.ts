@@ -15,6 +15,7 @@ import type { Io } from './index';
 
 const RULE_SHAPE = "<limit>/<window> [for <kind>] [burst <n>] [precision <n>], e.g. '100/1h for user'";
 const MODIFIERS = ['for', 'burst', 'precision'] as const;
+const LOCKOUT_EXAMPLE = 'after=5,within=15m,duration=1h,scope=ip';
 
 /** A value as typed: a whole number as a number (ms, a count), anything else as text for core to judge. */
 const valueOf = (text: string): number | string => (/^\d+(\.\d+)?$/.test(text) ? Number(text) : text);
@@ -41,13 +42,17 @@ function parseLimits(text: string): { rules: string[]; limits: RuleInput[] } {
   return { rules, limits };
 }
 
-/** `--lockout after=5,within=15m,duration=1h` as `lockout`: its keys and values are core's to check. */
+/**
+ * `--lockout after=5,within=15m,duration=1h,scope=ip` as `lockout`: its keys and values are core's to check.
+ * A list is its items joined by '+' (scope=ip+user is scope: ['ip', 'user']).
+ */
 function parseLockout(text: string): LimiterOptions['lockout'] {
-  const lockout: Record<string, number | string> = {};
+  const lockout: Record<string, number | string | string[]> = {};
   for (const pair of text.split(',').map((p) => p.trim())) {
     const eq = pair.indexOf('=');
-    if (eq <= 0) throw usage(`--lockout takes key=value pairs such as after=5,within=15m,duration=1h; got '${pair}'`, 'script');
-    lockout[pair.slice(0, eq)] = valueOf(pair.slice(eq + 1));
+    if (eq <= 0) throw usage(`--lockout takes key=value pairs such as ${LOCKOUT_EXAMPLE}; got '${pair}'`, 'script');
+    const value = pair.slice(eq + 1);
+    lockout[pair.slice(0, eq)] = value.includes('+') ? value.split('+') : valueOf(value);
   }
   return lockout as unknown as LimiterOptions['lockout'];
 }

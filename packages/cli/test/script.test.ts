@@ -75,8 +75,8 @@ describe('every flag is the limiter option it names', () => {
   });
 
   test('every lockout key, in ms or durations; refunds with the batch and split scripts', async () => {
-    const lockout = { after: 3, within: 60_000, duration: '10s', backoff: 2, maxDuration: '1h' };
-    const flag = 'after=3,within=60000,duration=10s,backoff=2,maxDuration=1h';
+    const lockout = { after: 3, within: 60_000, duration: '10s', backoff: 2, maxDuration: '1h', scope: ['ip', 'user'] };
+    const flag = 'after=3,within=60000,duration=10s,backoff=2,maxDuration=1h,scope=ip+user';
     await same(['--limits', '10/1m', '--lockout', flag], { limits: { limit: 10, window: '1m' }, lockout });
     const options = { algorithm: 'sliding-log', limits: { limit: 10, window: '1m' }, lockout, refunds: true } as const;
     const args = ['--algorithm', 'sliding-log', '--limits', '10/1m', '--lockout', flag, '--refunds'];
@@ -116,14 +116,18 @@ describe('what a limiter would refuse is a usage error (exit 2) naming the flag,
       "--limits rule 1 ('10/1m burst 5'): burst applies only to algorithm 'token-bucket'",
     ],
     [['--limits', '10/1m', '--algorithm', 'fixed'], "--algorithm must be one of 'sliding-window', 'fixed-window'"],
-    [['--limits', '10/1m', '--lockout', 'after=5,within=15m'], '--lockout duration must be a positive whole number'],
+    [['--limits', '10/1m', '--lockout', 'after=5,within=15m,scope=ip'], '--lockout duration must be a positive whole number'],
     [
-      ['--limits', '10/1m', '--lockout', 'after=5,within=15m,duration=1h,maxDuration=1m'],
+      ['--limits', '10/1m', '--lockout', 'after=5,within=15m,duration=1h,maxDuration=1m,scope=ip'],
       '--lockout maxDuration must be at least lockout.duration',
     ],
-    [['--limits', '10/1m', '--lockout', 'after'], "--lockout takes key=value pairs such as after=5,within=15m,duration=1h; got 'after'"],
+    [['--limits', '10/1m', '--lockout', 'after=5,within=15m,duration=1h,scope=ip+tenant'], "--lockout scope names 'tenant', a kind no"],
     [
-      ['--limits', '10/1m', '--lockout', 'after=5,within=1m,duration=1h,afterr=2'],
+      ['--limits', '10/1m', '--lockout', 'after'],
+      `--lockout takes key=value pairs such as after=5,within=15m,duration=1h,scope=ip; got 'after'`,
+    ],
+    [
+      ['--limits', '10/1m', '--lockout', 'after=5,within=1m,duration=1h,scope=ip,afterr=2'],
       '--lockout afterr is not a Floodgate option; did you mean `after`?',
     ],
     [['--limits', '10/1m', '--batch', '--split'], 'script prints one script: --batch or --split, not both'],

@@ -48,8 +48,8 @@ const CASES: Case[] = [
   {
     name: 'lockout',
     what: 'one rule and a lockout (its step runs after the commit)',
-    options: { limits: ONE, lockout: { after: 5, within: '15m', duration: '15m' } },
-    flags: '--limits 10/1m --lockout after=5,within=15m,duration=15m',
+    options: { limits: ONE, lockout: { after: 5, within: '15m', duration: '15m', scope: 'ip' } },
+    flags: '--limits 10/1m --lockout after=5,within=15m,duration=15m,scope=ip',
   },
   {
     name: 'refundable',

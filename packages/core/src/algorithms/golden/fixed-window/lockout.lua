@@ -1,8 +1,8 @@
 -- Golden copy, generated: fixed-window, one rule and a lockout (its step runs after the commit).
--- The script as a limiter sends it to Redis (EVALSHA c21332fc150c336baea1103623f35d0688cd9935); from @floodgate/core/admin:
---   limiterScript({ algorithm: 'fixed-window', limits: { limit: 10, window: '1m' }, lockout: { after: 5, within: '15m', duration: '15m' } })
+-- The script as a limiter sends it to Redis (EVALSHA 9471d29ed881bdac2ccdf272492548cf6161cc03); from @floodgate/core/admin:
+--   limiterScript({ algorithm: 'fixed-window', limits: { limit: 10, window: '1m' }, lockout: { after: 5, within: '15m', duration: '15m', scope: 'ip' } })
 -- or from the command line:
---   npx floodgate script --algorithm fixed-window --limits 10/1m --lockout after=5,within=15m,duration=15m
+--   npx floodgate script --algorithm fixed-window --limits 10/1m --lockout after=5,within=15m,duration=15m,scope=ip
 -- packages/core/test/golden-scripts.test.ts fails when core generates anything else. After a deliberate
 -- change, regenerate every golden file, and review their diff:
 --   FLOODGATE_UPDATE_GOLDEN=1 npx jest packages/core/test/golden-scripts.test.ts
@@ -161,7 +161,7 @@ end
 -- the lockout (algorithms/lockout.ts): after 5 denial(s) within 900000 ms, block for 900000 ms x 1^level, at most 900000 ms
 if OP == 'c' and COST > 0 and not ok and not blocked then
   for i = 1, NIDS do
-    if den[i] then
+    if den[i] and ARGV[MASKS + NIDS + 1 + i] == '1' then
       local lkey = KEYS[2 * NIDS + i]
       local h = redis.call('HMGET', lkey, 'n', 's', 'l', 'u')
       local n, s, l, u = tonumber(h[1]) or 0, tonumber(h[2]) or NOW, tonumber(h[3]) or 0, tonumber(h[4]) or 0
