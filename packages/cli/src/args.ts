@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { normaliseIp } from '@floodgate/core';
 import { closestName, DEFAULT_PREFIX, parseDuration } from '@floodgate/core/admin';
-import { COMMANDS, DEFAULT_URL, DEFAULTS, GENERAL_OPTIONS, OPTIONS } from './commands';
+import { COMMANDS, DEFAULT_URL, DEFAULTS, GENERAL_OPTIONS, OPTIONS, generalOptionsOf } from './commands';
 import { CliError, EXIT } from './errors';
 
 /*
@@ -154,9 +154,15 @@ export function parse(args: string[], env: Record<string, string | undefined>): 
   const spec = Object.hasOwn(COMMANDS, command) ? COMMANDS[command]! : undefined;
   if (spec === undefined) throw unknownCommand(command);
   for (const [option, value] of Object.entries(values)) {
-    if (value === undefined || (GENERAL_OPTIONS as readonly string[]).includes(option) || spec.options.includes(option)) continue;
+    if (value === undefined || generalOptionsOf(spec).includes(option) || spec.options.includes(option)) continue;
+    if (spec.offline && (GENERAL_OPTIONS as readonly string[]).includes(option))
+      throw usage(`${command} has no option --${option}: it connects to nothing`, command);
     const owners = Object.keys(COMMANDS).filter((c) => COMMANDS[c]!.options.includes(option));
-    throw usage(`${command} has no option --${option}${owners.length > 0 ? `; it is an option of ${owners.join(', ')}` : ''}`, command);
+    const close = closest(option, spec.options);
+    const hint = [owners.length > 0 ? `it is an option of ${owners.join(', ')}` : '', close ? `did you mean --${close}?` : ''].filter(
+      Boolean,
+    );
+    throw usage(`${command} has no option --${option}${hint.length > 0 ? `; ${hint.join('; ')}` : ''}`, command);
   }
   let identifier = '';
   if (spec.positional === 1) {

@@ -43,6 +43,25 @@ export const OPTIONS: Record<string, OptionSpec> = {
     text: `the last n minutes, 1 to 60, the current one included (default: ${DEFAULTS.minutes})`,
   },
   limit: { type: 'string', flag: '--limit <n>', text: `at most n identifiers, 1 to 1000 (default: ${DEFAULTS.limit})` },
+  // script's: a limiter's options, as the command line types them (script.ts).
+  algorithm: {
+    type: 'string',
+    flag: '--algorithm <name>',
+    text: 'fixed-window, sliding-window, sliding-log or token-bucket (default: sliding-window)',
+  },
+  limits: {
+    type: 'string',
+    flag: '--limits <rules>',
+    text: "the rules, comma-separated: '<limit>/<window> [for <kind>] [burst <n>] [precision <n>]' (required)",
+  },
+  lockout: {
+    type: 'string',
+    flag: '--lockout <spec>',
+    text: 'the lockout option as key=value pairs: after=5,within=15m,duration=1h,scope=ip[+user][,backoff=2,maxDuration=1d]',
+  },
+  refunds: { type: 'boolean', flag: '--refunds', text: 'refunds: true (the refundable script, which answers undo receipts)' },
+  batch: { type: 'boolean', flag: '--batch', text: "the batch script: a turn's checks in one call, on a standalone Redis" },
+  split: { type: 'boolean', flag: '--split', text: 'the split script: what each Cluster slot runs for a check spanning slots' },
 };
 
 /** The options every command takes. */
@@ -51,6 +70,8 @@ export const GENERAL_OPTIONS = ['url', 'prefix', 'json', 'timeout', 'help', 'ver
 export interface CommandSpec {
   /** 1: one identifier; 0: no arguments. */
   positional: 0 | 1;
+  /** It never connects: of the general options it takes only --json, --help and --version. */
+  offline?: true;
   /** Its own options (the general ones apply too). */
   options: readonly string[];
   /** The arguments after the command's name in the usage line. */
@@ -147,6 +168,17 @@ export const COMMANDS: Record<string, CommandSpec> = {
     exits: [[EXIT.ok, 'listed']],
     example: 'floodgate limiters --prefix myapp',
   },
+  script: {
+    positional: 0,
+    offline: true,
+    options: ['algorithm', 'limits', 'lockout', 'refunds', 'batch', 'split'],
+    synopsis: '--limits <rules> [--algorithm <name>] [--lockout <spec>] [--refunds] [--batch | --split]',
+    summary: 'print the Lua a limiter with these options sends to Redis (connects to nothing)',
+    description:
+      "Prints the script a limiter made with these options sends to Redis, exactly as sent: @floodgate/core\ngenerates it from the same options, the same way, so its SHA1 is the one in the limiter's EVALSHA. It\nconnects to nothing. A rule for one kind of identifier is '<limit>/<window> for <kind>' (for: 'user').\nWith --json: the script's sha1, its number of lines and the lua.",
+    exits: [[EXIT.ok, 'printed']],
+    example: 'floodgate script --algorithm fixed-window --limits "20/10s, 500/1h, 100/1h for user"',
+  },
 };
 
 /** Exit codes 2 to 5: what they mean for every command. */
@@ -156,3 +188,13 @@ export const COMMON_EXITS: readonly [ExitCode, string][] = [
   [EXIT.notFloodgate, 'no Floodgate limiters under the prefix: a wrong --prefix or --url?'],
   [EXIT.redis, 'Redis answered a command with an error (an ACL, a read-only replica)'],
 ];
+
+/** The general options a command takes: all of them, or, for one that never connects, those that need no Redis. */
+export function generalOptionsOf(spec: CommandSpec): readonly string[] {
+  return spec.offline ? GENERAL_OPTIONS.filter((o) => o === 'json' || o === 'help' || o === 'version') : GENERAL_OPTIONS;
+}
+
+/** Exit codes 2 to 5 as a command can end with them (one that never connects: 2 only). */
+export function commonExitsOf(spec: CommandSpec): readonly [ExitCode, string][] {
+  return spec.offline ? COMMON_EXITS.filter(([code]) => code === EXIT.usage) : COMMON_EXITS;
+}

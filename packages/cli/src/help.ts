@@ -1,5 +1,5 @@
 import { unknownCommand, type Wanted } from './args';
-import { COMMANDS, COMMON_EXITS, GENERAL_OPTIONS, OPTIONS, type CommandSpec } from './commands';
+import { COMMANDS, GENERAL_OPTIONS, OPTIONS, commonExitsOf, generalOptionsOf, type CommandSpec } from './commands';
 import type { CliError } from './errors';
 
 /** Two-column lines: `left` padded to the longest (up to `widest`), then `right`; a longer `left` has `right` below it. */
@@ -34,7 +34,7 @@ Exit codes: 0 ok, 1 nothing found or nothing to do, 2 usage error, 3 connection 
 
 function render(name: string, c: CommandSpec): string {
   const usage = ['floodgate', name, c.synopsis, '[options]'].filter(Boolean).join(' ');
-  const exits = [...c.exits, ...COMMON_EXITS].map(([code, meaning]): [string, string] => [String(code), meaning]);
+  const exits = [...c.exits, ...commonExitsOf(c)].map(([code, meaning]): [string, string] => [String(code), meaning]);
   return [
     `Usage: ${usage}`,
     '',
@@ -42,7 +42,7 @@ function render(name: string, c: CommandSpec): string {
     ...(c.positional === 1 ? ['', IDENTIFIERS] : []),
     '',
     'Options:',
-    columns(optionRows([...c.options, ...GENERAL_OPTIONS])),
+    columns(optionRows([...c.options, ...generalOptionsOf(c)])),
     '',
     'Exit codes:',
     columns(exits),

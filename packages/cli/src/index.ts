@@ -13,6 +13,7 @@ import { CliError, EXIT, exitName, type ExitCode } from './errors';
 import { Floodgate, redisCall, toCliError } from './floodgate';
 import { human, isoTime, jsonText, printable, safe, table } from './format';
 import { helpFor } from './help';
+import { script } from './script';
 import { maskUrl, secretMasker, urlsIn } from './secrets';
 import { versionText } from './version';
 
@@ -61,6 +62,15 @@ export async function run(args: string[], given: Io = processIo): Promise<ExitCo
     options = parse(args, io.env);
   } catch (err) {
     return fail(err instanceof CliError ? err : new CliError(EXIT.usage, (err as Error).message));
+  }
+  // A command that never connects (commands.ts, `offline`).
+  if (options.command === 'script') {
+    try {
+      return script(options, io);
+    } catch (err) {
+      if (err instanceof CliError) return fail(err);
+      throw err;
+    }
   }
   let closeConnection: (() => Promise<void>) | undefined;
   let floodgate: Floodgate | undefined;

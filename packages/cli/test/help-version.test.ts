@@ -6,7 +6,7 @@ import { createLimiter } from '@floodgate/core';
 import { registryKey } from '@floodgate/core/admin';
 import { closeClients, connect, testRedisUrl, uniquePrefix } from '@floodgate/testing';
 import { parse } from '../src/args';
-import { COMMANDS, OPTIONS } from '../src/commands';
+import { COMMANDS, OPTIONS, commonExitsOf, generalOptionsOf } from '../src/commands';
 import { CLI, floodgate, floodgateBin, sleep } from './helpers';
 
 /*
@@ -28,19 +28,23 @@ describe('floodgate <command> --help', () => {
     const text = ran.stdout;
     expect(text.split('\n')[0]).toBe(`Usage: floodgate ${name} ${spec.synopsis ? `${spec.synopsis} ` : ''}[options]`);
     expect(text).toContain(spec.description);
-    // Its own options and the general ones, each with its text; those with a default say it.
-    for (const option of [...spec.options, 'url', 'prefix', 'json', 'timeout', 'help', 'version']) {
+    // Its own options and the general ones, each with its text; those with a default say it. A command that
+    // never connects (script) takes no connection options and cannot end with exits 3 to 5.
+    const general = spec.offline ? ['json', 'help', 'version'] : ['url', 'prefix', 'json', 'timeout', 'help', 'version'];
+    expect(generalOptionsOf(spec)).toEqual(general);
+    for (const option of [...spec.options, ...general]) {
       expect(text).toMatch(new RegExp(`^  ${escape(OPTIONS[option]!.flag)} +${escape(OPTIONS[option]!.text)}$`, 'm'));
     }
-    expect(text).toContain('(default: $REDIS_URL, else redis://127.0.0.1:6379)');
-    expect(text).toContain('(default: floodgate)');
-    expect(text).toContain('(default: 3000)');
-    for (const option of Object.keys(OPTIONS).filter(
-      (o) => !spec.options.includes(o) && !['url', 'prefix', 'json', 'timeout', 'help', 'version'].includes(o),
-    ))
+    for (const shown of ['(default: $REDIS_URL, else redis://127.0.0.1:6379)', '(default: floodgate)', '(default: 3000)']) {
+      if (spec.offline) expect(text).not.toContain(shown);
+      else expect(text).toContain(shown);
+    }
+    for (const option of Object.keys(OPTIONS).filter((o) => !spec.options.includes(o) && !general.includes(o)))
       expect(text).not.toContain(OPTIONS[option]!.flag);
     const exits = text.slice(text.indexOf('Exit codes:\n')).split('\n\n')[0]!.split('\n').slice(1);
-    expect(exits.map((l) => Number(/^ {2}(\d) {2}\S/.exec(l)?.[1]))).toEqual([...spec.exits.map(([c]) => c), 2, 3, 4, 5]);
+    const common = spec.offline ? [2] : [2, 3, 4, 5];
+    expect(commonExitsOf(spec).map(([c]) => c)).toEqual(common);
+    expect(exits.map((l) => Number(/^ {2}(\d) {2}\S/.exec(l)?.[1]))).toEqual([...spec.exits.map(([c]) => c), ...common]);
     const example = /\nExample:\n {2}(floodgate .*)\n?$/.exec(text)?.[1];
     expect(example).toBe(spec.example);
     // The example is a valid command line: it parses (quotes as a shell would take them).

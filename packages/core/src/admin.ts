@@ -1,7 +1,8 @@
 /**
  * @floodgate/core/admin: what the `floodgate` command line (@floodgate/cli) reads from Redis beside the
  * limiters' own calls: key names (docs/design.md, section 7), the registry of a prefix's limiters and the
- * denial sample (docs/cli.md). Not for applications; it follows the key layout of this version of core.
+ * denial sample (docs/cli.md), and the script a limiter's options make (`floodgate script`). Not for
+ * applications; it follows the key layout of this version of core.
  *
  * @module @floodgate/core/admin
  */
@@ -22,6 +23,7 @@ export { parseDuration, formatWindow } from './rules';
 export { REGISTRY_VERSION, TOP_KEEP, type LimiterDescription } from './operator';
 export { LOCKOUT_REASON } from './algorithms/lockout';
 export { closestName } from './closest-name';
+export { limiterScript, type LimiterScriptKind, type LimiterScriptOptions } from './limiter-script';
 import { ALGORITHMS, type AlgorithmName } from './algorithms';
 
 /** The state key tag (with its layout version) of an algorithm by name, e.g. 'fw2'; undefined for an unknown name. */
