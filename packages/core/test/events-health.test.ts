@@ -206,7 +206,9 @@ describe('health()', () => {
       const admin = connect(server.url);
       await admin.config('SET', 'maxmemory', '1');
       await admin.config('SET', 'maxmemory-policy', 'noeviction');
-      const l = privateLimiter({ failure: 'closed' });
+      // A deadline far above the previous test's last CLIENT PAUSE (550 ms, maybe still holding writes): the
+      // check must get Redis's refusal, not time out waiting (a timeout is 'down', rightly).
+      const l = privateLimiter({ failure: 'closed', timeoutMs: 5_000 });
       // A check writes, so Redis refuses it (a peek, which writes nothing, would still be answered).
       expect((await l.check('ip:1')).reason).toBe('store-unavailable');
       const health = await l.health({ probe: false });
