@@ -30,3 +30,17 @@ test('the release dry run publishes every public package, each after its depende
   // publishConfig.access: a scoped package would otherwise be published as restricted (and refused).
   expect(run.stderr.match(/with tag latest and public access \(dry-run\)/g)).toHaveLength(PUBLISHED.length);
 });
+
+test("every published package's CHANGELOG.md (shipped in its tarball) has an entry for the version it would publish", () => {
+  const missing = PUBLISHED.filter((p) => {
+    const { version } = JSON.parse(readFileSync(join(root, 'packages', p, 'package.json'), 'utf8')) as { version: string };
+    let changelog = '';
+    try {
+      changelog = readFileSync(join(root, 'packages', p, 'CHANGELOG.md'), 'utf8');
+    } catch {
+      return true;
+    }
+    return !new RegExp(`^## ${version.replace(/\./g, '\\.')}$`, 'm').test(changelog);
+  });
+  expect(missing).toEqual([]);
+});
