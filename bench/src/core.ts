@@ -3,9 +3,9 @@ import { createHash } from 'node:crypto';
 import Redis from 'ioredis';
 // The built package, as users run it (`npm run bench:core` builds first).
 import { createLimiter, type AlgorithmName, type LimiterOptions } from '@floodgate/core';
-import { resolveOptions } from '../../packages/core/src/options';
-import { ruleArgs } from '../../packages/core/src/algorithms/frame';
-import { createProgram } from '../../packages/core/src/algorithms/script';
+import { resolveOptions } from '../../packages/core/src/engine/options';
+import { ruleArgs } from '../../packages/core/src/scripts/frame';
+import { createProgram } from '../../packages/core/src/scripts/script';
 import { LOAD_CORE, SERVER_CORE, pin, startBenchRedis, type BenchRedis } from './lib/machine';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -2,9 +2,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Redis from 'ioredis';
 import { createLimiter, type AlgorithmName } from '../../packages/core/src';
-import { stateKey } from '../../packages/core/src/keys';
-import { encodeIdentifier } from '../../packages/core/src/keys';
-import { ALGORITHMS } from '../../packages/core/src/algorithms';
+import { stateKey } from '../../packages/core/src/scripts/keys';
+import { encodeIdentifier } from '../../packages/core/src/scripts/keys';
+import { ALGORITHMS } from '../../packages/core/src/scripts/algorithms';
 import { startRedis } from '../../packages/testing/src';
 import { renderChart } from './chart';
 

@@ -8,12 +8,12 @@ import { floodgate } from './helpers';
 
 /*
  * `floodgate script`: the Lua a limiter sends, printed without Redis. Each golden file of core
- * (packages/core/src/algorithms/golden, whose test ties it to what a limiter with its options loads) names
+ * (packages/core/src/scripts/golden, whose test ties it to what a limiter with its options loads) names
  * the `floodgate script` command that prints it; that command must print exactly the file's script. Nothing
  * here has a Redis to reach: REDIS_URL points where nothing listens, and a connection would be exit 3.
  */
 const NOWHERE = { REDIS_URL: 'redis://127.0.0.1:1' };
-const GOLDEN = join(__dirname, '..', '..', 'core', 'src', 'algorithms', 'golden');
+const GOLDEN = join(__dirname, '..', '..', 'core', 'src', 'scripts', 'golden');
 const HEADER_END = '\n\n';
 
 const goldens = readdirSync(GOLDEN, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.lua'));

@@ -6,20 +6,23 @@
  *
  * @module @floodgate/core/adapter
  */
-export { createHttpLimiter, HTTP_OPTION_KEYS, whenResponseDone } from './http-limiter';
-export type { HttpOptions, HttpOutcome, HttpLimiter, UnidentifiedPolicy } from './http-limiter';
-export type { LimitsOrLimiter, MaybePromise } from './option-types';
-export { createHttpConcurrency, CONCURRENCY_HTTP_OPTION_KEYS } from './http-concurrency';
-export type { ConcurrencyHttpOptions, ConcurrencyOutcome, HttpConcurrency } from './http-concurrency';
-export { CONCURRENCY_OPTION_KEYS } from './concurrency/options';
-export { createHttpSlowDown, SLOW_DOWN_OPTION_KEYS } from './http-slow-down';
-export type { SlowDownHttpOptions, SlowDownOutcome, SlowDownInfo, HttpSlowDown } from './http-slow-down';
-export { LIMITER_OPTION_KEYS, assertKnownOptions, ownOptions, safeLogger } from './options';
-export { describeValue } from './errors';
-export { errorBody } from './http';
-export type { HeaderList } from './http';
-export { rateLimitHeadersOn } from './header-filter';
-export { warned, resetWarnings } from './warnings';
-export type { WarningName } from './warnings';
-export { watchPeerAddresses, watchServerOf } from './peer-address';
+export { whenResponseDone } from './http/node';
+export { createHttpLimiter, HTTP_OPTION_KEYS } from './http/http-limiter';
+export type { HttpOptions, HttpOutcome, HttpLimiter, UnidentifiedPolicy } from './http/http-limiter';
+export type { LimitsOrLimiter, MaybePromise } from './http/option-types';
+export { createHttpConcurrency, CONCURRENCY_HTTP_OPTION_KEYS } from './http/http-concurrency';
+export type { ConcurrencyHttpOptions, ConcurrencyOutcome, HttpConcurrency } from './http/http-concurrency';
+export { CONCURRENCY_OPTION_KEYS } from './engine/concurrency/options';
+export { createHttpSlowDown, SLOW_DOWN_OPTION_KEYS } from './http/http-slow-down';
+export type { SlowDownHttpOptions, SlowDownOutcome, SlowDownInfo, HttpSlowDown } from './http/http-slow-down';
+export { safeLogger } from './kernel/logger';
+export { assertKnownOptions, ownOptions } from './config/own-options';
+export { LIMITER_OPTION_KEYS } from './engine/options';
+export { describeValue } from './kernel/errors';
+export { errorBody } from './http/headers';
+export type { HeaderList } from './http/headers';
+export { rateLimitHeadersOn } from './http/header-filter';
+export { warned, resetWarnings } from './kernel/warnings';
+export type { WarningName } from './kernel/warnings';
+export { watchPeerAddresses, watchServerOf } from './http/peer-address';
 export * from './index';

@@ -18,13 +18,13 @@ export {
   keyScheme,
   SLOTS,
   DEFAULT_PREFIX,
-} from './keys';
-export { parseDuration, formatWindow } from './rules';
-export { REGISTRY_VERSION, TOP_KEEP, type LimiterDescription } from './operator';
-export { LOCKOUT_REASON } from './algorithms/lockout';
-export { closestName } from './closest-name';
-export { limiterScript, type LimiterScriptKind, type LimiterScriptOptions } from './limiter-script';
-import { ALGORITHMS, type AlgorithmName } from './algorithms';
+} from './scripts/keys';
+export { parseDuration, formatWindow } from './config/rules';
+export { REGISTRY_VERSION, TOP_KEEP, type LimiterDescription } from './engine/operator';
+export { LOCKOUT_REASON } from './scripts/lockout';
+export { closestName } from './kernel/closest-name';
+export { limiterScript, type LimiterScriptKind, type LimiterScriptOptions } from './engine/limiter-script';
+import { ALGORITHMS, type AlgorithmName } from './scripts/algorithms';
 
 /** The state key tag (with its layout version) of an algorithm by name, e.g. 'fw2'; undefined for an unknown name. */
 export function algorithmTag(name: string): string | undefined {

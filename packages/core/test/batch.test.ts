@@ -1,14 +1,14 @@
 import fc from 'fast-check';
 import { createLimiter, defineClient, type AlgorithmName, type LimiterOptions, type RuleInput } from '@floodgate/core';
 import { closeClients, commandStats, connect, startRedis, uniquePrefix, type StartedRedis } from '@floodgate/testing';
-import { identifierKind } from '../src/keys';
-import { resolveOptions } from '../src/options';
-import { createProgram, ruleMask } from '../src/algorithms/script';
-import { ruleArgs, runFrame } from '../src/algorithms/frame';
+import { identifierKind } from '../src/scripts/keys';
+import { resolveOptions } from '../src/engine/options';
+import { createProgram, ruleMask } from '../src/scripts/script';
+import { ruleArgs, runFrame } from '../src/scripts/frame';
 import { Forever } from './fixtures/forever-storage';
 import { adapterOf } from '../src/stores/client';
 import { BATCH_MAX, Batcher } from '../src/stores/batch';
-import type { Reply } from '../src/reply';
+import type { Reply } from '../src/scripts/reply';
 import { onlyOptionsOf } from './fixtures/rule-options';
 
 /*

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { createLimiter, type Limiter } from '@floodgate/core';
-import { encodeIdentifier, indexKey, keySlot } from '../src/keys';
+import { encodeIdentifier, indexKey, keySlot } from '../src/scripts/keys';
 import type { MemoryStore } from '../src/stores/memory';
 import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
 

@@ -1,5 +1,5 @@
 import { createLimiter, type Limiter, type LimiterOptions, type RedisClient } from '@floodgate/core';
-import { encodeIdentifier } from '../src/keys';
+import { encodeIdentifier } from '../src/scripts/keys';
 import { closeClients, connect, startRedis, storeClient, uniquePrefix } from '@floodgate/testing';
 
 // The limiters' client is the one under test (FLOODGATE_CLIENT, jest.config.ts); the test's own commands use ioredis.
@@ -44,7 +44,7 @@ test('1,000 concurrent checks with limit 100 admit exactly 100', async () => {
   const decisions = await Promise.all(Array.from({ length: 1000 }, () => limiter.check('ip:198.51.100.1')));
   expect(decisions.filter((d) => d.allowed)).toHaveLength(100);
   // Past the first denial, the rest are answered from the block cache (no more than the limit's worth of
-  // units is ever in flight for one identifier: see inflight.ts).
+  // units is ever in flight for one identifier: see engine/inflight.ts).
   expect(new Set(decisions.map((d) => d.source))).toEqual(new Set(['redis', 'cache']));
   const denied = decisions.find((d) => !d.allowed && d.source === 'redis')!;
   expect(denied).toMatchObject({ reason: 'limit', remaining: 0, limit: 100, windowMs: 3_600_000 });

@@ -145,7 +145,7 @@ async function singleKeys(prefix: string): Promise<Map<string, StoredKey>> {
 }
 
 /*
- * A key's incarnation (src/algorithms/incarnation.ts) is a number each side's checks bring, unique per life
+ * A key's incarnation (src/scripts/incarnation.ts) is a number each side's checks bring, unique per life
  * of the key: the two sides' differ. With refunds both sides' scripts give keys one, so it is compared as
  * present or absent; without, only the split script (whose receipts a give-back runs) gives one, which one
  * Redis's plain script has no use for, so it is left out.

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
-import { ACQUIRE_LUA, RELEASE_LUA } from '../src/concurrency/lease-script';
-import { MemoryLeases } from '../src/concurrency/memory-leases';
+import { ACQUIRE_LUA, RELEASE_LUA } from '../src/scripts/lease-script';
+import { MemoryLeases } from '../src/engine/concurrency/memory-leases';
 import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
 
 /*

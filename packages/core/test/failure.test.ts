@@ -46,7 +46,7 @@ describe('Redis paused (CLIENT PAUSE): every check settles by the deadline and f
     const pauseEnds = new Promise((r) => setTimeout(r, 700));
     const results = await Promise.all([1, 2, 3].map(() => timed(() => limiter.check('ip:1.1.1.1'))));
     await pauseEnds;
-    // Limit 2, so at most 2 of the 3 are in flight at once (inflight.ts); the third waits behind them.
+    // Limit 2, so at most 2 of the 3 are in flight at once (engine/inflight.ts); the third waits behind them.
     // Each in flight fails as `timeout` (Redis was silent), or as `overload` when this process was too starved
     // to even write it until the deadline (a loaded CI machine): then 'open' does not admit it (design.md,
     // invariant 6). 'closed' and 'local' answer the same either way.
@@ -77,7 +77,7 @@ describe('Redis paused (CLIENT PAUSE): every check settles by the deadline and f
     if (failure === 'local') {
       // The in-memory limiter with the same rules: limit 2, so the third local check is denied.
       // (Which of the three is denied depends on the order they reach it: the third waits for room among
-      // the units in flight, see inflight.ts, and may be decided before the second.)
+      // the units in flight, see engine/inflight.ts, and may be decided before the second.)
       expect(results.filter(([d]) => d.allowed)).toHaveLength(2);
       expect(results.find(([d]) => !d.allowed)![0].reason).toBe('limit');
     }

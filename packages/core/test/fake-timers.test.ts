@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { createLimiter, type Decision, type Limiter } from '@floodgate/core';
 import { closeClients, connect, testRedisUrl, uniquePrefix } from '@floodgate/testing';
-import { CircuitBreaker } from '../src/circuit-breaker';
+import { CircuitBreaker } from '../src/stores/circuit-breaker';
 import { within } from './fixtures/fake-timers/common';
 
 /*

@@ -6,7 +6,7 @@ import { limiterScript, type LimiterScriptKind } from '@floodgate/core/admin';
 import { closeClients, connect, spawnRedis, uniquePrefix, type RedisProcess } from '@floodgate/testing';
 
 /*
- * The golden copies of the generated scripts (packages/core/src/algorithms/golden/<algorithm>/<case>.lua):
+ * The golden copies of the generated scripts (packages/core/src/scripts/golden/<algorithm>/<case>.lua):
  * per algorithm, the script a limiter sends to Redis for a few rule sets, as sent, so that the Lua Redis runs
  * can be read (and reviewed in a diff) without writing code. This test fails when core generates anything
  * else; FLOODGATE_UPDATE_GOLDEN=1 rewrites them. Every golden file is also a program Redis accepts (SCRIPT
@@ -14,7 +14,7 @@ import { closeClients, connect, spawnRedis, uniquePrefix, type RedisProcess } fr
  * packages/cli/test/script.test.ts runs each file's `floodgate script` line and compares its output.
  */
 const ROOT = join(__dirname, '..', '..', '..');
-const GOLDEN = join(__dirname, '..', 'src', 'algorithms', 'golden');
+const GOLDEN = join(__dirname, '..', 'src', 'scripts', 'golden');
 const UPDATE = process.env.FLOODGATE_UPDATE_GOLDEN === '1';
 const REGENERATE = 'FLOODGATE_UPDATE_GOLDEN=1 npx jest packages/core/test/golden-scripts.test.ts';
 const ALGORITHMS: AlgorithmName[] = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket'];

@@ -2,7 +2,7 @@ import { Cluster } from 'ioredis';
 import type Redis from 'ioredis';
 import { ConfigError, createLimiter, type LimiterOptions } from '@floodgate/core';
 import { keySlot } from '../src/stores/cluster';
-import { indexKey } from '../src/keys';
+import { indexKey } from '../src/scripts/keys';
 import {
   closeClients,
   commandStats,

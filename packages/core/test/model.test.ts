@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { createLimiter, type AlgorithmName, type Decision, type RedisClient, type RuleInput } from '@floodgate/core';
-import { identifierKind } from '../src/keys';
+import { identifierKind } from '../src/scripts/keys';
 import { closeClients, storeClient, uniquePrefix } from '@floodgate/testing';
 import { onlyOptionsOf } from './fixtures/rule-options';
 

@@ -1,10 +1,10 @@
 import { createLimiter } from '@floodgate/core';
-import { registryKey, topKey } from '../src/keys';
-import { TOP_KEEP } from '../src/operator';
+import { registryKey, topKey } from '../src/scripts/keys';
+import { TOP_KEEP } from '../src/engine/operator';
 import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
 
 /*
- * What a limiter keeps for the command line (operator.ts, docs/cli.md) on a real Redis: the registry entry,
+ * What a limiter keeps for the command line (engine/operator.ts, docs/cli.md) on a real Redis: the registry entry,
  * and the denial sample, bounded.
  */
 afterAll(closeClients);

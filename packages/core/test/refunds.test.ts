@@ -167,7 +167,7 @@ describe('a refund never creates budget the algorithm would not have had', () =>
     const l = limiter(store, { algorithm: 'token-bucket', limits: { limit: 3, window: '1m' }, clock: () => now });
     const a = await l.check('ip:1');
     const b = await l.check('ip:1');
-    // a's increment is under b's: giving it back would have to move b's too (token-bucket.ts explains).
+    // a's increment is under b's: giving it back would have to move b's too (scripts/token-bucket.ts explains).
     expect(await l.refund(a)).toBe(true);
     expect((await l.peek('ip:1')).remaining).toBe(1);
     expect(await l.refund(b)).toBe(true);
@@ -177,7 +177,7 @@ describe('a refund never creates budget the algorithm would not have had', () =>
 });
 
 /*
- * A key's incarnation (src/algorithms/incarnation.ts) is given by a refundable check; keys written without
+ * A key's incarnation (src/scripts/incarnation.ts) is given by a refundable check; keys written without
  * one (by a limiter without refunds, or by an earlier release) keep their counts, and a limiter without
  * refunds sharing the keys keeps the incarnation when it writes, trims or re-dates them.
  */

@@ -1,17 +1,17 @@
 import fc from 'fast-check';
 import { type AlgorithmName, type LimiterOptions, type RuleInput } from '@floodgate/core';
-import { identifierKind } from '../src/keys';
-import { resolveOptions } from '../src/options';
+import { identifierKind } from '../src/scripts/keys';
+import { resolveOptions } from '../src/engine/options';
 import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
-import { compileScript, ruleMask, ruleMasks } from '../src/algorithms/script';
-import { ruleArgs, runFrame } from '../src/algorithms/frame';
-import { newIncarnation } from '../src/algorithms/incarnation';
+import { compileScript, ruleMask, ruleMasks } from '../src/scripts/script';
+import { ruleArgs, runFrame } from '../src/scripts/frame';
+import { newIncarnation } from '../src/scripts/incarnation';
 import { Forever } from './fixtures/forever-storage';
-import type { Algorithm } from '../src/algorithms/types';
+import type { Algorithm } from '../src/scripts/types';
 import { onlyOptionsOf } from './fixtures/rule-options';
 
 /*
- * The generated scripts (algorithms/script.ts) against the algorithms' JavaScript twins (the independent
+ * The generated scripts (scripts/script.ts) against the algorithms' JavaScript twins (the independent
  * model), on the real Redis, over random rule sets of 1 to 32 rules with `for` scopes and random call
  * sequences: every reply identical, and every state key holding exactly the bytes the twin's state
  * encodes to. (The model test ties limiters on Redis and in memory together through the public API;

@@ -3,8 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { EventEmitter } from 'node:events';
 import { ConfigError, createLimiter, type Decision } from '@floodgate/core';
 import { createHttpLimiter, createHttpSlowDown, type SlowDownHttpOptions, type SlowDownOutcome } from '@floodgate/core/adapter';
-import { delayOf, pause, usedOf } from '../src/http-slow-down';
+import { delayOf, usedOf } from '../src/http/http-slow-down';
 import { abandon, closeClients, connect, liveTimers, spawnRedis, uniquePrefix, type RedisProcess } from '@floodgate/testing';
+import { pause } from '../src/http/node';
 
 /*
  * slowDown's shared HTTP layer (issue 14, item 5), with no framework: the count a decision carries, the

@@ -1,12 +1,12 @@
-import { fixedWindow } from '../src/algorithms/fixed-window';
-import { slidingWindow } from '../src/algorithms/sliding-window';
-import { slidingLog } from '../src/algorithms/sliding-log';
-import { tokenBucket } from '../src/algorithms/token-bucket';
-import type { Algorithm, FrameContext } from '../src/algorithms/types';
-import { ruleArgs, runSplitFrame } from '../src/algorithms/frame';
-import type { Reply, UndoReceipt } from '../src/reply';
-import { createProgram } from '../src/algorithms/script';
-import { bindReceipt, giveBackTwin, newIncarnation } from '../src/algorithms/incarnation';
+import { fixedWindow } from '../src/scripts/fixed-window';
+import { slidingWindow } from '../src/scripts/sliding-window';
+import { slidingLog } from '../src/scripts/sliding-log';
+import { tokenBucket } from '../src/scripts/token-bucket';
+import type { Algorithm, FrameContext } from '../src/scripts/types';
+import { ruleArgs, runSplitFrame } from '../src/scripts/frame';
+import type { Reply, UndoReceipt } from '../src/scripts/reply';
+import { createProgram } from '../src/scripts/script';
+import { bindReceipt, giveBackTwin, newIncarnation } from '../src/scripts/incarnation';
 import { ClusterStore } from '../src/stores/cluster';
 import { MemoryStore } from '../src/stores/memory';
 import { closeClients, connect, storeClient, uniquePrefix } from '@floodgate/testing';
@@ -24,7 +24,7 @@ beforeAll(async () => {
  * through the JavaScript twins on a memory store with the same clock: the same replies (runSplitFrame),
  * the same receipt text, the same give-back. The snapshot that follows the receipts in the Lua reply
  * (Redis's own bytes) is checked against Redis itself. Every check brings its incarnation, as a limiter's
- * do: a receipt is bound to the key's (incarnation.ts).
+ * do: a receipt is bound to the key's (scripts/incarnation.ts).
  */
 afterAll(closeClients);
 

@@ -1,7 +1,7 @@
-import type { Program } from '../algorithms/script';
-import { masksAt } from '../algorithms/frame';
-import type { Reply } from '../reply';
-import { afterTurn, realNow } from '../real-timers';
+import type { Program } from '../scripts/script';
+import { masksAt } from '../scripts/frame';
+import type { Reply } from '../scripts/reply';
+import { afterTurn, realNow } from '../kernel/real-timers';
 import { scriptOf, type ClientAdapter, type Script } from './client';
 import type { Flush } from './coalesce';
 
@@ -91,7 +91,7 @@ return out
 `;
 }
 
-/** Where a frame's ARGV (algorithms/frame.ts) has its masks: after the rule arguments. */
+/** Where a frame's ARGV (scripts/frame.ts) has its masks: after the rule arguments. */
 function masksStart(argv: readonly (string | number)[]): number {
   return masksAt(Number(argv[5]));
 }

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { ConfigError, StoreError, describeValue } from '../errors';
-import type { Logger } from '../options';
-import { shared } from '../state';
+import { ConfigError, StoreError, describeValue } from '../kernel/errors';
+import { shared } from '../kernel/state';
 import { coalesceWrites, type Flush } from './coalesce';
+import type { Logger } from '../kernel/logger';
 
 /*
  * The client seam (docs/clients.md): the one place that knows which Redis client library the application

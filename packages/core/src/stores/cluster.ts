@@ -1,10 +1,10 @@
-import type { Algorithm } from '../algorithms/types';
-import type { Program } from '../algorithms/script';
-import { masksAt } from '../algorithms/frame';
-import { mergeSlotReplies, parseSlotReply, type Reply, type SlotReply } from '../reply';
-import { StoreError } from '../errors';
+import type { Algorithm } from '../scripts/types';
+import type { Program } from '../scripts/script';
+import { masksAt } from '../scripts/frame';
+import { mergeSlotReplies, parseSlotReply, type Reply, type SlotReply } from '../scripts/reply';
+import { StoreError } from '../kernel/errors';
 import { RedisStore } from './redis';
-import { keySlot } from '../keys';
+import { keySlot } from '../scripts/keys';
 import type { RunContext } from './types';
 
 /*
@@ -13,7 +13,7 @@ import type { RunContext } from './types';
  * slots (no CROSSSLOT). A check whose keys share one slot runs the single-Redis script as is.
  *
  * A split check must decide and leave behind exactly what one Redis would (docs/design.md, invariants 2 and
- * 7). Each slot runs the split frame (frame.ts, script.ts): it consumes when its own part of
+ * 7). Each slot runs the split frame (scripts/frame.ts, scripts/script.ts): it consumes when its own part of
  * the check would, and answers with every outcome the whole check can have. Then:
  *   - the whole check consumes as one Redis would: when it is a check of cost > 0, nothing blocks in any
  *     slot, and every pair admits the cost (or, with penalty, whatever they say). Then every slot has
@@ -36,7 +36,7 @@ import type { RunContext } from './types';
  * "Production"): a re-sent give-back could give back twice.
  */
 
-export { keySlot } from '../keys';
+export { keySlot } from '../scripts/keys';
 
 interface SlotCall {
   /** The caller's identifier indices in this slot, and the slot's KEYS and ARGV. */
@@ -70,7 +70,7 @@ export class ClusterStore extends RedisStore {
       for (const call of bySlot.values()) call.keys.push(...call.ids.map((i) => keys[2 * nIds + i]!));
       for (const call of bySlot.values()) call.keys.push(...call.ids.map((i) => keys[3 * nIds + i]!));
     }
-    // After the masks, the check's incarnation (frame.ts), in every slot; then, with a lockout, whether each
+    // After the masks, the check's incarnation (scripts/frame.ts), in every slot; then, with a lockout, whether each
     // of the slot's identifiers is in its scope.
     const incarnation = argv[masks + nIds];
     if (incarnation !== undefined) for (const call of bySlot.values()) call.argv.push(incarnation);
@@ -94,7 +94,7 @@ export class ClusterStore extends RedisStore {
     return check.run();
   }
 
-  /** The split frame over keys of one slot (frame.ts, script.ts). Public for tests. */
+  /** The split frame over keys of one slot (scripts/frame.ts, scripts/script.ts). Public for tests. */
   runSlot(program: Program, keys: string[], argv: (string | number)[]): Promise<Reply> {
     return this.send(`${program.algorithm.tag}_split`, program.split, keys, argv);
   }

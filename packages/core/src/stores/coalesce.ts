@@ -14,12 +14,12 @@
  * in the same turn leave in the same writev (at most one turn later than they would have).
  * Only a plain socket of a ready standalone client is corked (a Cluster's node clients are not: their
  * commands are already spread over several sockets).
- * The uncork runs in real time even under a test's fake timers (real-timers.ts): a fake setImmediate that
+ * The uncork runs in real time even under a test's fake timers (kernel/real-timers.ts): a fake setImmediate that
  * never fires would leave the socket corked, and the application's own commands on it hanging.
  */
 
-import { afterTurn, realNow } from '../real-timers';
-import { shared } from '../state';
+import { afterTurn, realNow } from '../kernel/real-timers';
+import { shared } from '../kernel/state';
 
 interface Corkable {
   cork(): void;

@@ -1,5 +1,5 @@
-import type { Logger } from '../options';
-import { shared } from '../state';
+import { shared } from '../kernel/state';
+import type { Logger } from '../kernel/logger';
 
 /*
  * Redis eviction (docs/security.md, "Eviction"): every Floodgate key has a TTL, so under `maxmemory` the

@@ -1,7 +1,7 @@
-import type { Algorithm } from '../algorithms/types';
-import { LUA_SNAPSHOT } from '../algorithms/frame';
-import { LUA_GIVE } from '../algorithms/incarnation';
-import type { UndoReceipt } from '../reply';
+import type { Algorithm } from '../scripts/types';
+import { LUA_SNAPSHOT } from '../scripts/frame';
+import { LUA_GIVE } from '../scripts/incarnation';
+import type { UndoReceipt } from '../scripts/reply';
 
 /*
  * The give-back, over state keys of one slot. KEYS: the state keys. ARGV[1] the check's cost; then per key:
@@ -40,7 +40,7 @@ return how
 
 /**
  * The give-back script of an algorithm: its fg_undo, run only while the key holds the receipt's incarnation
- * (fg_give, incarnation.ts), and the snapshot restore for a split check's slots.
+ * (fg_give, scripts/incarnation.ts), and the snapshot restore for a split check's slots.
  */
 export function giveBackLua(algorithm: Algorithm): string {
   return `${LUA_SNAPSHOT}\n${algorithm.undo.undo}\n${algorithm.undo.incarnation}\n${LUA_GIVE}\n${UNDO_MAIN}`;

@@ -1,4 +1,4 @@
-import { createLimiter } from '../limiter';
+import { createLimiter } from '../engine/limiter';
 import { MemoryStore } from './memory';
 
 test('without redis, the memory store decides, with the same decision shape', async () => {

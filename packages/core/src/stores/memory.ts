@@ -1,13 +1,15 @@
-import type { Program } from '../algorithms/script';
-import type { Algorithm } from '../algorithms/types';
-import { runFrame, type FrameStorage } from '../algorithms/frame';
-import { giveBackTwin } from '../algorithms/incarnation';
-import type { Reply } from '../reply';
+import type { Program } from '../scripts/script';
+import type { Algorithm, FrameStorage } from '../scripts/types';
+import { runFrame } from '../scripts/frame';
+import { giveBackTwin } from '../scripts/incarnation';
+import type { Reply } from '../scripts/reply';
 import type { RunContext, Store } from './types';
-import { isBlockKey } from '../keys';
-import { indexTwin } from '../algorithms/block-index';
-import { DEFAULT_MEMORY_MAX_KEYS } from '../options';
-import { shared } from '../state';
+import { isBlockKey } from '../scripts/keys';
+import { indexTwin } from '../scripts/block-index';
+import { shared } from '../kernel/state';
+
+/** Default for `memory.maxKeys`: identifiers whose state one in-memory store (or `failure: 'local'`) keeps. */
+export const DEFAULT_MEMORY_MAX_KEYS = 100_000;
 
 interface Entry {
   value: unknown;

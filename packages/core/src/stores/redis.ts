@@ -1,20 +1,20 @@
-import type { Program } from '../algorithms/script';
-import type { Reply, UndoReceipt } from '../reply';
-import type { Algorithm } from '../algorithms/types';
+import type { Program } from '../scripts/script';
+import type { Reply, UndoReceipt } from '../scripts/reply';
+import type { Algorithm } from '../scripts/types';
 import { giveBackArgs, giveBackLua } from './give-back';
-import { StoreError } from '../errors';
-import { healthOf, type ClientHealth } from '../circuit-breaker';
-import { toStoreError } from '../deadline';
-import { safeLogger, type Logger } from '../options';
+import { StoreError } from '../kernel/errors';
+import { healthOf, type ClientHealth } from './circuit-breaker';
+import { toStoreError } from './deadline';
 import type { RunContext, Store } from './types';
 import type { Flush } from './coalesce';
 import { adapterOf, scriptOf, type ClientAdapter, type RedisClient } from './client';
 import { checkEvictionPolicy } from './eviction';
-import { shared } from '../state';
-import { indexLua } from '../algorithms/block-index';
-import { afterTurn, realNow, realTimeout } from '../real-timers';
+import { shared } from '../kernel/state';
+import { indexLua } from '../scripts/block-index';
+import { afterTurn, realNow, realTimeout } from '../kernel/real-timers';
 import { BATCH_MAX, Batcher } from './batch';
-import { keySlot } from '../keys';
+import { keySlot } from '../scripts/keys';
+import { safeLogger, type Logger } from '../kernel/logger';
 
 export type { RedisClient } from './client';
 
@@ -37,7 +37,7 @@ local PAD = tonumber(ARGV[${n + 1}])
 local fmt = string.format`;
 
 /*
- * Sets a manual block, and its entry in the block index (algorithms/block-index.ts). Its end time is stored
+ * Sets a manual block, and its entry in the block index (scripts/block-index.ts). Its end time is stored
  * in the value, so a decision never rests on the TTL.
  * KEYS[1] block key; KEYS[2] the block index key of its slot; ARGV[1] duration (ms); ARGV[2] reason;
  * ARGV[3] now (ms, '' = Redis TIME); ARGV[4] TTL padding (ms, test mode only). Reply: the block's end time
@@ -163,7 +163,7 @@ export class RedisStore implements Store {
   }
 
   /**
-   * A write for the command line's records (operator.ts), outside every check: sent only while the client
+   * A write for the command line's records (engine/operator.ts), outside every check: sent only while the client
    * is connected (else rejected at once, never queued), with no deadline and no part in the breaker or
    * health: it never decides anything.
    */
@@ -218,7 +218,7 @@ export class RedisStore implements Store {
   /**
    * The deadline, readiness and breaker around one command. One timer per call; when it fires, the call
    * settles on the next setImmediate, so a reply already sitting in the socket buffer still wins. Real
-   * time, even under a test's fake timers (real-timers.ts).
+   * time, even under a test's fake timers (kernel/real-timers.ts).
    */
   private call<T>(send: () => Promise<T>, budgetMs: number, settled?: Settled): Promise<T> {
     return new Promise<T>((resolve, reject) => {

@@ -1,6 +1,6 @@
-import type { Program } from '../algorithms/script';
-import type { Algorithm } from '../algorithms/types';
-import type { Reply } from '../reply';
+import type { Program } from '../scripts/script';
+import type { Algorithm } from '../scripts/types';
+import type { Reply } from '../scripts/reply';
 
 /** What one check gives a store besides the script's KEYS and ARGV. */
 export interface RunContext {

@@ -10,13 +10,13 @@ import {
 } from '@floodgate/core';
 import { algorithmTag, encodeIdentifier, keyScheme } from '@floodgate/core/admin';
 import { closeClients, connect, spawnRedis, uniquePrefix, type RedisProcess } from '@floodgate/testing';
-import { toStoreError } from '../../src/deadline';
+import { toStoreError } from '../../src/stores/deadline';
 
 /*
  * Attack: personal data in events. Identifiers (an IP, a user id, an e-mail) are personal data; events go
  * to metrics, logs and third-party telemetry. With `events.identifiers` off (the default) no event may carry
  * one, in any field, nested decision, error or the driver's error inside it. Every event type the source
- * declares (LimiterEvent, read from events.ts by the TypeScript compiler, so a new type cannot escape this
+ * declares (LimiterEvent, read from engine/events.ts by the TypeScript compiler, so a new type cannot escape this
  * test) is produced here against a real Redis, by every limiter that emits it, with identifiers in the very
  * objects the event is made from; the event must hold none of them.
  */
@@ -43,9 +43,9 @@ function leaked(value: unknown): string[] {
   return FORBIDDEN.filter((f) => all.some((s) => s.includes(f)));
 }
 
-/** The `type` of each member of the LimiterEvent union, as the compiler reads events.ts. */
+/** The `type` of each member of the LimiterEvent union, as the compiler reads engine/events.ts. */
 function declaredEventTypes(): string[] {
-  const file = join(__dirname, '..', '..', 'src', 'events.ts');
+  const file = join(__dirname, '..', '..', 'src', 'engine', 'events.ts');
   const program = ts.createProgram([file], { strict: true, noEmit: true, skipLibCheck: true, target: ts.ScriptTarget.ES2022 });
   const checker = program.getTypeChecker();
   const alias = program

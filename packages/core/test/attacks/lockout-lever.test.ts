@@ -1,6 +1,6 @@
 import type { Cluster } from 'ioredis';
 import { ConfigError, createLimiter, type Limiter, type LimiterOptions } from '@floodgate/core';
-import { blockKey, encodeIdentifier, keySlot } from '../../src/keys';
+import { blockKey, encodeIdentifier, keySlot } from '../../src/scripts/keys';
 import { closeClients, connect, uniquePrefix, useCluster } from '@floodgate/testing';
 
 /*

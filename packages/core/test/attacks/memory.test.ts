@@ -1,8 +1,8 @@
 import { createLimiter, type Limiter } from '@floodgate/core';
 import { MemoryStore } from '../../src/stores/memory';
 import { closeClients, collectGarbage, connect, spawnRedis, uniquePrefix } from '@floodgate/testing';
-import { liveBlockCaches } from '../../src/block-cache';
-import { registeredNames } from '../../src/registry';
+import { liveBlockCaches } from '../../src/engine/block-cache';
+import { registeredNames } from '../../src/engine/registry';
 
 /*
  * docs/security.md, "Unbounded memory": identifiers are chosen by clients (IPs, user names typed into a

@@ -1,5 +1,5 @@
 import { createLimiter, type AlgorithmName, type Decision, type Limiter, type LimiterOptions } from '@floodgate/core';
-import { keySlot } from '../../src/keys';
+import { keySlot } from '../../src/scripts/keys';
 import { closeClients, connect, uniquePrefix, useCluster } from '@floodgate/testing';
 
 /*

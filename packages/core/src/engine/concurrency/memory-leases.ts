@@ -1,0 +1,68 @@
+import { shared } from '../../kernel/state';
+import { acquireTwin, releaseTwin, type LeaseSets } from '../../scripts/lease-script';
+import { DEFAULT_MEMORY_MAX_KEYS } from '../../stores/memory';
+
+/**
+ * The leases of the memory store and of `failure: 'local'`: the scripts' JavaScript twin over a Map.
+ *
+ * Bounded (docs/security.md, "Unbounded memory"): a set never holds more than `max` live leases (the twin
+ * denies past it, and prunes expired ones first), and at most `maxKeys` identifiers have a set: past that
+ * the least recently used set is forgotten, which can only under-limit that identifier. A set is deleted
+ * when its last lease is released; one whose leases all expired unreleased (a request that never ended)
+ * is dropped when it is next read, or when it reaches the LRU end and each write checks the oldest set.
+ */
+export class MemoryLeases implements LeaseSets {
+  private readonly sets = new Map<string, { leases: Map<string, number>; latest: number }>();
+
+  constructor(public maxKeys = DEFAULT_MEMORY_MAX_KEYS) {}
+
+  /** Identifiers with a set (for tests). */
+  get size(): number {
+    return this.sets.size;
+  }
+
+  read(key: string, now: number): Map<string, number> | undefined {
+    const entry = this.sets.get(key);
+    if (entry === undefined) return undefined;
+    this.sets.delete(key);
+    if (entry.latest <= now) return undefined;
+    this.sets.set(key, entry);
+    return entry.leases;
+  }
+
+  write(key: string, leases: Map<string, number>, now: number): void {
+    let latest = 0;
+    for (const expiry of leases.values()) latest = Math.max(latest, expiry);
+    this.sets.delete(key);
+    this.sets.set(key, { leases, latest });
+    const [oldest, entry] = this.sets.entries().next().value as [string, { latest: number }];
+    if (this.sets.size > this.maxKeys || entry.latest <= now) this.sets.delete(oldest);
+  }
+
+  remove(key: string): void {
+    this.sets.delete(key);
+  }
+
+  acquire(keys: readonly string[], id: string, max: number, leaseMs: number, now: number): number[] {
+    return acquireTwin(this, keys, id, max, leaseMs, now);
+  }
+
+  release(keys: readonly string[], id: string, now: number): number {
+    return releaseTwin(this, keys, id, now);
+  }
+}
+
+const sharedLeases = shared('memoryLeases', () => new Map<string, MemoryLeases>());
+
+/**
+ * Concurrency limiters without Redis share one set of leases per prefix, as they would share keys in one
+ * Redis; its bound is the largest `memory.maxKeys` asked for under the prefix.
+ */
+export function sharedMemoryLeases(prefix: string, maxKeys: number): MemoryLeases {
+  let leases = sharedLeases.get(prefix);
+  if (leases === undefined) {
+    leases = new MemoryLeases(maxKeys);
+    sharedLeases.set(prefix, leases);
+  } else leases.maxKeys = Math.max(leases.maxKeys, maxKeys);
+  return leases;
+}

@@ -1,0 +1,124 @@
+/*
+ * Units in flight per identifier (docs/security.md, "Self-inflicted fail-open").
+ *
+ * A client that sends thousands of concurrent requests to one process would otherwise have thousands of
+ * scripts in flight at once: the ones at the back of that queue run out the deadline and take the failure
+ * policy ('open': admitted), so the flood itself would buy admissions. Here a limiter lets no more units of
+ * one identifier be in flight than its tightest rule can ever admit at once (its capacity). A check that
+ * would go past that waits in this process, sending nothing, until earlier checks of that identifier
+ * settle; by then the block cache usually knows the identifier is denied and answers it without Redis.
+ * A check still waiting when its deadline comes is denied (that many units were already being decided),
+ * unless the store is failing: then it takes the failure policy like the checks it waited on.
+ * One check may always be in flight, whatever its cost, so a cost above the capacity still gets Redis's
+ * answer. Memory: one entry per identifier with units in flight, one per waiting check.
+ */
+
+import { afterTurn, realTimeout } from '../kernel/real-timers';
+
+interface Waiter {
+  readonly ids: readonly string[];
+  readonly cost: number;
+  resolve(admitted: boolean): void;
+  cancel: (() => void) | undefined;
+  /** The identifier whose queue it waits in. */
+  at: string;
+}
+
+export class InFlight {
+  private readonly units = new Map<string, number>();
+  /** Per full identifier, its waiters in arrival order (a Set: O(1) removal when one gives up). */
+  private readonly queues = new Map<string, Set<Waiter>>();
+
+  constructor(private readonly capacityOf: (id: string) => number) {}
+
+  /**
+   * Counts a check's units in: true when done at once; else a promise of true once counted, or false when
+   * `budgetMs` passed first (then nothing is counted and the check must not be sent).
+   */
+  enter(ids: readonly string[], cost: number, budgetMs: number): true | Promise<boolean> {
+    const full = this.fullFor(ids, cost);
+    if (full === undefined) {
+      this.add(ids, cost);
+      return true;
+    }
+    return new Promise<boolean>((resolve) => {
+      const waiter: Waiter = { ids, cost, resolve, cancel: undefined, at: full };
+      // Gives up on the next setImmediate after the timer, like the store's own deadline: the checks it
+      // waits on, due at the same time, settle (and may let it in) first. Real time (kernel/real-timers.ts).
+      const giveUp = (): void => {
+        if (!this.queueOf(waiter.at).delete(waiter)) return;
+        this.dropEmpty(waiter.at);
+        resolve(false);
+      };
+      waiter.cancel = realTimeout(() => afterTurn(giveUp), budgetMs);
+      this.queueOf(full).add(waiter);
+    });
+  }
+
+  /** Counts a settled check's units out (whenever Redis answered, or the command failed) and wakes waiters. */
+  leave(ids: readonly string[], cost: number): void {
+    for (const id of ids) {
+      const left = (this.units.get(id) ?? 0) - cost;
+      if (left > 0) this.units.set(id, left);
+      else this.units.delete(id);
+    }
+    for (const id of ids) this.wake(id);
+  }
+
+  /** Whether any of `ids` has units in flight (other checks of it, when asked before entering or after leaving). */
+  busy(ids: readonly string[]): boolean {
+    for (const id of ids) if (this.units.has(id)) return true;
+    return false;
+  }
+
+  /** Identifiers with units in flight (for tests and health). */
+  get size(): number {
+    return this.units.size;
+  }
+
+  /** The first identifier that has no room for `cost` more units, if any. */
+  private fullFor(ids: readonly string[], cost: number): string | undefined {
+    for (const id of ids) {
+      const n = this.units.get(id);
+      if (n !== undefined && n + cost > this.capacityOf(id)) return id;
+    }
+    return undefined;
+  }
+
+  private add(ids: readonly string[], cost: number): void {
+    for (const id of ids) this.units.set(id, (this.units.get(id) ?? 0) + cost);
+  }
+
+  /** Admits the waiters of `id` in order while they fit; one that waits on another identifier moves there. */
+  private wake(id: string): void {
+    const queue = this.queues.get(id);
+    if (queue === undefined) return;
+    for (const waiter of queue) {
+      const full = this.fullFor(waiter.ids, waiter.cost);
+      if (full === id) break;
+      queue.delete(waiter);
+      if (full !== undefined) {
+        waiter.at = full;
+        this.queueOf(full).add(waiter);
+        continue;
+      }
+      waiter.cancel?.();
+      this.add(waiter.ids, waiter.cost);
+      waiter.resolve(true);
+    }
+    this.dropEmpty(id);
+  }
+
+  private queueOf(id: string): Set<Waiter> {
+    let queue = this.queues.get(id);
+    if (queue === undefined) {
+      queue = new Set();
+      this.queues.set(id, queue);
+    }
+    return queue;
+  }
+
+  private dropEmpty(id: string): void {
+    if (this.queues.get(id)?.size === 0) this.queues.delete(id);
+  }
+}

@@ -1,0 +1,129 @@
+import type { PairState } from '../kernel/decision';
+import { Uncounted, type RuleRoom } from './uncounted';
+
+/** A ledger on a hand-driven clock; rules of 5 per second and 20 per minute apply to every identifier. */
+function rig(
+  rules: RuleRoom[] = [
+    { windowMs: 1_000, capacity: 5 },
+    { windowMs: 60_000, capacity: 20 },
+  ],
+  maxIds = 100,
+) {
+  let now = 0;
+  const ledger = new Uncounted(() => now, maxIds);
+  const rooms = (): readonly RuleRoom[] => rules;
+  return {
+    ledger,
+    admit: (id: string, cost = 1) => ledger.admit([id], cost, rooms, true),
+    full: (id: string, cost = 1) => ledger.full([id], cost, rooms),
+    advance: (ms: number) => (now += ms),
+  };
+}
+
+const pair = (identifier: string, windowMs: number, remaining: number): PairState => ({
+  identifier,
+  limit: 100,
+  windowMs,
+  remaining,
+  resetMs: windowMs,
+  allowed: true,
+  retryAfterMs: 0,
+});
+
+test("admits up to each rule's capacity within its window, and says when the next unit fits", () => {
+  const r = rig();
+  for (let i = 0; i < 5; i++) expect(r.admit('a')).toBeUndefined();
+  expect(r.admit('a')).toEqual({ identifier: 'a', retryAfterMs: 1_000 });
+  r.advance(400);
+  expect(r.admit('a')?.retryAfterMs).toBe(600);
+  r.advance(600);
+  // The per-second rule forgot them; the per-minute rule still counts all 5.
+  for (let i = 0; i < 5; i++) expect(r.admit('a')).toBeUndefined();
+  for (let s = 0; s < 2; s++) {
+    r.advance(1_000);
+    for (let i = 0; i < 5; i++) expect(r.admit('a')).toBeUndefined();
+  }
+  r.advance(1_000);
+  expect(r.admit('a')).toEqual({ identifier: 'a', retryAfterMs: 56_000 });
+  // Another identifier has its own room.
+  expect(r.admit('b')).toBeUndefined();
+});
+
+test('a cost above a capacity is never admitted; before sending, only an identifier with uncounted units is refused', () => {
+  const r = rig();
+  expect(r.admit('a', 6)?.identifier).toBe('a');
+  expect(r.full('a', 6)).toBeUndefined();
+  expect(r.admit('a', 3)).toBeUndefined();
+  expect(r.full('a', 2)).toBeUndefined();
+  expect(r.full('a', 3)).toEqual({ identifier: 'a', retryAfterMs: 1_000 });
+  // Nothing was recorded by the refusals, nor by a peek's admission.
+  expect(r.ledger.admit(['a'], 2, () => [{ windowMs: 1_000, capacity: 5 }], false)).toBeUndefined();
+  expect(r.full('a', 2)).toBeUndefined();
+});
+
+test("an answer of the store admits only while its remaining units cover the identifier's uncounted ones", () => {
+  const r = rig();
+  for (let i = 0; i < 3; i++) r.admit('a');
+  expect(r.ledger.over([pair('a', 1_000, 3), pair('a', 60_000, 10)], 0)).toBeUndefined();
+  expect(r.ledger.over([pair('a', 1_000, 2)], 0)).toEqual({ identifier: 'a', retryAfterMs: 1_000 });
+  // A peek would have consumed its cost.
+  expect(r.ledger.over([pair('a', 1_000, 3)], 1)?.identifier).toBe('a');
+  expect(r.ledger.over([pair('b', 1_000, 0)], 0)).toBeUndefined();
+  r.advance(1_000);
+  expect(r.ledger.over([pair('a', 1_000, 0), pair('a', 60_000, 3)], 0)).toBeUndefined();
+  r.ledger.forget(['a']);
+  expect(r.ledger.over([pair('a', 60_000, 0)], 0)).toBeUndefined();
+});
+
+test('memory: merged units count no shorter than alone; at most maxIds identifiers, the least recently admitted forgotten', () => {
+  // Rules of very different windows: spans of 6.25 ms, so 30 admissions 50 ms apart would be 30 spans.
+  const r = rig(
+    [
+      { windowMs: 100, capacity: 1_000 },
+      { windowMs: 1_600, capacity: 1_000 },
+    ],
+    10,
+  );
+  for (let i = 0; i < 30; i++) {
+    expect(r.admit('a')).toBeUndefined();
+    r.advance(50);
+  }
+  // All 30 were admitted within the last 1,600 ms: none forgotten by the merges.
+  expect(r.ledger.over([pair('a', 1_600, 29)], 0)?.identifier).toBe('a');
+  expect(r.ledger.over([pair('a', 1_600, 30)], 0)).toBeUndefined();
+  r.advance(1_600);
+  expect(r.ledger.over([pair('a', 1_600, 0)], 0)).toBeUndefined();
+  expect(r.ledger.size).toBe(0);
+  for (let i = 0; i < 25; i++) r.admit(`id-${i}`);
+  expect(r.ledger.size).toBe(10);
+  expect(r.ledger.over([pair('id-0', 1_600, 0)], 0)).toBeUndefined();
+  expect(r.ledger.over([pair('id-24', 1_600, 0)], 0)?.identifier).toBe('id-24');
+});
+
+test('a steady trickle under the limit is never refused: units leave as their window passes', () => {
+  const r = rig([{ windowMs: 60_000, capacity: 100 }]);
+  // One every 2 s (30 a minute against 100) for 10 minutes.
+  for (let i = 0; i < 300; i++) {
+    expect(r.admit('a')).toBeUndefined();
+    r.advance(2_000);
+  }
+});
+
+test("Redis's admissions of a crowded client count against what the policy admits, never against Redis's answers", () => {
+  const r = rig();
+  const rooms = (): readonly RuleRoom[] => [{ windowMs: 1_000, capacity: 5 }];
+  // A client with one check in flight at a time, and nothing noted: nothing kept.
+  r.ledger.counted(['a'], 1, rooms, false);
+  expect(r.ledger.size).toBe(0);
+  r.ledger.counted(['a'], 3, rooms, true);
+  expect(r.admit('a', 2)).toBeUndefined();
+  expect(r.admit('a')?.identifier).toBe('a');
+  // Only the 2 uncounted units must fit in what Redis says it has left.
+  expect(r.ledger.over([pair('a', 1_000, 2)], 0)).toBeUndefined();
+  // Once noted, a client's admissions by Redis are kept even with one check in flight.
+  r.ledger.counted(['b'], 1, rooms, true);
+  r.ledger.counted(['b'], 4, rooms, false);
+  expect(r.admit('b')?.identifier).toBe('b');
+  // Before sending, only uncounted units refuse a check, even one above the capacity.
+  expect(r.full('b', 6)).toBeUndefined();
+});

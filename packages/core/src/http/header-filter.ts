@@ -1,0 +1,54 @@
+import { ConfigError, describeValue } from '../kernel/errors';
+import type { HeaderList } from './headers';
+
+/** Every header a limiter may write, any of which `omitHeaders` can leave out. */
+export const OMITTABLE_HEADERS = [
+  'Retry-After',
+  'RateLimit',
+  'RateLimit-Policy',
+  'RateLimit-Limit',
+  'RateLimit-Remaining',
+  'RateLimit-Reset',
+  'X-RateLimit-Limit',
+  'X-RateLimit-Remaining',
+  'X-RateLimit-Reset',
+] as const;
+export type OmittableHeader = (typeof OMITTABLE_HEADERS)[number];
+
+const KNOWN = new Map<string, string>(OMITTABLE_HEADERS.map((h) => [h.toLowerCase(), h]));
+
+/** `omitHeaders` as a set of lower-case names, or undefined when nothing is left out (the common case: no work per request). */
+export function resolveOmitHeaders(value: unknown): ReadonlySet<string> | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value)) throw new ConfigError('omitHeaders', `must be an array of header names; got ${describeValue(value)}`);
+  const names = new Set<string>();
+  for (const name of value) {
+    if (typeof name !== 'string' || !KNOWN.has(name.toLowerCase())) {
+      throw new ConfigError('omitHeaders', `${describeValue(name)} is not a header Floodgate writes (${OMITTABLE_HEADERS.join(', ')})`);
+    }
+    names.add(name.toLowerCase());
+  }
+  return names.size === 0 ? undefined : names;
+}
+
+/** An outcome without the omitted headers (a new object: outcomes may be shared and frozen). */
+export function omitHeaders<T extends { set: HeaderList; append: HeaderList }>(outcome: T, omit: ReadonlySet<string>): T {
+  const keep = ([name]: [string, string]): boolean => !omit.has(name.toLowerCase());
+  return { ...outcome, set: outcome.set.filter(keep), append: outcome.append.filter(keep) };
+}
+
+/**
+ * The rate-limit headers a response carries now, by name (every limiter's that ran on it). For a framework
+ * whose default error handling replaces a response's headers with the error's own (Koa's ctx.onerror keeps
+ * only `err.headers`): a denial thrown there carries them, so they are not lost.
+ */
+export function rateLimitHeadersOn(res: {
+  getHeader(name: string): number | string | string[] | undefined;
+}): Record<string, string | string[]> {
+  const found: Record<string, string | string[]> = {};
+  for (const name of OMITTABLE_HEADERS) {
+    const value = res.getHeader(name);
+    if (value !== undefined) found[name] = typeof value === 'number' ? String(value) : value;
+  }
+  return found;
+}

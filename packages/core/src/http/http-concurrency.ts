@@ -1,0 +1,186 @@
+import { ConfigError, describeValue } from '../kernel/errors';
+import { UNAVAILABLE_MESSAGE, errorBody, retryAfterSeconds, type HeaderList } from './headers';
+import { fnOption, resolveStatic, resolveUnidentified, type HttpOptions, type UnidentifiedPolicy } from './http-limiter';
+import { defaultIdentifiers, identifiersFrom, resolveIpv6Subnet } from './identity';
+import type { Limiter } from '../engine/limiter';
+import { resolveWarnings, warnOnce, type WarningName, type WarningsOption } from '../kernel/warnings';
+import { createConcurrencyLimiter, type ConcurrencyLimiter, type Lease } from '../engine/concurrency/limiter';
+import { CONCURRENCY_OPTION_KEYS, type ConcurrencyLimiterOptions } from '../engine/concurrency/options';
+import type { MaybePromise } from './option-types';
+import { endOf, type ServerResponse } from './node';
+import { UNKNOWN_IP } from '../scripts/keys';
+import { assertKnownOptions, ownOptions } from '../config/own-options';
+import { safeLogger } from '../kernel/logger';
+
+/** Options of every adapter's `concurrency()`, besides the core options (or `limiter`). `Req` is the framework's request. */
+export interface ConcurrencyHttpOptions<Req> extends Partial<ConcurrencyLimiterOptions> {
+  /** Share a limiter from createConcurrencyLimiter() (then leave the core options out). */
+  limiter?: ConcurrencyLimiter;
+  identify?: HttpOptions<Req>['identify'];
+  user?: HttpOptions<Req>['user'];
+  skip?: HttpOptions<Req>['skip'];
+  /** Status of a denial. Default 429. */
+  statusCode?: number;
+  /** The denial's message (in the default body), a whole JSON body (object), or a function giving either. */
+  message?: string | object | ((req: Req, lease: Lease) => MaybePromise<string | object>);
+  ipv6Subnet?: number | false;
+  unidentified?: UnidentifiedPolicy;
+  warnings?: WarningsOption;
+}
+
+export const CONCURRENCY_HTTP_OPTION_KEYS = [
+  'limiter',
+  'identify',
+  'user',
+  'skip',
+  'statusCode',
+  'message',
+  'ipv6Subnet',
+  'unidentified',
+  'warnings',
+] as const;
+
+/**
+ * What the adapter does: pass on (`next`), answer with `status`, `set` and `body` (`deny`), hand `error`
+ * to the framework, or nothing at all (`gone`: the client left before its lease was granted; the lease is
+ * already released and the request must not reach a handler).
+ */
+export interface ConcurrencyOutcome {
+  action: 'next' | 'deny' | 'error' | 'gone';
+  status: number;
+  set: HeaderList;
+  body?: object;
+  /** `body` as JSON when Floodgate made it, for adapters that send it as is. */
+  json?: string;
+  lease?: Lease;
+  error?: unknown;
+}
+
+export interface HttpConcurrency<Req> {
+  readonly limiter: ConcurrencyLimiter;
+  /**
+   * Decides one request. A granted lease is tied to `res`: released once, when the response finishes or the
+   * connection closes, whichever comes first. Never rejects: errors are the `error` outcome.
+   */
+  enter(req: Req, ip: string | undefined, res: ServerResponse): Promise<ConcurrencyOutcome>;
+  warn(name: WarningName, message: string): void;
+}
+
+const NEXT: ConcurrencyOutcome = Object.freeze({ action: 'next', status: 200, set: [] }) as ConcurrencyOutcome;
+const GONE: ConcurrencyOutcome = Object.freeze({ action: 'gone', status: 499, set: [] }) as ConcurrencyOutcome;
+const UNAVAILABLE_JSON = JSON.stringify(errorBody(503, UNAVAILABLE_MESSAGE));
+const UNIDENTIFIED: Lease = Object.freeze({
+  granted: false,
+  source: 'local',
+  reason: 'unidentified',
+  identifier: UNKNOWN_IP,
+  max: 0,
+  inFlight: 0,
+  retryAfterMs: 1000,
+  release: () => Promise.resolve(false),
+});
+
+export function defaultConcurrencyMessage(retryAfterS: number): string {
+  return `Too many requests in progress, retry in ${retryAfterS} second${retryAfterS === 1 ? '' : 's'}`;
+}
+
+function resolveConcurrencyLimiter<Req>(options: ConcurrencyHttpOptions<Req>): ConcurrencyLimiter {
+  if (options.limiter === undefined) {
+    const core: Record<string, unknown> = {};
+    for (const key of CONCURRENCY_OPTION_KEYS) if (options[key] !== undefined) core[key] = options[key];
+    return createConcurrencyLimiter(core as unknown as ConcurrencyLimiterOptions);
+  }
+  const shared = options.limiter;
+  if (typeof shared !== 'object' || shared === null || typeof shared.lease !== 'function') {
+    throw new ConfigError('limiter', `must be a limiter from createConcurrencyLimiter(); got ${describeValue(shared)}`);
+  }
+  for (const key of CONCURRENCY_OPTION_KEYS) {
+    if (key !== 'logger' && options[key] !== undefined)
+      throw new ConfigError(key, 'cannot be combined with `limiter`: set it on the shared limiter');
+  }
+  return shared;
+}
+
+/**
+ * Validates an adapter's `concurrency()` options once and returns what every request needs. `extraKeys`
+ * are the adapter's own options; `defaultUser` reads the framework's authenticated user id.
+ */
+export function createHttpConcurrency<Req>(
+  options: ConcurrencyHttpOptions<Req>,
+  extraKeys: readonly string[] = [],
+  defaultUser?: (req: Req) => unknown,
+): HttpConcurrency<Req> {
+  if (typeof options !== 'object' || options === null) {
+    throw new ConfigError('options', `must be an object with \`max\` or \`limiter\`; got ${describeValue(options)}`);
+  }
+  assertKnownOptions(options, [...CONCURRENCY_OPTION_KEYS, ...CONCURRENCY_HTTP_OPTION_KEYS, ...extraKeys]);
+  options = ownOptions(options);
+  const ipv6Subnet = resolveIpv6Subnet(options.ipv6Subnet);
+  const warnings = resolveWarnings(options.warnings);
+  const identify = fnOption<ConcurrencyHttpOptions<Req>['identify']>(options.identify, 'identify');
+  const user = fnOption<(req: Req) => unknown>(options.user, 'user') ?? defaultUser;
+  const skip = fnOption<ConcurrencyHttpOptions<Req>['skip']>(options.skip, 'skip');
+  const unidentified = resolveUnidentified(options.unidentified);
+  // statusCode and message are checked as rateLimit's are; with no `cost` the limiter is never read.
+  resolveStatic({ statusCode: options.statusCode, message: options.message } as HttpOptions<unknown>, undefined as unknown as Limiter);
+  const limiter = resolveConcurrencyLimiter(options);
+  const logger = safeLogger(options.logger);
+  const statusCode = options.statusCode ?? 429;
+  const message = options.message;
+  const warn = (name: WarningName, text: string): void => warnOnce(logger, warnings, name, text);
+
+  /** The request's identifiers; undefined when it is not limited (skipped, or unidentified: 'allow' with nothing left). */
+  async function identifiers(req: Req, ip: string | undefined): Promise<string[] | undefined> {
+    if (skip !== undefined && (await skip(req))) return undefined;
+    const defaults = defaultIdentifiers({ ip, user: user?.(req) }, ipv6Subnet);
+    if (defaults[0] === UNKNOWN_IP)
+      warn('unknown-ip', `a request's client address was unknown or not an IP; its concurrency is limited as '${UNKNOWN_IP}'`);
+    let ids = identify === undefined ? defaults : identifiersFrom(await identify(req, defaults));
+    if (ids.length === 0) {
+      warn('identify-empty', 'identify() returned no usable identifier for a request; the default identifiers were used');
+      ids = defaults;
+    }
+    if (unidentified === 'allow' && ids.includes(UNKNOWN_IP)) {
+      ids = ids.filter((id) => id !== UNKNOWN_IP);
+      if (ids.length === 0)
+        warn('no-identifier', "a request had no usable identifier; its concurrency was not limited (unidentified: 'allow')");
+    }
+    return ids.length === 0 ? undefined : ids;
+  }
+
+  async function denial(req: Req, lease: Lease): Promise<ConcurrencyOutcome> {
+    const retryS = retryAfterSeconds(lease.retryAfterMs);
+    const set: HeaderList = [['Retry-After', String(retryS)]];
+    if (lease.reason === 'store-unavailable') {
+      return { action: 'deny', status: 503, set, body: errorBody(503, UNAVAILABLE_MESSAGE), json: UNAVAILABLE_JSON, lease };
+    }
+    const custom = typeof message === 'function' ? await message(req, lease) : message;
+    if (typeof custom === 'object' && custom !== null)
+      return { action: 'deny', status: statusCode, set, body: structuredClone(custom), lease };
+    const body = errorBody(statusCode, typeof custom === 'string' ? custom : defaultConcurrencyMessage(retryS));
+    return { action: 'deny', status: statusCode, set, body, json: JSON.stringify(body), lease };
+  }
+
+  async function enter(req: Req, ip: string | undefined, res: ServerResponse): Promise<ConcurrencyOutcome> {
+    try {
+      const hold = endOf(res);
+      const ids = await identifiers(req, ip);
+      if (ids === undefined) return NEXT;
+      if (unidentified === 'deny' && ids.includes(UNKNOWN_IP)) return await denial(req, UNIDENTIFIED);
+      const lease = await limiter.lease(ids);
+      if (!lease.granted) return await denial(req, lease);
+      // A client that left while its lease was acquired: nothing will end its response, so release now.
+      if (!hold(() => void lease.release())) {
+        void lease.release();
+        return GONE;
+      }
+      return { action: 'next', status: 200, set: [], lease };
+    } catch (error) {
+      // A function option that throws a non-error must still fail the request (see http-limiter.ts).
+      const err = error instanceof Error ? error : new Error(`floodgate: an option function threw a non-error: ${describeValue(error)}`);
+      return { action: 'error', status: 500, set: [], error: err };
+    }
+  }
+
+  return { limiter, enter, warn };
+}
