@@ -1,6 +1,43 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/*
+ * The layers of @floodgate/core (docs/design.md, section 3): a folder of packages/core/src imports only the
+ * folders before it, and never an entry point (index.ts, adapter.ts, admin.ts: they import the layers).
+ * Node's http module is imported by http/node.ts alone. packages/core/test/layering.test.ts checks the
+ * same order over every import, type imports included, and that no two files import each other.
+ */
+const CORE_LAYERS = ['kernel', 'config', 'scripts', 'stores', 'engine', 'http'];
+const NODE_HTTP = ['node:http', 'http'].map((name) => ({
+  name,
+  message: "Node's http is imported in packages/core/src/http/node.ts only (an adapter without a ServerResponse never meets it).",
+}));
+function coreLayerRule(layer, nodeHttp = NODE_HTTP) {
+  const later = CORE_LAYERS.slice(CORE_LAYERS.indexOf(layer) + 1);
+  const patterns = [
+    {
+      regex: '^(\\.\\./)+(index|adapter|admin)$',
+      message: 'The entry points import the layers, never the reverse (docs/design.md, section 3).',
+    },
+  ];
+  if (later.length > 0) {
+    patterns.push({
+      regex: `^(\\.\\./)+(${later.join('|')})(/|$)`,
+      message: `${layer}/ may import ${[...CORE_LAYERS.slice(0, CORE_LAYERS.indexOf(layer)), 'itself'].join(', ')}; never ${later.join(', ')} (docs/design.md, section 3).`,
+    });
+  }
+  return { 'no-restricted-imports': ['error', { paths: nodeHttp, patterns }] };
+}
+const coreLayers = [
+  { files: ['packages/core/src/*.ts'], rules: { 'no-restricted-imports': ['error', { paths: NODE_HTTP }] } },
+  ...CORE_LAYERS.map((layer) => ({
+    files: [`packages/core/src/${layer}/**/*.ts`],
+    ignores: ['**/*.test.ts'],
+    rules: coreLayerRule(layer),
+  })),
+  { files: ['packages/core/src/http/node.ts'], rules: coreLayerRule('http', []) },
+];
+
 export default tseslint.config(
   { ignores: ['**/dist/**', '**/node_modules/**', '**/coverage/**'] },
   js.configs.recommended,
@@ -12,6 +49,7 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', ignoreRestSiblings: true }],
     },
   },
+  ...coreLayers,
   // Examples are programs people run: they print their URL, curl lines and the demo's table.
   { files: ['examples/**', 'bench/**'], rules: { 'no-console': 'off' } },
   // Plain Node scripts (lockfile completion, example launcher, profile summary).
