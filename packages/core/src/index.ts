@@ -19,8 +19,8 @@ export type { DecisionEvent, DecisionOutcome, RefundEvent, EventListener } from 
 export type { LimiterHealth, HealthStatus } from './engine/health';
 export type { RuleInput } from './config/rules';
 export type { AlgorithmName } from './scripts/types';
-export type { RedisClient, ScriptClient } from './stores/client';
-export { defineClient } from './stores/client';
+export type { RedisClient, ScriptClient } from './stores/clients';
+export { defineClient } from './stores/clients';
 export { FloodgateError, ConfigError, ArgumentError, StoreError } from './kernel/errors';
 export type { FloodgateErrorCode, StoreErrorKind } from './kernel/errors';
 export { normaliseIp } from './http/identity';

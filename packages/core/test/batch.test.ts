@@ -6,7 +6,7 @@ import { resolveOptions } from '../src/engine/options';
 import { createProgram, ruleMask } from '../src/scripts/script';
 import { ruleArgs, runFrame } from '../src/scripts/frame';
 import { Forever } from './fixtures/forever-storage';
-import { adapterOf } from '../src/stores/client';
+import { adapterOf } from '../src/stores/clients';
 import { BATCH_MAX, Batcher } from '../src/stores/batch';
 import type { Reply } from '../src/scripts/reply';
 import { onlyOptionsOf } from './fixtures/rule-options';

@@ -28,7 +28,7 @@ import {
 } from '@floodgate/testing';
 
 /*
- * Every client library the client seam knows (stores/client.ts), each against a real server: the same
+ * Every client library the client seam knows (stores/clients/), each against a real server: the same
  * limiter on ioredis, iovalkey, node-redis and Valkey GLIDE, single and Cluster. The suites that prove the
  * algorithms (check, algorithms, model, undo receipts, conformance) run once per client through the jest
  * projects of jest.config.ts; this file holds what differs between clients: detection, NOSCRIPT, readiness,

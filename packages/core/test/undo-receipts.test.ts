@@ -10,7 +10,7 @@ import { bindReceipt, giveBackTwin, newIncarnation } from '../src/scripts/incarn
 import { ClusterStore } from '../src/stores/cluster';
 import { MemoryStore } from '../src/stores/memory';
 import { closeClients, connect, storeClient, uniquePrefix } from '@floodgate/testing';
-import type { RedisClient } from '../src/stores/client';
+import type { RedisClient } from '../src/stores/clients';
 
 // The store's client is the one under test (FLOODGATE_CLIENT, jest.config.ts); the test's own commands use ioredis.
 let client: RedisClient;

@@ -2,7 +2,7 @@ import { createProgram } from '../scripts/script';
 import { ArgumentError } from '../kernel/errors';
 import { resolveOptions, type LimiterOptions } from './options';
 import { batchLua } from '../stores/batch';
-import { scriptOf } from '../stores/client';
+import { scriptOf } from '../stores/clients';
 
 /*
  * The Lua a limiter sends to Redis, for reading: made by the same calls a limiter and its store make

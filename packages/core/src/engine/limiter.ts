@@ -7,7 +7,7 @@ import { resolveOptions, type LimiterOptions, type ResolvedOptions } from './opt
 import { parseDuration, type Rule } from '../config/rules';
 import { MemoryStore, sharedMemoryStore } from '../stores/memory';
 import { RedisStore } from '../stores/redis';
-import { adapterOf, checkRequestTimeout } from '../stores/client';
+import { adapterOf, checkRequestTimeout } from '../stores/clients';
 import { createProgram, type Program } from '../scripts/script';
 import { ClusterStore } from '../stores/cluster';
 import type { Store } from '../stores/types';

@@ -5,7 +5,7 @@ import { BUILT_IN_KINDS } from '../config/list-entry';
 import { KIND, parseDuration, resolveRules, type Rule, type RuleInput } from '../config/rules';
 import type { LockoutSpec } from '../scripts/lockout';
 import { DEFAULT_PREFIX } from '../scripts/keys';
-import { assertClient, type RedisClient } from '../stores/client';
+import { assertClient, type RedisClient } from '../stores/clients';
 import { Lists } from './lists';
 import { type Logger, safeLogger } from '../kernel/logger';
 import { ownOptions, assertKnownOptions } from '../config/own-options';

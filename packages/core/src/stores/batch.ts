@@ -2,7 +2,7 @@ import type { Program } from '../scripts/script';
 import { masksAt } from '../scripts/frame';
 import type { Reply } from '../scripts/reply';
 import { afterTurn, realNow } from '../kernel/real-timers';
-import { scriptOf, type ClientAdapter, type Script } from './client';
+import { scriptOf, type ClientAdapter, type Script } from './clients';
 import type { Flush } from './coalesce';
 
 /*

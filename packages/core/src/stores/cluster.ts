@@ -8,7 +8,7 @@ import { keySlot } from '../scripts/keys';
 import type { RunContext } from './types';
 
 /*
- * The store for a Redis Cluster client (any library the client seam knows: stores/client.ts). A check's keys are grouped by hash slot (not by identifier: two
+ * The store for a Redis Cluster client (any library the client seam knows: stores/clients/). A check's keys are grouped by hash slot (not by identifier: two
  * identifiers may share a slot) and each slot gets one script call, all in parallel, so no call ever spans
  * slots (no CROSSSLOT). A check whose keys share one slot runs the single-Redis script as is.
  *

@@ -7,7 +7,7 @@ import { healthOf, type ClientHealth } from './circuit-breaker';
 import { toStoreError } from './deadline';
 import type { RunContext, Store } from './types';
 import type { Flush } from './coalesce';
-import { adapterOf, scriptOf, type ClientAdapter, type RedisClient } from './client';
+import { adapterOf, scriptOf, type ClientAdapter, type RedisClient } from './clients';
 import { checkEvictionPolicy } from './eviction';
 import { shared } from '../kernel/state';
 import { indexLua } from '../scripts/block-index';
@@ -16,7 +16,7 @@ import { BATCH_MAX, Batcher } from './batch';
 import { keySlot } from '../scripts/keys';
 import { safeLogger, type Logger } from '../kernel/logger';
 
-export type { RedisClient } from './client';
+export type { RedisClient } from './clients';
 
 /**
  * Called once when a command is done with: when it settles, even after its caller's deadline, with the reply
@@ -89,7 +89,7 @@ function connectionOf(client: ClientAdapter): Connection {
 }
 
 /**
- * The store on one Redis client, of any library the client seam knows (stores/client.ts). It owns its resilience (docs/design.md, "Deadline"): a call settles
+ * The store on one Redis client, of any library the client seam knows (stores/clients/). It owns its resilience (docs/design.md, "Deadline"): a call settles
  * within the deadline it is given whatever the server does (never connects, accepts TCP and never answers,
  * is paused, answers -LOADING), it is sent at most once, and only connection-level faults feed the client's
  * circuit breaker.

@@ -6,7 +6,7 @@ import { encodeIdentifier, keyScheme, type KeyScheme } from '../../scripts/keys'
 import type { ResolvedOptions } from '../options';
 import { CallPlanner } from '../call-plan';
 import { RedisStore } from '../../stores/redis';
-import { adapterOf } from '../../stores/client';
+import { adapterOf } from '../../stores/clients';
 import { keySlot } from '../../stores/cluster';
 import { ACQUIRE_LUA, RELEASE_LUA, decodeAcquire, type AcquireReply } from '../../scripts/lease-script';
 import { MemoryLeases, sharedMemoryLeases } from './memory-leases';
