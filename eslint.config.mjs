@@ -32,7 +32,6 @@ const coreLayers = [
   { files: ['packages/core/src/*.ts'], rules: { 'no-restricted-imports': ['error', { paths: NODE_HTTP }] } },
   ...CORE_LAYERS.map((layer) => ({
     files: [`packages/core/src/${layer}/**/*.ts`],
-    ignores: ['**/*.test.ts'],
     rules: coreLayerRule(layer),
   })),
   { files: ['packages/core/src/http/node.ts'], rules: coreLayerRule('http', []) },

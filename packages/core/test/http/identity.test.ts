@@ -1,5 +1,5 @@
-import { defaultIdentifiers, identifiersFrom, normaliseIp, resolveIpv6Subnet, userKey } from './identity';
-import { UNKNOWN_IP } from '../scripts/keys';
+import { defaultIdentifiers, identifiersFrom, normaliseIp, resolveIpv6Subnet, userKey } from '../../src/http/identity';
+import { UNKNOWN_IP } from '../../src/scripts/keys';
 
 describe('normaliseIp', () => {
   test.each([

@@ -1,4 +1,4 @@
-import { resetWarnings, resolveWarnings, warnOnce } from './warnings';
+import { resetWarnings, resolveWarnings, warnOnce } from '../../src/kernel/warnings';
 
 test('each named warning is logged once per process and can be turned off', () => {
   resetWarnings();

@@ -1,5 +1,5 @@
-import { createLimiter } from '../engine/limiter';
-import { MemoryStore } from './memory';
+import { createLimiter } from '../../src/engine/limiter';
+import { MemoryStore } from '../../src/stores/memory';
 
 test('without redis, the memory store decides, with the same decision shape', async () => {
   const limiter = createLimiter({ prefix: 'mem-shape', algorithm: 'fixed-window', limits: { limit: 2, window: '1h' } });

@@ -1,4 +1,4 @@
-import type { Decision, PairState } from '../kernel/decision';
+import type { Decision, PairState } from '../../src/kernel/decision';
 import {
   bindsTighter,
   errorBody,
@@ -7,8 +7,8 @@ import {
   resolveHeaderMode,
   resolveHeaderModes,
   retryAfterSeconds,
-} from './headers';
-import { resolveRules } from '../config/rules';
+} from '../../src/http/headers';
+import { resolveRules } from '../../src/config/rules';
 
 const rules = resolveRules([
   { limit: 10, window: '1s' },

@@ -1,6 +1,6 @@
-import { createLimiter } from './limiter';
-import { ConfigError } from '../kernel/errors';
-import type { LimiterOptions } from './options';
+import { createLimiter } from '../../src/engine/limiter';
+import { ConfigError } from '../../src/kernel/errors';
+import type { LimiterOptions } from '../../src/engine/options';
 
 function configError(options: unknown): ConfigError {
   try {

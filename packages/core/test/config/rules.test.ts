@@ -1,4 +1,4 @@
-import { formatWindow, parseDuration, resolveRules } from './rules';
+import { formatWindow, parseDuration, resolveRules } from '../../src/config/rules';
 
 test.each([
   ['500ms', 500],

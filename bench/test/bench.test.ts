@@ -1,10 +1,10 @@
-import { commandCalls } from './lib/machine';
-import { markdownTable, median } from './lib/stats';
-import { parseMonitorLine } from './http/load';
-import { printTables, type VariantResult } from './http/report-tables';
-import { SHAPE, isOptIn, peerGroups, runs } from './http/shapes';
-import { renderRatioChart } from './ratio-chart';
-import { paired, verdict } from './targets';
+import { commandCalls } from '../src/lib/machine';
+import { markdownTable, median } from '../src/lib/stats';
+import { parseMonitorLine } from '../src/http/load';
+import { printTables, type VariantResult } from '../src/http/report-tables';
+import { SHAPE, isOptIn, peerGroups, runs } from '../src/http/shapes';
+import { renderRatioChart } from '../src/ratio-chart';
+import { paired, verdict } from '../src/targets';
 
 /* A cheap smoke test of the benchmark harness's pure parts; the benchmarks themselves run with `npm run bench`. */
 test('median of odd and even lists', () => {

@@ -1,5 +1,5 @@
-import type { PairState } from '../kernel/decision';
-import { Uncounted, type RuleRoom } from './uncounted';
+import type { PairState } from '../../src/kernel/decision';
+import { Uncounted, type RuleRoom } from '../../src/engine/uncounted';
 
 /** A ledger on a hand-driven clock; rules of 5 per second and 20 per minute apply to every identifier. */
 function rig(

@@ -1,4 +1,4 @@
-import { closestName } from './closest-name';
+import { closestName } from '../../src/kernel/closest-name';
 
 test('closestName: the nearest known name within the edits allowed, case-insensitive, the first on a tie', () => {
   const commands = ['inspect', 'block', 'unblock', 'reset', 'blocks', 'top', 'limiters'];

@@ -1,5 +1,5 @@
-import { CircuitBreaker } from './circuit-breaker';
-import { StoreError } from '../kernel/errors';
+import { CircuitBreaker } from '../../src/stores/circuit-breaker';
+import { StoreError } from '../../src/kernel/errors';
 
 /** A breaker on a hand-driven clock: 3 faults open it, probes at most every 250 ms. */
 function rig() {

@@ -1,4 +1,4 @@
-import { blockKey, encodeIdentifier, identifierKind, stateKey } from './keys';
+import { blockKey, encodeIdentifier, identifierKind, stateKey } from '../../src/scripts/keys';
 
 test('plain short identifiers stay readable', () => {
   expect(encodeIdentifier('ip:203.0.113.7')).toBe('ip:203.0.113.7');
