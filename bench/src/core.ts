@@ -5,7 +5,7 @@ import Redis from 'ioredis';
 import { createLimiter, type AlgorithmName, type LimiterOptions } from '@floodgate/core';
 import { resolveOptions } from '../../packages/core/src/engine/options';
 import { ruleArgs } from '../../packages/core/src/scripts/frame';
-import { createProgram } from '../../packages/core/src/scripts/script';
+import { createProgram } from '../../packages/core/src/scripts/compiler';
 import { LOAD_CORE, SERVER_CORE, pin, startBenchRedis, type BenchRedis } from './lib/machine';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

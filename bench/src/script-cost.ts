@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createProgram } from '../../packages/core/src/scripts/script';
+import { createProgram } from '../../packages/core/src/scripts/compiler';
 import { ruleArgs } from '../../packages/core/src/scripts/frame';
 import { resolveOptions } from '../../packages/core/src/engine/options';
 import type { LimiterOptions } from '@floodgate/core';

@@ -3,7 +3,7 @@ import { createLimiter, defineClient, type AlgorithmName, type LimiterOptions, t
 import { closeClients, commandStats, connect, startRedis, uniquePrefix, type StartedRedis } from '@floodgate/testing';
 import { identifierKind } from '../src/scripts/keys';
 import { resolveOptions } from '../src/engine/options';
-import { createProgram, ruleMask } from '../src/scripts/script';
+import { createProgram, ruleMask } from '../src/scripts/compiler';
 import { ruleArgs, runFrame } from '../src/scripts/frame';
 import { Forever } from './fixtures/forever-storage';
 import { adapterOf } from '../src/stores/clients';

@@ -3,7 +3,7 @@ import { type AlgorithmName, type LimiterOptions, type RuleInput } from '@floodg
 import { identifierKind } from '../src/scripts/keys';
 import { resolveOptions } from '../src/engine/options';
 import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
-import { compileScript, ruleMask, ruleMasks } from '../src/scripts/script';
+import { compileScript, ruleMask, ruleMasks } from '../src/scripts/compiler';
 import { ruleArgs, runFrame } from '../src/scripts/frame';
 import { newIncarnation } from '../src/scripts/incarnation';
 import { Forever } from './fixtures/forever-storage';
@@ -11,7 +11,7 @@ import type { Algorithm } from '../src/scripts/types';
 import { onlyOptionsOf } from './fixtures/rule-options';
 
 /*
- * The generated scripts (scripts/script.ts) against the algorithms' JavaScript twins (the independent
+ * The generated scripts (scripts/compiler/) against the algorithms' JavaScript twins (the independent
  * model), on the real Redis, over random rule sets of 1 to 32 rules with `for` scopes and random call
  * sequences: every reply identical, and every state key holding exactly the bytes the twin's state
  * encodes to. (The model test ties limiters on Redis and in memory together through the public API;

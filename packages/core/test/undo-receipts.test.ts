@@ -5,7 +5,7 @@ import { tokenBucket } from '../src/scripts/token-bucket';
 import type { Algorithm, FrameContext } from '../src/scripts/types';
 import { ruleArgs, runSplitFrame } from '../src/scripts/frame';
 import type { Reply, UndoReceipt } from '../src/scripts/reply';
-import { createProgram } from '../src/scripts/script';
+import { createProgram } from '../src/scripts/compiler';
 import { bindReceipt, giveBackTwin, newIncarnation } from '../src/scripts/incarnation';
 import { ClusterStore } from '../src/stores/cluster';
 import { MemoryStore } from '../src/stores/memory';

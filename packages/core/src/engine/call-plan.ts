@@ -3,7 +3,7 @@ import { encodeIdentifier, identifierKind, type KeyScheme, UNKNOWN_IP } from '..
 import type { ResolvedOptions } from './options';
 import type { Rule } from '../config/rules';
 import { ruleArgs } from '../scripts/frame';
-import { ruleMask } from '../scripts/script';
+import { ruleMask } from '../scripts/compiler';
 import { newIncarnation } from '../scripts/incarnation';
 import type { RuleRoom } from './uncounted';
 
@@ -96,7 +96,7 @@ export class CallPlanner {
       ruleLists.push(plan.rules);
     }
     // The lockout keys follow all the identifiers' state and block keys, then their block index keys (a
-    // lockout writes a block, and its index entry in the same call: scripts/script.ts, Program.lockout); ARGV has,
+    // lockout writes a block, and its index entry in the same call: scripts/compiler/, Program.lockout); ARGV has,
     // after the masks, whether each identifier is in the lockout's scope.
     const lockout = this.opts.lockout !== undefined;
     if (lockout) {

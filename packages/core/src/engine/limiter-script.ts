@@ -1,4 +1,4 @@
-import { createProgram } from '../scripts/script';
+import { createProgram } from '../scripts/compiler';
 import { ArgumentError } from '../kernel/errors';
 import { resolveOptions, type LimiterOptions } from './options';
 import { batchLua } from '../stores/batch';

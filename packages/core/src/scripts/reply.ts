@@ -5,7 +5,7 @@ import type { Rule } from '../config/rules';
 /*
  * The script's reply, decoded in one place (docs/design.md, section 4): a check's reply into a Decision, a
  * split Cluster check's per-slot replies into the reply one Redis would give. The JavaScript twin that
- * builds replies is scripts/frame.ts; the Lua that builds them, scripts/script.ts.
+ * builds replies is scripts/frame.ts; the Lua that builds them, scripts/compiler/.
  */
 
 /** A script's reply: flat integers and strings, the same in RESP2 and RESP3. */

@@ -1,6 +1,6 @@
 import { ConfigError } from '../kernel/errors';
 import type { Algorithm, FrameContext, PairEval, SavedValue, CompileContext, LuaTemplates } from './types';
-import { lit } from './script';
+import { lit } from './compiler/lua';
 import { adoptLua } from './incarnation';
 
 /*

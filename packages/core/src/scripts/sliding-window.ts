@@ -1,5 +1,5 @@
 import { ConfigError } from '../kernel/errors';
-import { lit, str } from './script';
+import { lit, str } from './compiler/lua';
 import type { Algorithm, FrameContext, PairEval, SavedValue, LuaTemplates } from './types';
 import { hashIncarnation, hashReceipt, receiptItems, savedHash } from './hash-state';
 import { adoptLua, HASH_INCARNATION, INCARNATION_FIELD } from './incarnation';

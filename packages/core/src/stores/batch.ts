@@ -1,4 +1,4 @@
-import type { Program } from '../scripts/script';
+import type { Program } from '../scripts/compiler';
 import { masksAt } from '../scripts/frame';
 import type { Reply } from '../scripts/reply';
 import { afterTurn, realNow } from '../kernel/real-timers';

@@ -1,5 +1,5 @@
 import type { Algorithm } from '../scripts/types';
-import type { Program } from '../scripts/script';
+import type { Program } from '../scripts/compiler';
 import { masksAt } from '../scripts/frame';
 import { mergeSlotReplies, parseSlotReply, type Reply, type SlotReply } from '../scripts/reply';
 import { StoreError } from '../kernel/errors';
@@ -13,7 +13,7 @@ import type { RunContext } from './types';
  * slots (no CROSSSLOT). A check whose keys share one slot runs the single-Redis script as is.
  *
  * A split check must decide and leave behind exactly what one Redis would (docs/design.md, invariants 2 and
- * 7). Each slot runs the split frame (scripts/frame.ts, scripts/script.ts): it consumes when its own part of
+ * 7). Each slot runs the split frame (scripts/frame.ts, scripts/compiler/frames.ts): it consumes when its own part of
  * the check would, and answers with every outcome the whole check can have. Then:
  *   - the whole check consumes as one Redis would: when it is a check of cost > 0, nothing blocks in any
  *     slot, and every pair admits the cost (or, with penalty, whatever they say). Then every slot has
@@ -94,7 +94,7 @@ export class ClusterStore extends RedisStore {
     return check.run();
   }
 
-  /** The split frame over keys of one slot (scripts/frame.ts, scripts/script.ts). Public for tests. */
+  /** The split frame over keys of one slot (scripts/frame.ts, scripts/compiler/frames.ts). Public for tests. */
   runSlot(program: Program, keys: string[], argv: (string | number)[]): Promise<Reply> {
     return this.send(`${program.algorithm.tag}_split`, program.split, keys, argv);
   }

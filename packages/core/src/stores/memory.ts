@@ -1,4 +1,4 @@
-import type { Program } from '../scripts/script';
+import type { Program } from '../scripts/compiler';
 import type { Algorithm, FrameStorage } from '../scripts/types';
 import { runFrame } from '../scripts/frame';
 import { giveBackTwin } from '../scripts/incarnation';

@@ -1,4 +1,4 @@
-import type { Program } from '../scripts/script';
+import type { Program } from '../scripts/compiler';
 import type { Reply, UndoReceipt } from '../scripts/reply';
 import type { Algorithm } from '../scripts/types';
 import { giveBackArgs, giveBackLua } from './give-back';

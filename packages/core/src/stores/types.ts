@@ -1,4 +1,4 @@
-import type { Program } from '../scripts/script';
+import type { Program } from '../scripts/compiler';
 import type { Algorithm } from '../scripts/types';
 import type { Reply } from '../scripts/reply';
 
