@@ -1,4 +1,5 @@
 import type { StoreError, StoreErrorKind } from '../kernel/errors';
+import type { Store } from '../stores/types';
 
 /*
  * limiter.health() (docs/operating.md): what a readiness probe or a dashboard asks of a limiter. The
@@ -77,4 +78,31 @@ export class HealthRecorder {
       probed,
     };
   }
+}
+
+/** What health() peeks at to probe an idle store (a peek consumes nothing, whoever else uses the identifier). */
+export const HEALTH_IDENTIFIER = '~floodgate:health';
+
+/**
+ * limiter.health(): when the limiter has not heard from its store for a second, it first probes it with
+ * `peek(HEALTH_IDENTIFIER)` (unless `{ probe: false }`), then reports. `unreachable` is read after the probe.
+ */
+export async function limiterHealth(
+  recorder: HealthRecorder,
+  store: Store,
+  timeoutMs: number,
+  peek: (identifier: string) => Promise<unknown>,
+  unreachable: () => boolean,
+  options: { probe?: boolean } | undefined,
+): Promise<LimiterHealth> {
+  const probe = options?.probe ?? true;
+  let probed = false;
+  const idleMs = Date.now() - (recorder.lastOkAt ?? 0);
+  if (probe && store.remote && idleMs > 1_000) {
+    probed = true;
+    // A real call of this limiter's own script, consuming nothing: connection, ACL and scripts at once.
+    await peek(HEALTH_IDENTIFIER).catch(() => undefined);
+  }
+  const breaker = (store as { breakerOpen?: boolean }).breakerOpen;
+  return recorder.report(store.remote, breaker, unreachable(), timeoutMs, probed);
 }

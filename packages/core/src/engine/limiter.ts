@@ -1,39 +1,35 @@
-import { ArgumentError, ConfigError, StoreError, describeValue } from '../kernel/errors';
-import { storeFailureWarning, toStoreError } from '../stores/deadline';
+import { ArgumentError, describeValue } from '../kernel/errors';
+import { toStoreError } from '../stores/deadline';
 import type { Decision } from '../kernel/decision';
-import { decodeReply, type Reply } from '../scripts/reply';
-import { encodeIdentifier, keyScheme, type KeyScheme } from '../scripts/keys';
+import type { Reply } from '../scripts/reply';
+import { keyScheme, type KeyScheme } from '../scripts/keys';
 import { resolveOptions, type LimiterOptions, type ResolvedOptions } from './options';
-import { parseDuration, type Rule } from '../config/rules';
+import type { Rule } from '../config/rules';
 import { MemoryStore, sharedMemoryStore } from '../stores/memory';
 import { RedisStore } from '../stores/redis';
 import { adapterOf, checkRequestTimeout } from '../stores/clients';
-import { createProgram, type Program } from '../scripts/script';
 import { ClusterStore } from '../stores/cluster';
 import type { Store } from '../stores/types';
 import { registerLimiter, unregisterLimiter } from './registry';
 import { acquire, type AcquireOptions, type WaitQueues } from './acquire';
-import { BlockCache, evictEverywhere } from './block-cache';
-import { CallPlanner, type Prepared } from './call-plan';
-import { InFlight } from './inflight';
-import { Uncounted, type NoRoom } from './uncounted';
-import { listDecision, localDenial } from '../kernel/decision';
+import { Uncounted } from './uncounted';
+import { listDecision } from '../kernel/decision';
 import { Lists, type ListsInput } from './lists';
 import { Events, type EventListener } from './events';
-import { HealthRecorder, type LimiterHealth } from './health';
+import { HealthRecorder, limiterHealth, type LimiterHealth } from './health';
 import { OperatorRecords } from './operator';
+import { createPlans, decodeCall, nowOf, type Call, type PlanState } from './plan';
+import { StoreFailures, noRoom } from './failure';
+import { Refunds } from './refund';
+import { block, reset, unblock, type AdminParts, type BlockOptions } from './admin';
+
+export type { BlockOptions } from './admin';
 
 export interface CheckOptions {
   /** Units this call consumes (a non-negative integer; default 1). Cost 0 consumes nothing. */
   cost?: number;
   /** Which of the limiter's plans (`limits: { free: [...], pro: [...] }`) applies; default the first. */
   plan?: string;
-}
-
-export interface BlockOptions {
-  /** Required and finite: ms or a duration string. */
-  duration: number | string;
-  reason?: string;
 }
 
 export interface Limiter {
@@ -125,12 +121,8 @@ export class FloodgateLimiter implements Limiter {
   private readonly opts: ResolvedOptions;
   /** The default plan, and every plan by name. */
   private readonly main: PlanState;
-  private readonly byName = new Map<string, PlanState>();
-  /** What each refundable decision consumed, until it is refunded (or collected with the decision). */
-  private readonly receipts = new WeakMap<Decision, Consumed>();
+  private readonly byName: Map<string, PlanState>;
   private readonly store: Store;
-  /** The `failure: 'local'` limiter, made on first use. */
-  private localStore: MemoryStore | undefined;
   /** With `failure: 'open'` on a remote store: the units the policy admitted, per identifier (uncounted.ts). */
   private readonly uncounted: Uncounted | undefined;
   /** Whether a check asks the block cache first: not with `penalty` (a denied check must reach Redis to count). */
@@ -141,10 +133,12 @@ export class FloodgateLimiter implements Limiter {
   private readonly recorder = new HealthRecorder();
   /** The registry entry and denial sample for the command line (operator.ts): Redis, real time only. */
   private readonly records: OperatorRecords | undefined;
-  private failing = false;
-  private unsupportedWarned = false;
-  /** The last connection-level failure (timeout, unavailable, circuit open), until the store answers again. */
-  private fault: StoreError | undefined;
+  /** The failure policy, and what the limiter remembers of a failure (failure.ts). */
+  private readonly failures: StoreFailures;
+  /** The receipts of admitted checks, for refund() (refund.ts). */
+  private readonly refunder: Refunds;
+  /** What reset(), block() and unblock() work on (admin.ts). */
+  private readonly parts: AdminParts;
   private closed = false;
   /** The allow and deny lists, swapped whole by setLists(). */
   private lists: Lists;
@@ -173,30 +167,11 @@ export class FloodgateLimiter implements Limiter {
     this.uncounted =
       this.store.remote && opts.failure === 'open' ? new Uncounted(opts.clock ?? (() => performance.now()), opts.memoryMaxKeys) : undefined;
     this.keys = keyScheme(opts.prefix, opts.name, opts.algorithm.tag, opts.colocate);
-    // Each plan's script is built here, once; its block cache and units in flight are its own, as its
-    // denials and capacities are. Counts are not: every plan keeps them in the identifier's one key, a
-    // field per window, so moving between plans keeps the windows they share.
-    for (const plan of opts.plans) {
-      const planner = new CallPlanner(opts, this.keys, plan.rules);
-      this.byName.set(plan.name, {
-        name: plan.name,
-        rules: plan.rules,
-        planner,
-        program: createProgram(opts.algorithm, plan.rules, opts.refunds, opts.lockout),
-        cache:
-          this.store.remote && opts.blockCacheMax > 0
-            ? new BlockCache(
-                opts.prefix,
-                opts.name,
-                opts.blockCacheMax,
-                opts.clock ?? (() => performance.now()),
-                opts.lockout !== undefined,
-              )
-            : undefined,
-        inflight: this.store.remote ? new InFlight((id) => planner.capacity(id)) : undefined,
-      });
-    }
+    this.byName = createPlans(opts, this.keys, this.store);
     this.main = this.byName.get(opts.plans[0]!.name)!;
+    this.failures = new StoreFailures(opts, this.recorder, this.events, this.uncounted);
+    this.refunder = new Refunds(opts, this.store, this.events);
+    this.parts = { opts, store: this.store, keys: this.keys, main: this.main, uncounted: this.uncounted };
   }
 
   check(identifiers: string | readonly string[], options?: CheckOptions): Promise<Decision> {
@@ -257,82 +232,35 @@ export class FloodgateLimiter implements Limiter {
     return plan;
   }
 
-  async reset(identifiers: string | readonly string[]): Promise<void> {
-    const ids = this.main.planner.identifiers(identifiers);
-    // Its counts: the rules' state and, with a lockout, the denials counted toward one (not a lockout in force: a block).
-    const keys = ids.flatMap((id) => this.countKeys(encodeIdentifier(id)));
-    evictEverywhere(this.prefix, this.name, ids);
-    this.uncounted?.forget(ids);
-    await this.admin(() => this.store.delete(keys));
+  reset(identifiers: string | readonly string[]): Promise<void> {
+    return reset(this.parts, identifiers);
   }
 
-  async block(identifier: string, options: BlockOptions): Promise<void> {
-    const [id] = this.main.planner.identifiers(identifier);
-    if (typeof options !== 'object' || options === null) {
-      throw new ConfigError('duration', "is required: block(identifier, { duration: '10m', reason })");
-    }
-    const durationMs = parseDuration(options.duration, 'duration');
-    const reason = options.reason ?? '';
-    if (typeof reason !== 'string' || reason.length > 256) {
-      throw new ConfigError('reason', `must be a string of at most 256 characters; got ${describeValue(reason)}`);
-    }
-    const enc = encodeIdentifier(id!);
-    const { planner } = this.main;
-    await this.admin(() =>
-      this.store.block(this.keys.block(enc), this.keys.index(enc), durationMs, reason, planner.nowArg(), planner.pad, this.now()),
-    );
+  block(identifier: string, options: BlockOptions): Promise<void> {
+    return block(this.parts, identifier, options);
   }
 
-  async unblock(identifier: string): Promise<void> {
-    const [id] = this.main.planner.identifiers(identifier);
-    evictEverywhere(this.prefix, undefined, [id!]);
-    const enc = encodeIdentifier(id!);
-    // A lockout is a block: lifted, and this limiter's escalation for the identifier forgotten with it; the
-    // block's entry in the block index goes in the same call.
-    const others = this.opts.lockout ? [this.keys.lockout(enc)] : [];
-    const { planner } = this.main;
-    await this.admin(() =>
-      this.store.unblock(this.keys.block(enc), this.keys.index(enc), others, planner.nowArg(), planner.pad, this.now()),
-    );
+  unblock(identifier: string): Promise<void> {
+    return unblock(this.parts, identifier);
   }
 
-  private countKeys(enc: string): string[] {
-    return this.opts.lockout ? [this.keys.state(enc), this.keys.lockout(enc)] : [this.keys.state(enc)];
-  }
-
-  async refund(decision: Decision): Promise<boolean> {
-    if (typeof decision !== 'object' || decision === null) {
-      throw new ArgumentError(`refund() takes a decision this limiter's check() returned; got ${describeValue(decision)}`);
-    }
-    const consumed = this.receipts.get(decision);
-    if (consumed === undefined) return false;
-    // At most once: forgotten before it is sent, so a second refund (or one racing this) gives nothing.
-    this.receipts.delete(decision);
-    // A denial cached since this check may no longer hold once its units are back.
-    evictEverywhere(this.prefix, this.name, consumed.ids);
-    const { keys, receipts, cost } = consumed;
-    await this.admin(() =>
-      this.store.refund(this.opts.algorithm, keys, receipts, cost, { now: this.now(), budgetMs: this.opts.timeoutMs }),
-    );
-    if (this.events.active) this.events.refund(consumed.ids, cost);
-    return true;
+  refund(decision: Decision): Promise<boolean> {
+    return this.refunder.refund(decision);
   }
 
   acquire(identifiers: string | readonly string[], options?: AcquireOptions): Promise<Decision> {
     return acquire(this, this.queues, identifiers, options);
   }
 
-  async health(options?: { probe?: boolean }): Promise<LimiterHealth> {
-    const probe = options?.probe ?? true;
-    let probed = false;
-    const idleMs = Date.now() - (this.recorder.lastOkAt ?? 0);
-    if (probe && this.store.remote && idleMs > 1_000) {
-      probed = true;
-      // A real call of this limiter's own script, consuming nothing: connection, ACL and scripts at once.
-      await this.peek(HEALTH_IDENTIFIER).catch(() => undefined);
-    }
-    const breaker = (this.store as { breakerOpen?: boolean }).breakerOpen;
-    return this.recorder.report(this.store.remote, breaker, this.fault !== undefined, this.opts.timeoutMs, probed);
+  health(options?: { probe?: boolean }): Promise<LimiterHealth> {
+    return limiterHealth(
+      this.recorder,
+      this.store,
+      this.opts.timeoutMs,
+      (identifier) => this.peek(identifier),
+      () => this.failures.fault !== undefined,
+      options,
+    );
   }
 
   subscribe(listener: EventListener): () => void {
@@ -346,18 +274,6 @@ export class FloodgateLimiter implements Limiter {
     for (const plan of this.byName.values()) plan.cache?.dispose();
     unregisterLimiter(this, this.opts);
     await this.records?.flush();
-  }
-
-  private now(): number {
-    return this.opts.clock ? this.opts.clock() : Date.now();
-  }
-
-  private async admin(op: () => Promise<void> | void): Promise<void> {
-    try {
-      await op();
-    } catch (err) {
-      throw err instanceof StoreError ? err : new StoreError('reply', 'Redis rejected the command', err);
-    }
   }
 
   /** Validates, then answers from the block cache (synchronously) or asks the store. */
@@ -388,12 +304,12 @@ export class FloodgateLimiter implements Limiter {
     call.plan = plan;
     const { program, cache, inflight } = plan;
     if (!this.store.remote) {
-      const reply = this.store.run(program, call.keys, call.argv, { now: this.now(), budgetMs: Infinity }) as Reply;
-      return this.keepReceipts(call, reply, this.enforce(this.decode(call, reply, 'memory'), plan));
+      const reply = this.store.run(program, call.keys, call.argv, { now: nowOf(this.opts), budgetMs: Infinity }) as Reply;
+      return this.refunder.keep(call, reply, this.enforce(decodeCall(call, reply, 'memory'), plan));
     }
     // A client whose admissions by the policy alone fill one of its rules: Redis could only deny it.
     const full = cost > 0 ? this.uncounted?.full(ids, cost, plan.planner.rooms) : undefined;
-    if (full !== undefined) return this.enforce(this.noRoom(full, cost), plan, undefined, op);
+    if (full !== undefined) return this.enforce(noRoom(full, cost), plan, undefined, op);
     const started = performance.now();
     // Consuming checks take a place among the identifiers' units in flight first (inflight.ts).
     const counted = inflight !== undefined && op === 'c' && cost > 0;
@@ -401,7 +317,7 @@ export class FloodgateLimiter implements Limiter {
     const crowded = counted && this.uncounted !== undefined && inflight.busy(ids);
     if (counted) {
       const entered = inflight.enter(ids, cost, this.opts.timeoutMs);
-      if (entered !== true && !(await entered)) return this.enforce(this.notSent(call, true), plan, undefined, op);
+      if (entered !== true && !(await entered)) return this.enforce(this.failures.notSent(call, true), plan, undefined, op);
       // While it waited, an earlier check of these identifiers may have been denied.
       const cached = entered !== true && this.cacheFirst ? cache?.lookup(ids, cost) : undefined;
       if (cached) {
@@ -416,7 +332,7 @@ export class FloodgateLimiter implements Limiter {
     if (budgetMs < 1) {
       // Let in with no time left to ask: not sent (it could only be counted after its caller gave up).
       if (counted) inflight.leave(ids, cost);
-      return this.enforce(this.notSent(call, false), plan, undefined, op);
+      return this.enforce(this.failures.notSent(call, false), plan, undefined, op);
     }
     let decision: Decision;
     let latencyMs: number | undefined;
@@ -424,123 +340,27 @@ export class FloodgateLimiter implements Limiter {
       const settled = (reply: Reply | undefined, late: boolean): void => {
         if (counted) inflight.leave(ids, cost);
         // A reply after the deadline still teaches the cache: the next check of a denied client stays local.
-        if (late && reply !== undefined) cache?.remember(this.decode(call, reply, 'redis'), call.cost);
+        if (late && reply !== undefined) cache?.remember(decodeCall(call, reply, 'redis'), call.cost);
       };
-      const reply = await this.store.run(program, call.keys, call.argv, { now: this.now(), budgetMs, settled });
+      const reply = await this.store.run(program, call.keys, call.argv, { now: nowOf(this.opts), budgetMs, settled });
       latencyMs = performance.now() - sent;
       this.recorder.answered(latencyMs);
       // A first check sent before the client was connected: the registry entry now (a no-op once written).
       if (op === 'c') this.records?.touch();
-      decision = this.decode(call, reply, 'redis');
+      decision = decodeCall(call, reply, 'redis');
       cache?.remember(decision, call.cost);
-      this.failing = false;
-      this.fault = undefined;
+      this.failures.answered();
       if (decision.allowed && this.uncounted !== undefined) {
         // Admitted by Redis, which never counted what the policy admitted for these identifiers: those first.
         const over = this.uncounted.over(decision.states, op === 'p' ? cost : 0);
-        if (over !== undefined) return this.enforce(this.noRoom(over, cost), plan, latencyMs, op);
+        if (over !== undefined) return this.enforce(noRoom(over, cost), plan, latencyMs, op);
         if (counted) this.uncounted.counted(ids, cost, plan.planner.rooms, crowded || inflight.busy(ids));
       }
-      return this.keepReceipts(call, reply, this.enforce(decision, plan, latencyMs, op));
+      return this.refunder.keep(call, reply, this.enforce(decision, plan, latencyMs, op));
     } catch (err) {
-      decision = this.fallback(call, toStoreError(err), op);
+      decision = this.failures.fallback(call, toStoreError(err), op);
     }
     return this.enforce(decision, plan, undefined, op);
-  }
-
-  /** A refundable program's admitted, consuming check: what it consumed where, for refund(). */
-  private keepReceipts(call: Call, reply: Reply, decision: Decision): Decision {
-    if (!call.plan.program.refundable || !decision.allowed || Number(reply[2]) !== 1) return decision;
-    const n = call.ids.length;
-    const consumed: Consumed = { ids: call.ids, keys: [], receipts: [], cost: call.cost };
-    for (let i = 0; i < n; i++) {
-      const receipt = String(reply[reply.length - n + i]);
-      if (receipt === '') continue;
-      consumed.keys.push(call.keys[2 * i]!);
-      consumed.receipts.push(receipt);
-    }
-    if (consumed.keys.length > 0) this.receipts.set(decision, consumed);
-    return decision;
-  }
-
-  private decode(call: Call, reply: Reply, source: 'redis' | 'memory' | 'fallback'): Decision {
-    return decodeReply(reply, call.ids, call.ruleLists, call.plan.rules, call.cost, source);
-  }
-
-  /**
-   * A check that waited for room among its identifiers' units in flight and was never sent: it gave up at
-   * its deadline (`gaveUp`), or was let in with no time left. The checks ahead of it held the identifier's
-   * whole capacity. When those failed (the store is failing), 'closed' and 'local' apply as for them, and
-   * 'open' denies: they took the policy's admissions already. Otherwise a check that gave up is denied (that
-   * many units were being decided), and one let in too late failed in this process's own backlog: overload.
-   */
-  private notSent(call: Call, gaveUp: boolean): Decision {
-    const fault = this.fault;
-    if (fault !== undefined && this.failure !== 'open') {
-      return this.fallback(call, new StoreError(fault.kind, `not sent: ${fault.message.replace(/^floodgate: /, '')}`), 'c');
-    }
-    if (fault !== undefined || gaveUp) return this.overCapacity(call);
-    return this.fallback(call, new StoreError('overload', `not sent: its ${this.opts.timeoutMs} ms went waiting in this process`), 'c');
-  }
-
-  /** Checks that waited for room among an identifier's units in flight until their deadline: denied. */
-  private overCapacity({ ids, cost, plan }: Call): Decision {
-    const id = ids.find((i) => plan.planner.capacity(i) !== Infinity) ?? ids[0]!;
-    return localDenial('limit', id, this.opts.timeoutMs, cost);
-  }
-
-  /**
-   * A check denied in this process because of what the policy admitted without the store (uncounted.ts):
-   * the identifier used its limit here already.
-   */
-  private noRoom({ identifier, retryAfterMs }: NoRoom, cost: number): Decision {
-    return localDenial('limit', identifier, retryAfterMs, cost);
-  }
-
-  private fallback(call: Call, error: StoreError, op: 'c' | 'p'): Decision {
-    if (error.kind !== 'overload' && error.kind !== 'reply') this.fault = error;
-    this.recorder.failed(error);
-    if (this.events.active) this.events.storeError(error, this.failure);
-    // Once while failing; a server that cannot run the scripts is said so even when another failure came first.
-    if (!this.failing || (error.kind === 'unsupported' && !this.unsupportedWarned)) {
-      this.failing = true;
-      if (error.kind === 'unsupported') this.unsupportedWarned = true;
-      this.opts.logger.warn(storeFailureWarning(`limiter '${this.name}'`, error, this.failure));
-    }
-    // An identifier known to be over its limit stays denied, whatever the policy (docs/security.md).
-    const known = call.plan.cache?.known(call.ids, call.cost);
-    if (known) return { ...known, error };
-    // Overload is not an outage: Redis was answering, but this process had sent more than it could answer
-    // in time. Admitting by 'open' would let load buy admissions, so overload sheds the request instead
-    // (503 with Retry-After in the adapters), as 'closed' does; 'local' decides in process as it always does.
-    const policy = error.kind === 'overload' && this.failure === 'open' ? 'closed' : this.failure;
-    if (policy === 'local') {
-      this.localStore ??= new MemoryStore(this.opts.memoryMaxKeys);
-      const reply = this.localStore.run(call.plan.program, call.keys, call.argv, { now: this.now(), budgetMs: Infinity });
-      return { ...this.decode(call, reply, 'fallback'), error };
-    }
-    const allowed = policy === 'open';
-    // 'open' admits, but never more than a rule's capacity per identifier and window from this process: a
-    // flood's own checks would otherwise be admitted again at every deadline, uncounted (uncounted.ts).
-    const uncounted = allowed ? this.uncounted : undefined;
-    if (uncounted !== undefined) {
-      const none = uncounted.admit(call.ids, call.cost, call.plan.planner.rooms, op === 'c');
-      if (none !== undefined) return { ...this.noRoom(none, call.cost), error };
-    }
-    const decision: Decision = {
-      allowed,
-      source: 'fallback',
-      limit: Infinity,
-      windowMs: 0,
-      remaining: Infinity,
-      resetMs: 0,
-      retryAfterMs: allowed ? 0 : Math.min(1000, this.opts.timeoutMs * 4),
-      cost: call.cost,
-      states: [],
-      error,
-    };
-    if (!allowed) decision.reason = 'store-unavailable';
-    return decision;
   }
 
   /**
@@ -565,41 +385,6 @@ export class FloodgateLimiter implements Limiter {
     if (this.events.active) this.events.decision(decision, plan.name === '' ? undefined : plan.name, latencyMs);
     return decision;
   }
-}
-
-/**
- * One plan of a limiter (the only one when `limits` names none): its rules, its script, and the per-plan
- * state of the checks made under it.
- */
-interface PlanState {
-  readonly name: string;
-  readonly rules: readonly Rule[];
-  readonly planner: CallPlanner;
-  /** The algorithm and its scripts for these rules. */
-  readonly program: Program;
-  /**
-   * Denials remembered in-process (Redis only), asked first unless `penalty` is on, and by every check when
-   * the store cannot answer. Per plan: a client denied under one plan may be admitted under another.
-   */
-  readonly cache: BlockCache | undefined;
-  /** Units of checks in flight to Redis, per identifier, capped by this plan's capacities (inflight.ts). */
-  readonly inflight: InFlight | undefined;
-}
-
-/** A prepared check and the plan it runs under. */
-interface Call extends Prepared {
-  plan: PlanState;
-}
-
-/** What health() peeks at to probe an idle store (a peek consumes nothing, whoever else uses the identifier). */
-const HEALTH_IDENTIFIER = '~floodgate:health';
-
-/** What a refundable check consumed: per state key, the receipt its script answered. */
-interface Consumed {
-  ids: string[];
-  keys: string[];
-  receipts: string[];
-  cost: number;
 }
 
 /** The promise API over start(): a synchronous answer resolved, a synchronous throw rejected. */

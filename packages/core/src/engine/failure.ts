@@ -1,0 +1,113 @@
+import { StoreError } from '../kernel/errors';
+import { localDenial, type Decision } from '../kernel/decision';
+import { storeFailureWarning } from '../stores/deadline';
+import { MemoryStore } from '../stores/memory';
+import type { ResolvedOptions } from './options';
+import type { Events } from './events';
+import type { HealthRecorder } from './health';
+import type { NoRoom, Uncounted } from './uncounted';
+import { decodeCall, nowOf, type Call } from './plan';
+
+/**
+ * A limiter's failure policy (the `failure` option): what a check answers when the store did not, and what
+ * the limiter remembers of the failure (the last connection-level fault, and whether it warned already).
+ */
+export class StoreFailures {
+  /** The last connection-level failure (timeout, unavailable, circuit open), until the store answers again. */
+  fault: StoreError | undefined;
+  private failing = false;
+  private unsupportedWarned = false;
+  /** The `failure: 'local'` limiter, made on first use. */
+  private localStore: MemoryStore | undefined;
+
+  constructor(
+    private readonly opts: ResolvedOptions,
+    private readonly recorder: HealthRecorder,
+    private readonly events: Events,
+    /** With `failure: 'open'` on a remote store: the units the policy admitted, per identifier (uncounted.ts). */
+    private readonly uncounted: Uncounted | undefined,
+  ) {}
+
+  /** The store answered: the failure is over (the next one warns again). */
+  answered(): void {
+    this.failing = false;
+    this.fault = undefined;
+  }
+
+  /**
+   * A check that waited for room among its identifiers' units in flight and was never sent: it gave up at
+   * its deadline (`gaveUp`), or was let in with no time left. The checks ahead of it held the identifier's
+   * whole capacity. When those failed (the store is failing), 'closed' and 'local' apply as for them, and
+   * 'open' denies: they took the policy's admissions already. Otherwise a check that gave up is denied (that
+   * many units were being decided), and one let in too late failed in this process's own backlog: overload.
+   */
+  notSent(call: Call, gaveUp: boolean): Decision {
+    const fault = this.fault;
+    if (fault !== undefined && this.opts.failure !== 'open') {
+      return this.fallback(call, new StoreError(fault.kind, `not sent: ${fault.message.replace(/^floodgate: /, '')}`), 'c');
+    }
+    if (fault !== undefined || gaveUp) return this.overCapacity(call);
+    return this.fallback(call, new StoreError('overload', `not sent: its ${this.opts.timeoutMs} ms went waiting in this process`), 'c');
+  }
+
+  /** Checks that waited for room among an identifier's units in flight until their deadline: denied. */
+  private overCapacity({ ids, cost, plan }: Call): Decision {
+    const id = ids.find((i) => plan.planner.capacity(i) !== Infinity) ?? ids[0]!;
+    return localDenial('limit', id, this.opts.timeoutMs, cost);
+  }
+
+  fallback(call: Call, error: StoreError, op: 'c' | 'p'): Decision {
+    const failure = this.opts.failure;
+    if (error.kind !== 'overload' && error.kind !== 'reply') this.fault = error;
+    this.recorder.failed(error);
+    if (this.events.active) this.events.storeError(error, failure);
+    // Once while failing; a server that cannot run the scripts is said so even when another failure came first.
+    if (!this.failing || (error.kind === 'unsupported' && !this.unsupportedWarned)) {
+      this.failing = true;
+      if (error.kind === 'unsupported') this.unsupportedWarned = true;
+      this.opts.logger.warn(storeFailureWarning(`limiter '${this.opts.name}'`, error, failure));
+    }
+    // An identifier known to be over its limit stays denied, whatever the policy (docs/security.md).
+    const known = call.plan.cache?.known(call.ids, call.cost);
+    if (known) return { ...known, error };
+    // Overload is not an outage: Redis was answering, but this process had sent more than it could answer
+    // in time. Admitting by 'open' would let load buy admissions, so overload sheds the request instead
+    // (503 with Retry-After in the adapters), as 'closed' does; 'local' decides in process as it always does.
+    const policy = error.kind === 'overload' && failure === 'open' ? 'closed' : failure;
+    if (policy === 'local') {
+      this.localStore ??= new MemoryStore(this.opts.memoryMaxKeys);
+      const reply = this.localStore.run(call.plan.program, call.keys, call.argv, { now: nowOf(this.opts), budgetMs: Infinity });
+      return { ...decodeCall(call, reply, 'fallback'), error };
+    }
+    const allowed = policy === 'open';
+    // 'open' admits, but never more than a rule's capacity per identifier and window from this process: a
+    // flood's own checks would otherwise be admitted again at every deadline, uncounted (uncounted.ts).
+    const uncounted = allowed ? this.uncounted : undefined;
+    if (uncounted !== undefined) {
+      const none = uncounted.admit(call.ids, call.cost, call.plan.planner.rooms, op === 'c');
+      if (none !== undefined) return { ...noRoom(none, call.cost), error };
+    }
+    const decision: Decision = {
+      allowed,
+      source: 'fallback',
+      limit: Infinity,
+      windowMs: 0,
+      remaining: Infinity,
+      resetMs: 0,
+      retryAfterMs: allowed ? 0 : Math.min(1000, this.opts.timeoutMs * 4),
+      cost: call.cost,
+      states: [],
+      error,
+    };
+    if (!allowed) decision.reason = 'store-unavailable';
+    return decision;
+  }
+}
+
+/**
+ * A check denied in this process because of what the policy admitted without the store (uncounted.ts):
+ * the identifier used its limit here already.
+ */
+export function noRoom({ identifier, retryAfterMs }: NoRoom, cost: number): Decision {
+  return localDenial('limit', identifier, retryAfterMs, cost);
+}
