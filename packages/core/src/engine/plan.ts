@@ -2,7 +2,7 @@ import type { Decision } from '../kernel/decision';
 import type { Rule } from '../config/rules';
 import { decodeReply, type Reply } from '../scripts/reply';
 import type { KeyScheme } from '../scripts/keys';
-import { createProgram, type Program } from '../scripts/script';
+import { createProgram, type Program } from '../scripts/compiler';
 import type { Store } from '../stores/types';
 import type { ResolvedOptions } from './options';
 import { BlockCache } from './block-cache';
