@@ -52,7 +52,8 @@ test("failure: 'local' while Redis is down: the local limiter is bounded too", a
   await server.stop();
   await new Promise((r) => setTimeout(r, 100));
   for (let i = 0; i < 3_000; i++) expect((await limiter.check(ip(i))).source).toBe('fallback');
-  const local = (limiter as unknown as { localStore: MemoryStore }).localStore;
+  // The 'local' policy's store, made at the first failure (engine/failure.ts).
+  const local = (limiter as unknown as { failures: { localStore: MemoryStore } }).failures.localStore;
   expect(local.size).toBeLessThanOrEqual(500);
   await limiter.close();
   client.disconnect();
