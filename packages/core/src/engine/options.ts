@@ -21,7 +21,8 @@ export interface LimiterOptions {
   /**
    * A Redis client, single or Cluster (docs/clients.md): an ioredis or iovalkey `Redis`/`Cluster`, a node-redis
    * (v5+) client or cluster, a Valkey GLIDE client or cluster client, or any other wrapped with defineClient().
-   * Omitted: the in-memory store. Floodgate never connects (node-redis: call connect()) nor closes it.
+   * Omitted: the in-memory store (then `failure`, `timeoutMs` and `cluster` are a ConfigError: only Redis reads
+   * them). Floodgate never connects (node-redis: call connect()) nor closes it.
    */
   redis?: RedisClient;
   /** Part of every key; [A-Za-z0-9_.-]{1,48}. Default 'default'. */
@@ -34,7 +35,10 @@ export interface LimiterOptions {
    * check picks (`check(ids, { plan })`; the first is the default).
    */
   limits: RuleInput | RuleInput[] | Record<string, RuleInput | RuleInput[]>;
-  /** What a check answers when the store cannot: 'open' (allow, default), 'closed' (deny), 'local'. */
+  /**
+   * What a check answers when the store cannot: 'open' (default: allow, up to each rule's limit per identifier
+   * and process), 'closed' (deny), 'local' (an in-memory limiter of the same rules). Needs `redis`.
+   */
   failure?: FailurePolicy;
   /** The limiter's own deadline for one call to the store, in ms. Default 250. */
   timeoutMs?: number;
