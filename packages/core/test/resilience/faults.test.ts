@@ -154,7 +154,8 @@ test('SCRIPT FLUSH repeated during load: zero errors reach callers', async () =>
   done = true;
   await flusher;
   expect(flushes).toBeGreaterThan(20);
-  expect(samples.length).toBeGreaterThan(200);
+  // Enough checks to meet many flushes (a loaded 2-core run managed 149 in the 1.5 s; an idle one thousands).
+  expect(samples.length).toBeGreaterThan(100);
   expect(samples.filter((s) => s.decision.source !== 'redis')).toEqual([]);
   expect(events.filter((e) => e.type !== 'decision')).toEqual([]);
 });
@@ -164,7 +165,14 @@ test('an OOM error reply (maxmemory + noeviction) follows the policy, then Redis
   const client = connect(redis.url);
   const admin = connect(redis.url);
   const events: LimiterEvent[] = [];
-  const limiter = limiterOn(client, { failure: 'local', limits: { limit: 3, window: '1h' }, onEvent: (e) => events.push(e) });
+  // A 1 s deadline: the first check also waits for the connection (it missed 250 ms in a loaded run); the
+  // OOM replies come at once whatever the deadline.
+  const limiter = limiterOn(client, {
+    failure: 'local',
+    limits: { limit: 3, window: '1h' },
+    timeoutMs: 1_000,
+    onEvent: (e) => events.push(e),
+  });
   expect((await limiter.check('a')).source).toBe('redis');
   await admin.config('SET', 'maxmemory', '1');
   const during = await Promise.all([1, 2, 3, 4].map(() => limiter.check('a')));
@@ -183,7 +191,8 @@ test('an OOM error reply (maxmemory + noeviction) follows the policy, then Redis
 async function consumedAfterLostReplies(autoResendUnfulfilledCommands: boolean): Promise<number> {
   const redis = await server();
   const client = connect(redis.url, { autoResendUnfulfilledCommands });
-  const limiter = limiterOn(client, { limits: { limit: 100, window: '1h' } });
+  // 500 ms: the three scripts must be written before their deadline (at 100 ms a loaded run wrote none).
+  const limiter = limiterOn(client, { limits: { limit: 100, window: '1h' }, timeoutMs: 500 });
   await limiter.peek('x');
   redis.freeze();
   const lost = await Promise.all([1, 2, 3].map(() => limiter.check('x')));
