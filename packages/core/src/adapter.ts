@@ -7,8 +7,11 @@
  * @module @floodgate/core/adapter
  */
 export { whenResponseDone } from './http/node';
-export { createHttpLimiter, HTTP_OPTION_KEYS } from './http/http-limiter';
-export type { HttpOptions, HttpOutcome, HttpLimiter, UnidentifiedPolicy } from './http/http-limiter';
+export { createHttpLimiter } from './http/http-limiter';
+export type { HttpLimiter } from './http/http-limiter';
+export { HTTP_OPTION_KEYS, INHERITED_OPTION_KEYS } from './http/options';
+export type { HttpOptions, UnidentifiedPolicy } from './http/options';
+export type { HttpOutcome } from './http/outcome';
 export type { LimitsOrLimiter, MaybePromise } from './http/option-types';
 export { createHttpConcurrency, CONCURRENCY_HTTP_OPTION_KEYS } from './http/http-concurrency';
 export type { ConcurrencyHttpOptions, ConcurrencyOutcome, HttpConcurrency } from './http/http-concurrency';

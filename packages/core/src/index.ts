@@ -25,7 +25,7 @@ export { FloodgateError, ConfigError, ArgumentError, StoreError } from './kernel
 export type { FloodgateErrorCode, StoreErrorKind } from './kernel/errors';
 export { normaliseIp } from './http/identity';
 export type { HeaderMode } from './http/headers';
-export type { HttpOptions, UnidentifiedPolicy } from './http/http-limiter';
+export type { HttpOptions, UnidentifiedPolicy } from './http/options';
 export type { SlowDownHttpOptions, SlowDownInfo } from './http/http-slow-down';
 export type { ListsInput } from './engine/lists';
 export type { OmittableHeader } from './http/header-filter';

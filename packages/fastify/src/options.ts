@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ConfigError, LIMITER_OPTION_KEYS, describeValue, ownOptions } from '@floodgate/core/adapter';
+import { ConfigError, INHERITED_OPTION_KEYS, LIMITER_OPTION_KEYS, describeValue, ownOptions } from '@floodgate/core/adapter';
 import type { HttpOptions, LimitsOrLimiter } from '@floodgate/core/adapter';
 
 export type RateLimitHook = 'onRequest' | 'preValidation' | 'preHandler';
@@ -35,35 +35,11 @@ export interface RateLimitPluginBaseOptions extends RouteRateLimitBaseOptions {
 export type RateLimitPluginOptions = LimitsOrLimiter<RateLimitPluginBaseOptions> | (RateLimitPluginBaseOptions & { global: false });
 
 /*
- * Settings a route inherits from the plugin (unless it sets its own): where and how state lives (store,
- * prefix, algorithm, penalty, block cache, Cluster layout, memory bound, failure policy) and how answers look.
- * Which requests count (limits, name, identify, skip, cost) is the route's own business.
+ * Settings a route inherits from the plugin (unless it sets its own): the options core declares inherited
+ * (where and how state lives, how answers look), and the plugin's `hook`. Which requests count (limits,
+ * name, identify, skip, cost) is the route's own business.
  */
-const INHERITED = [
-  'redis',
-  'prefix',
-  'algorithm',
-  'penalty',
-  'blockCache',
-  'cluster',
-  'memory',
-  'failure',
-  'timeoutMs',
-  'mode',
-  'onEvent',
-  'events',
-  'logger',
-  'clock',
-  'headers',
-  'statusCode',
-  'denyStatusCode',
-  'message',
-  'ipv6Subnet',
-  'warnings',
-  'omitHeaders',
-  'user',
-  'hook',
-] as const;
+const INHERITED = [...INHERITED_OPTION_KEYS, 'hook'] as const;
 const CORE_KEYS: readonly string[] = LIMITER_OPTION_KEYS;
 
 export function resolveHook(value: unknown, option: string): RateLimitHook {
@@ -96,8 +72,9 @@ export function resolveUnlimitedRoutes(value: unknown): (url: string) => boolean
 /** A route's options with what it inherits from the plugin's (a shared `limiter` inherits no core option). */
 export function routeOptions(plugin: RateLimitPluginBaseOptions, own: RouteRateLimitBaseOptions): Record<string, unknown> {
   const merged: Record<string, unknown> = {};
+  const from = plugin as Record<string, unknown>;
   for (const key of INHERITED) {
-    if (plugin[key] !== undefined && !(own.limiter !== undefined && CORE_KEYS.includes(key) && key !== 'logger')) merged[key] = plugin[key];
+    if (from[key] !== undefined && !(own.limiter !== undefined && CORE_KEYS.includes(key) && key !== 'logger')) merged[key] = from[key];
   }
   Object.assign(merged, ownOptions(own));
   // Manual blocks are prefix-wide, and `cluster.colocate` decides their keys: one prefix, one layout.

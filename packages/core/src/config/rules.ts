@@ -1,4 +1,5 @@
 import { ConfigError, describeValue } from '../kernel/errors';
+import { optionNames } from './option-table';
 
 /** A rule as users write it. */
 export interface RuleInput {
@@ -54,7 +55,8 @@ function positiveInt(value: unknown, option: string, max = 1e9): number {
   return value;
 }
 
-const RULE_KEYS = new Set(['limit', 'window', 'for', 'burst', 'precision']);
+/** A rule's options, declared once (option-table.ts): each checked below, as it is resolved. */
+const RULE_KEYS: readonly string[] = optionNames<RuleInput>({ limit: {}, window: {}, for: {}, burst: {}, precision: {} });
 const RULE_ALIASES: Record<string, string> = {
   max: 'limit',
   points: 'limit',
@@ -76,13 +78,11 @@ export function resolveRules(input: unknown, option = 'limits'): Rule[] {
       throw new ConfigError(at, `must be an object like { limit: 100, window: '1m' }; got ${describeValue(raw)}`);
     }
     for (const key of Object.keys(raw)) {
-      if (RULE_KEYS.has(key)) continue;
+      if (RULE_KEYS.includes(key)) continue;
       const alias = Object.hasOwn(RULE_ALIASES, key) ? RULE_ALIASES[key] : undefined;
       throw new ConfigError(
         `${at}.${key}`,
-        alias
-          ? `is not a Floodgate rule option: Floodgate calls it \`${alias}\``
-          : `is not a rule option (known: limit, window, for, burst, precision)`,
+        alias ? `is not a Floodgate rule option: Floodgate calls it \`${alias}\`` : `is not a rule option (known: ${RULE_KEYS.join(', ')})`,
       );
     }
     const r = Object.assign(Object.create(null) as RuleInput, raw);

@@ -1,8 +1,7 @@
 import { ConfigError, describeValue } from '../kernel/errors';
 import { UNAVAILABLE_MESSAGE, errorBody, retryAfterSeconds, type HeaderList } from './headers';
-import { fnOption, resolveStatic, resolveUnidentified, type HttpOptions, type UnidentifiedPolicy } from './http-limiter';
+import { HTTP_OPTIONS, ownOrShared, type HttpOptions, type UnidentifiedPolicy } from './options';
 import { defaultIdentifiers, identifiersFrom, resolveIpv6Subnet } from './identity';
-import type { Limiter } from '../engine/limiter';
 import { resolveWarnings, warnOnce, type WarningName, type WarningsOption } from '../kernel/warnings';
 import { createConcurrencyLimiter, type ConcurrencyLimiter, type Lease } from '../engine/concurrency/limiter';
 import { CONCURRENCY_OPTION_KEYS, type ConcurrencyLimiterOptions } from '../engine/concurrency/options';
@@ -10,6 +9,7 @@ import type { MaybePromise } from './option-types';
 import { endOf, type ServerResponse } from './node';
 import { UNKNOWN_IP } from '../scripts/keys';
 import { assertKnownOptions, ownOptions } from '../config/own-options';
+import { checkOptions, optionNames, type OptionTable } from '../config/option-table';
 import { safeLogger } from '../kernel/logger';
 
 /** Options of every adapter's `concurrency()`, besides the core options (or `limiter`). `Req` is the framework's request. */
@@ -28,17 +28,19 @@ export interface ConcurrencyHttpOptions<Req> extends Partial<ConcurrencyLimiterO
   warnings?: WarningsOption;
 }
 
-export const CONCURRENCY_HTTP_OPTION_KEYS = [
-  'limiter',
-  'identify',
-  'user',
-  'skip',
-  'statusCode',
-  'message',
-  'ipv6Subnet',
-  'unidentified',
-  'warnings',
-] as const;
+/** concurrency()'s options besides the concurrency limiter's, declared once: each checked as rateLimit's is. */
+const CONCURRENCY_HTTP_OPTIONS: OptionTable<Omit<ConcurrencyHttpOptions<unknown>, keyof ConcurrencyLimiterOptions>> = {
+  limiter: {},
+  identify: HTTP_OPTIONS.identify,
+  user: HTTP_OPTIONS.user,
+  skip: HTTP_OPTIONS.skip,
+  statusCode: HTTP_OPTIONS.statusCode,
+  message: HTTP_OPTIONS.message,
+  ipv6Subnet: HTTP_OPTIONS.ipv6Subnet,
+  unidentified: HTTP_OPTIONS.unidentified,
+  warnings: HTTP_OPTIONS.warnings,
+};
+export const CONCURRENCY_HTTP_OPTION_KEYS = optionNames(CONCURRENCY_HTTP_OPTIONS);
 
 /**
  * What the adapter does: pass on (`next`), answer with `status`, `set` and `body` (`deny`), hand `error`
@@ -84,23 +86,6 @@ export function defaultConcurrencyMessage(retryAfterS: number): string {
   return `Too many requests in progress, retry in ${retryAfterS} second${retryAfterS === 1 ? '' : 's'}`;
 }
 
-function resolveConcurrencyLimiter<Req>(options: ConcurrencyHttpOptions<Req>): ConcurrencyLimiter {
-  if (options.limiter === undefined) {
-    const core: Record<string, unknown> = {};
-    for (const key of CONCURRENCY_OPTION_KEYS) if (options[key] !== undefined) core[key] = options[key];
-    return createConcurrencyLimiter(core as unknown as ConcurrencyLimiterOptions);
-  }
-  const shared = options.limiter;
-  if (typeof shared !== 'object' || shared === null || typeof shared.lease !== 'function') {
-    throw new ConfigError('limiter', `must be a limiter from createConcurrencyLimiter(); got ${describeValue(shared)}`);
-  }
-  for (const key of CONCURRENCY_OPTION_KEYS) {
-    if (key !== 'logger' && options[key] !== undefined)
-      throw new ConfigError(key, 'cannot be combined with `limiter`: set it on the shared limiter');
-  }
-  return shared;
-}
-
 /**
  * Validates an adapter's `concurrency()` options once and returns what every request needs. `extraKeys`
  * are the adapter's own options; `defaultUser` reads the framework's authenticated user id.
@@ -115,15 +100,19 @@ export function createHttpConcurrency<Req>(
   }
   assertKnownOptions(options, [...CONCURRENCY_OPTION_KEYS, ...CONCURRENCY_HTTP_OPTION_KEYS, ...extraKeys]);
   options = ownOptions(options);
+  checkOptions(CONCURRENCY_HTTP_OPTIONS, options);
   const ipv6Subnet = resolveIpv6Subnet(options.ipv6Subnet);
   const warnings = resolveWarnings(options.warnings);
-  const identify = fnOption<ConcurrencyHttpOptions<Req>['identify']>(options.identify, 'identify');
-  const user = fnOption<(req: Req) => unknown>(options.user, 'user') ?? defaultUser;
-  const skip = fnOption<ConcurrencyHttpOptions<Req>['skip']>(options.skip, 'skip');
-  const unidentified = resolveUnidentified(options.unidentified);
-  // statusCode and message are checked as rateLimit's are; with no `cost` the limiter is never read.
-  resolveStatic({ statusCode: options.statusCode, message: options.message } as HttpOptions<unknown>, undefined as unknown as Limiter);
-  const limiter = resolveConcurrencyLimiter(options);
+  const { identify, skip } = options;
+  const user = options.user ?? defaultUser;
+  const unidentified: UnidentifiedPolicy = options.unidentified ?? 'shared';
+  const limiter = ownOrShared<ConcurrencyLimiter>(
+    options as ConcurrencyHttpOptions<Req> & Record<string, unknown>,
+    CONCURRENCY_OPTION_KEYS,
+    (core) => createConcurrencyLimiter(core as unknown as ConcurrencyLimiterOptions),
+    (shared) => typeof (shared as Partial<ConcurrencyLimiter>).lease === 'function',
+    'createConcurrencyLimiter()',
+  );
   const logger = safeLogger(options.logger);
   const statusCode = options.statusCode ?? 429;
   const message = options.message;

@@ -1,8 +1,13 @@
 import { ConfigError, describeValue } from '../kernel/errors';
 import type { Decision } from '../kernel/decision';
-import { HTTP_OPTION_KEYS, createHttpLimiter, fnOption, pairLimiter, type HttpOptions, type HttpOutcome } from './http-limiter';
+import { createHttpLimiter } from './http-limiter';
+import { HTTP_OPTION_KEYS, type HttpOptions } from './options';
+import { failedOutcome, type HttpOutcome } from './outcome';
+import { pairLimiter } from './pairing';
 import type { Limiter } from '../engine/limiter';
 import { LIMITER_OPTION_KEYS } from '../engine/options';
+import { fnOption } from '../config/validate';
+import { optionNames, type OptionTable } from '../config/option-table';
 import type { WarningName } from '../kernel/warnings';
 import type { MaybePromise } from './option-types';
 import { pause, type ServerResponse } from './node';
@@ -28,7 +33,13 @@ export interface SlowDownHttpOptions<Req> extends HttpOptions<Req> {
   maxDelayMs?: number;
 }
 
-export const SLOW_DOWN_OPTION_KEYS = ['delayAfter', 'delayMs', 'maxDelayMs'] as const;
+/** slowDown's own options, declared once (checked together by resolveDelays: each bounds the others). */
+const SLOW_DOWN_OPTIONS: OptionTable<Omit<SlowDownHttpOptions<unknown>, keyof HttpOptions<unknown>>> = {
+  delayAfter: {},
+  delayMs: {},
+  maxDelayMs: {},
+};
+export const SLOW_DOWN_OPTION_KEYS = optionNames(SLOW_DOWN_OPTIONS);
 
 /** The default and the largest `maxDelayMs`: a delay holds a socket and a timer, so it is always bounded. */
 export const DEFAULT_MAX_DELAY_MS = 30_000;
@@ -164,13 +175,7 @@ export function createHttpSlowDown<Req>(
   pairLimiter(limiter);
   const shadow = limiter.mode === 'shadow';
 
-  const failed = (error: unknown): SlowDownOutcome => ({
-    action: 'error',
-    status: 500,
-    set: [],
-    append: [],
-    error: error instanceof Error ? error : new Error(`floodgate: delayMs threw a non-error: ${describeValue(error)}`, { cause: error }),
-  });
+  const failed = (error: unknown): SlowDownOutcome => failedOutcome(error, 'delayMs') as SlowDownOutcome;
 
   async function run(req: Req, ip: string | undefined, res: ServerResponse): Promise<SlowDownOutcome> {
     try {

@@ -1,5 +1,6 @@
 import { ConfigError, describeValue } from '../../kernel/errors';
-import { resolveOptions, type LimiterOptions, type ResolvedOptions } from '../options';
+import { LIMITER_OPTIONS, resolveOptions, type LimiterOptions, type ResolvedOptions } from '../options';
+import { optionNames, type OptionTable } from '../../config/option-table';
 import { parseDuration } from '../../config/rules';
 import { assertKnownOptions, ownOptions } from '../../config/own-options';
 
@@ -31,9 +32,27 @@ export interface ConcurrencyLimiterOptions {
   clock?: () => number;
 }
 
-/** Options a concurrency limiter shares with createLimiter: validated by the same code. */
-const SHARED_KEYS = ['redis', 'name', 'prefix', 'failure', 'timeoutMs', 'onEvent', 'logger', 'clock', 'cluster', 'memory'] as const;
-export const CONCURRENCY_OPTION_KEYS = [...SHARED_KEYS, 'max', 'leaseMs'] as const;
+/**
+ * A concurrency limiter's options, declared once. Those it shares with createLimiter are checked by
+ * resolveOptions, as a limiter's are; `max` and `leaseMs` below.
+ */
+const CONCURRENCY_OPTIONS: OptionTable<ConcurrencyLimiterOptions> = {
+  redis: LIMITER_OPTIONS.redis,
+  name: LIMITER_OPTIONS.name,
+  prefix: LIMITER_OPTIONS.prefix,
+  failure: LIMITER_OPTIONS.failure,
+  timeoutMs: LIMITER_OPTIONS.timeoutMs,
+  onEvent: LIMITER_OPTIONS.onEvent,
+  logger: LIMITER_OPTIONS.logger,
+  clock: LIMITER_OPTIONS.clock,
+  cluster: LIMITER_OPTIONS.cluster,
+  memory: LIMITER_OPTIONS.memory,
+  max: {},
+  leaseMs: {},
+};
+export const CONCURRENCY_OPTION_KEYS = optionNames(CONCURRENCY_OPTIONS);
+/** The options a concurrency limiter shares with createLimiter. */
+const SHARED_KEYS = CONCURRENCY_OPTION_KEYS.filter((key) => Object.hasOwn(LIMITER_OPTIONS, key));
 
 export const MAX_CONCURRENCY = 100_000;
 export const DEFAULT_LEASE_MS = 60_000;

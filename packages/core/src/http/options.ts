@@ -1,0 +1,162 @@
+import { ConfigError, describeValue } from '../kernel/errors';
+import type { Decision } from '../kernel/decision';
+import { resolveWarnings, type WarningsOption } from '../kernel/warnings';
+import { inheritedNames, optionNames, type OptionTable } from '../config/option-table';
+import { checkBoolean, checkErrorStatus, checkFunction, oneOfCheck } from '../config/validate';
+import { ALGORITHMS, type AlgorithmName } from '../scripts/algorithms';
+import type { Limiter } from '../engine/limiter';
+import { LIMITER_OPTIONS, type LimiterOptions } from '../engine/options';
+import { resolveHeaderModes, type HeadersOption } from './headers';
+import { resolveOmitHeaders, type OmittableHeader } from './header-filter';
+import { resolveIpv6Subnet } from './identity';
+import type { MaybePromise } from './option-types';
+
+/*
+ * The options every adapter's rateLimit() takes besides the core limiter's, declared once: the interface
+ * (what an application writes, with each option's TSDoc) and its table (config/option-table.ts).
+ */
+
+export type UnidentifiedPolicy = 'shared' | 'deny' | 'allow';
+
+/** Options every adapter takes, besides the core limiter options (or `limiter`). `Req` is the framework's request. */
+export interface HttpOptions<Req> extends Partial<LimiterOptions> {
+  /** Share an existing limiter instead of creating one (then leave the core options out). */
+  limiter?: Limiter;
+  /** Identifiers for this request: a string replaces the defaults; an array is the whole list (spread `defaults` to extend). */
+  identify?: (req: Req, defaults: string[]) => MaybePromise<string | readonly string[]>;
+  /** The user id of a request (a string or finite number; 0 counts). */
+  user?: (req: Req) => unknown;
+  /** true: not limited, no headers. */
+  skip?: (req: Req) => MaybePromise<boolean>;
+  /** Units a request consumes: a non-negative integer or a function of the request. Default 1. */
+  cost?: number | ((req: Req) => MaybePromise<number>);
+  /**
+   * Which plan of `limits: { free: [...], pro: [...] }` applies to a request (undefined: the first). A
+   * name the limiter does not have is an error the framework's error handling gets (next(err)).
+   */
+  plan?: (req: Req) => MaybePromise<string | undefined>;
+  /** Which rate-limit headers: a draft, 'legacy', false, or a draft and 'legacy' together (`['draft-8', 'legacy']`). Default 'draft-8'. */
+  headers?: HeadersOption;
+  /** Status of a denial. Default 429. */
+  statusCode?: number;
+  /** Status of a request the deny list refuses (docs/lists.md). Default 403. */
+  denyStatusCode?: number;
+  /** The denial's message (in the default body), a whole JSON body (object), or a function giving either. */
+  message?: string | object | ((req: Req, decision: Decision) => MaybePromise<string | object>);
+  /** IPv6 addresses are grouped by this prefix length (32..64) or not at all (false). Default 56. */
+  ipv6Subnet?: number | false;
+  /**
+   * A request whose client address is unknown (the connection was reset before it could be read, a unix
+   * socket, a proxy header that is not an IP) and that nothing else identifies: 'shared' (default) limits
+   * every such request under one identifier, `ip:unknown`; 'deny' answers it with `statusCode` (reason
+   * 'unidentified'); 'allow' lets it through unlimited (the only way a request goes unlimited for want of
+   * an identity, so it must be asked for).
+   */
+  unidentified?: UnidentifiedPolicy;
+  /** Give a request's units back when its response succeeded (status < 400, or requestWasSuccessful). */
+  skipSuccessfulRequests?: boolean;
+  /**
+   * Give a request's units back when its response failed (status >= 400, or requestWasSuccessful). Only a
+   * response the server finished counts: a request whose connection closed first stays counted.
+   */
+  skipFailedRequests?: boolean;
+  /**
+   * Whether a finished response succeeded, for the two options above. Express: (req, res); Koa: (ctx);
+   * Fastify: (request, reply). Default: the status is below 400. Not asked for a response that never
+   * finished (the connection closed first): that request stays counted either way.
+   */
+  requestWasSuccessful?(req: Req, ...rest: unknown[]): MaybePromise<boolean>;
+  warnings?: WarningsOption;
+  /** Headers this limiter never writes, such as `['Retry-After']` or `['RateLimit-Policy']` (case-insensitive). */
+  omitHeaders?: readonly (OmittableHeader | Lowercase<OmittableHeader>)[];
+}
+
+const UNIDENTIFIED: readonly UnidentifiedPolicy[] = ['shared', 'deny', 'allow'];
+
+function checkCost(value: unknown, option: string): void {
+  if (typeof value !== 'number') return checkFunction(value, option);
+  if (!Number.isInteger(value) || value < 0)
+    throw new ConfigError(option, `must be a non-negative integer or a function; got ${describeValue(value)}`);
+}
+
+function checkMessage(value: unknown, option: string): void {
+  if (typeof value !== 'string' && typeof value !== 'function' && (typeof value !== 'object' || value === null)) {
+    throw new ConfigError(option, `must be a string, an object or a function; got ${describeValue(value)}`);
+  }
+}
+
+/** The HTTP layer's own options (besides the core limiter's), declared once. */
+export const HTTP_OPTIONS: OptionTable<Omit<HttpOptions<unknown>, keyof LimiterOptions>> = {
+  limiter: {},
+  identify: { check: checkFunction },
+  user: { check: checkFunction, inherited: true },
+  skip: { check: checkFunction },
+  cost: { check: checkCost },
+  plan: { check: checkFunction },
+  headers: { check: resolveHeaderModes, inherited: true },
+  statusCode: { check: checkErrorStatus, inherited: true },
+  denyStatusCode: { check: checkErrorStatus, inherited: true },
+  message: { check: checkMessage, inherited: true },
+  ipv6Subnet: { check: resolveIpv6Subnet, inherited: true },
+  unidentified: { check: oneOfCheck(UNIDENTIFIED) },
+  skipSuccessfulRequests: { check: checkBoolean },
+  skipFailedRequests: { check: checkBoolean },
+  requestWasSuccessful: { check: checkFunction },
+  warnings: { check: resolveWarnings, inherited: true },
+  omitHeaders: { check: resolveOmitHeaders, inherited: true },
+};
+
+/** The names of the HTTP layer's own options, in declaration order. */
+export const HTTP_OPTION_KEYS = optionNames(HTTP_OPTIONS);
+
+/**
+ * The options, core and HTTP, that a route's own limiter inherits from app-wide options unless it sets its
+ * own (`inherited` in the tables): where and how state lives, and how answers look.
+ */
+export const INHERITED_OPTION_KEYS = inheritedNames(LIMITER_OPTIONS, HTTP_OPTIONS);
+
+/**
+ * `cost` against the limiter's rules: a static cost above an unscoped rule's capacity could never pass, so
+ * it is refused now, not on every request. Capacity is the algorithm's: a token bucket holds `burst`,
+ * whatever its limit.
+ */
+export function checkCostFits(cost: unknown, limiter: Limiter): void {
+  if (typeof cost !== 'number') return;
+  const algorithm = ALGORITHMS[limiter.algorithm as AlgorithmName];
+  const plans = limiter.plans?.length > 0 ? limiter.plans.map((p) => limiter.rulesOf(p)) : [limiter.rules];
+  const capacity = Math.min(
+    ...plans
+      .flat()
+      .filter((r) => r.for === undefined)
+      .map((r) => (algorithm ? algorithm.capacity(r) : r.limit)),
+  );
+  if (cost > capacity) throw new ConfigError('cost', `${cost} exceeds the capacity ${capacity} of a rule, so no request could ever pass`);
+}
+
+/**
+ * The limiter a middleware checks: its own, made by `make` from the core options among `options`, or the
+ * shared `limiter` given (`isLimiter` tells one; `expected` names what it must be), beside which no core
+ * option may stand: `logger` aside, which also carries the adapter's warnings.
+ */
+export function ownOrShared<L>(
+  options: { limiter?: unknown } & Record<string, unknown>,
+  coreKeys: readonly string[],
+  make: (core: Record<string, unknown>) => L,
+  isLimiter: (value: object) => boolean,
+  expected: string,
+): L {
+  if (options.limiter === undefined) {
+    const core: Record<string, unknown> = {};
+    for (const key of coreKeys) if (options[key] !== undefined) core[key] = options[key];
+    return make(core);
+  }
+  const shared = options.limiter;
+  if (typeof shared !== 'object' || shared === null || !isLimiter(shared)) {
+    throw new ConfigError('limiter', `must be a limiter from ${expected}; got ${describeValue(shared)}`);
+  }
+  for (const key of coreKeys) {
+    if (key !== 'logger' && options[key] !== undefined)
+      throw new ConfigError(key, 'cannot be combined with `limiter`: set it on the shared limiter');
+  }
+  return shared as L;
+}

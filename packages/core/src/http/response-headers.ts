@@ -1,0 +1,76 @@
+import type { Decision } from '../kernel/decision';
+import { shared } from '../kernel/state';
+import type { Limiter } from '../engine/limiter';
+import { planHeaders, rateLimitHeaders, type HeaderList, type HeaderMode, type HeaderPlan } from './headers';
+
+/*
+ * Which rate-limit headers one limiter writes on a response: per plan, in its header mode; in the draft
+ * another limiter already wrote on the same response (two limiters never overwrite each other's items nor
+ * mix two syntaxes in one header); and the legacy headers beside a draft when both were asked for.
+ */
+
+type Draft = 'draft-6' | 'draft-7' | 'draft-8';
+const isDraft = (mode: HeaderMode): mode is Draft => mode === 'draft-6' || mode === 'draft-7' || mode === 'draft-8';
+
+/**
+ * Per request (Express req, Fastify request, Koa ctx): the draft the first limiter with headers wrote, in a
+ * property under a registered symbol (every copy of this package finds it). A property rather than a
+ * WeakMap entry: a WeakMap.set on every request was ~20% of a cached denial's cost in the adapter layer.
+ * A request object that takes no property (frozen) keeps it in the WeakMap.
+ */
+const DIALECT = Symbol.for('@floodgate/core.headerDialect');
+const dialects = shared('headerDialects', () => new WeakMap<object, Draft>());
+type Dialected = { [DIALECT]?: Draft };
+const dialectOf = (req: object): Draft | undefined => (req as Dialected)[DIALECT] ?? dialects.get(req);
+function setDialect(req: object, draft: Draft): void {
+  if (Object.isExtensible(req)) (req as Dialected)[DIALECT] = draft;
+  else dialects.set(req, draft);
+}
+
+/** A plan's headers: in this limiter's mode, in each draft another limiter may have chosen, and the legacy ones. */
+interface HeaderPlans {
+  own: HeaderPlan;
+  drafts: Record<Draft, HeaderPlan> | undefined;
+  legacy: HeaderPlan | undefined;
+}
+
+/** A limiter's response headers, planned once per plan at construction. */
+export class ResponseHeaders {
+  private readonly plans = new Map<string | undefined, HeaderPlans>();
+  private readonly stamped: boolean;
+
+  constructor(
+    limiter: Limiter,
+    private readonly mode: HeaderMode,
+    alsoLegacy: boolean,
+  ) {
+    for (const name of [undefined, ...(limiter.plans ?? [])]) {
+      const rules = name === undefined ? limiter.rules : limiter.rulesOf(name);
+      const of = (m: HeaderMode): HeaderPlan => planHeaders({ name: limiter.name, rules }, m);
+      const drafts = isDraft(mode) ? { 'draft-6': of('draft-6'), 'draft-7': of('draft-7'), 'draft-8': of('draft-8') } : undefined;
+      this.plans.set(name, { own: of(mode), drafts, legacy: alsoLegacy ? of('legacy') : undefined });
+    }
+    // Legacy reset headers are a time of day: only they need the clock.
+    this.stamped = mode === 'legacy';
+  }
+
+  /** A decision's rate-limit headers: in the request's draft (or this limiter's mode), and the legacy ones beside it when asked. */
+  of(req: object, plan: string | undefined, decision: Decision, previous: Decision | undefined): { set: HeaderList; append: HeaderList } {
+    const plans = this.plans.get(plan) ?? this.plans.get(undefined)!;
+    const out = rateLimitHeaders(this.planFor(req, plans), decision, previous, this.stamped ? Date.now() : 0);
+    if (plans.legacy !== undefined) out.set.push(...rateLimitHeaders(plans.legacy, decision, previous, Date.now()).set);
+    return out;
+  }
+
+  /** The header plan for this request: its plan's, in the draft another limiter already wrote, if one did. */
+  private planFor(req: object, plans: HeaderPlans): HeaderPlan {
+    const { own, drafts } = plans;
+    if (drafts === undefined) return own;
+    const used = dialectOf(req);
+    if (used === undefined) {
+      setDialect(req, this.mode as Draft);
+      return own;
+    }
+    return drafts[used];
+  }
+}
