@@ -24,7 +24,8 @@ type Decorator = <T>(target: object, key?: string | symbol, descriptor?: TypedPr
 function targetOf(target: object, key: string | symbol | undefined, descriptor: TypedPropertyDescriptor<unknown> | undefined) {
   if (descriptor === undefined) return { at: target, where: (target as { name?: string }).name ?? 'a class' };
   const at = descriptor.value;
-  if (typeof at !== 'function') throw new ConfigError('decorator', `a Floodgate decorator goes on a class or a method; ${String(key)} is not one`);
+  if (typeof at !== 'function')
+    throw new ConfigError('decorator', `a Floodgate decorator goes on a class or a method; ${String(key)} is not one`);
   return { at: at as object, where: `${(target as { constructor?: { name?: string } }).constructor?.name ?? 'a class'}.${String(key)}` };
 }
 

@@ -60,7 +60,8 @@ function trustOf(req: { ip?: string; headers: Record<string, unknown> }, socket:
     const setting = expressTrust === undefined ? 'trustProxy' : "'trust proxy'";
     const address = (socket as { remoteAddress?: string } | undefined)?.remoteAddress;
     if (req.ip === address && !entries.includes(req.ip ?? '')) warn('forwarded-header-untrusted', UNTRUSTED(framework, setting));
-    else if (expressTrust === undefined && entries.length > 1 && req.ip === entries[0]) warn('trust-proxy-all', TRUSTS_ALL(framework, setting));
+    else if (expressTrust === undefined && entries.length > 1 && req.ip === entries[0])
+      warn('trust-proxy-all', TRUSTS_ALL(framework, setting));
   };
 }
 

@@ -99,7 +99,10 @@ export class FloodgateLimits implements OnModuleInit, OnApplicationBootstrap, On
       const unknown = skip.names.find((n) => !names.has(n));
       if (unknown !== undefined) {
         const known = names.size === 0 ? 'there are none' : `the limits are ${[...names].map((n) => `'${n}'`).join(', ')}`;
-        throw new ConfigError('SkipRateLimit', `'${unknown}' on ${skip.where} names no limit (${known}): a skip that names nothing would skip nothing`);
+        throw new ConfigError(
+          'SkipRateLimit',
+          `'${unknown}' on ${skip.where} names no limit (${known}): a skip that names nothing would skip nothing`,
+        );
       }
     }
   }
@@ -119,7 +122,11 @@ export class FloodgateLimits implements OnModuleInit, OnApplicationBootstrap, On
 function handlersOf(cls: object): object[] {
   const seen = new Set<string>();
   const out: object[] = [];
-  for (let proto = (cls as { prototype?: object }).prototype; proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto) as object) {
+  for (
+    let proto = (cls as { prototype?: object }).prototype;
+    proto && proto !== Object.prototype;
+    proto = Object.getPrototypeOf(proto) as object
+  ) {
     for (const name of Object.getOwnPropertyNames(proto)) {
       if (name === 'constructor' || seen.has(name)) continue;
       seen.add(name);

@@ -6,7 +6,6 @@ import type { FloodgateModuleOptions } from './options';
 /** `forRootAsync()`'s options: the options from a factory, with what it injects (your Redis client's provider). */
 export interface FloodgateModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
   /** Makes the module's options from the providers in `inject`. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- what the injected providers are is the application's
   useFactory: (...args: any[]) => FloodgateModuleOptions | Promise<FloodgateModuleOptions>;
   /** Tokens of the providers `useFactory` takes, in order (e.g. your Redis client's). */
   inject?: FactoryProvider['inject'];

@@ -33,7 +33,11 @@ function writeHeaders(x: Exchange, outcome: { set: HttpOutcome['set']; append?: 
 }
 
 /** After the response of an admitted request whose limit gives units back: judged once it is over. */
-function whenDone(x: Exchange, outcome: HttpOutcome | undefined, completed: (o: HttpOutcome, finished: boolean, status: number, args: readonly unknown[]) => void) {
+function whenDone(
+  x: Exchange,
+  outcome: HttpOutcome | undefined,
+  completed: (o: HttpOutcome, finished: boolean, status: number, args: readonly unknown[]) => void,
+) {
   const raw = x.raw;
   if (outcome?.own === undefined || raw === undefined) return;
   whenResponseDone(raw, (finished) => completed(outcome, finished, raw.statusCode, x.args));

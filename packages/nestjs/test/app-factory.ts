@@ -79,7 +79,10 @@ export async function makeNestApp(platform: Platform, spec: AppSpec, extra: { co
     typeof headers['x-user'] === 'string' ? { id: headers['x-user'] } : undefined;
   let app: INestApplication;
   if (platform === 'express') {
-    const express = await NestFactory.create<NestExpressApplication>(AppModule, new ExpressAdapter(), { logger: false, abortOnError: false });
+    const express = await NestFactory.create<NestExpressApplication>(AppModule, new ExpressAdapter(), {
+      logger: false,
+      abortOnError: false,
+    });
     if (spec.trustProxy) express.set('trust proxy', 'loopback');
     // The auth stand-in: middleware, so it runs before the guards.
     express.use((req: { headers: Record<string, unknown>; user?: unknown }, _res: unknown, next: () => void) => {

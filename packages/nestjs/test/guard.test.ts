@@ -123,7 +123,9 @@ describe.each(['express', 'fastify'] as const)('on %s', (platform) => {
   test("an exception filter of the application's catches the denial, with its decision; the headers are already set", async () => {
     class Filter implements ExceptionFilter {
       catch(exception: RateLimitException, host: ArgumentsHost): void {
-        const res = host.switchToHttp().getResponse<{ status?: (n: number) => { json: (b: object) => void }; code?: (n: number) => { send: (b: object) => void } }>();
+        const res = host
+          .switchToHttp()
+          .getResponse<{ status?: (n: number) => { json: (b: object) => void }; code?: (n: number) => { send: (b: object) => void } }>();
         const body = { wait: exception.decision!.retryAfterMs > 0, reason: exception.decision!.reason };
         if (res.code) res.code(418).send(body);
         else res.status!(418).json(body);
