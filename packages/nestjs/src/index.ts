@@ -20,3 +20,4 @@ export type {
   ConcurrencyOptions,
 } from './options';
 export type { Decision, HeaderMode, SlowDownInfo } from '@floodgate/core/adapter';
+export { FloodgateThrottlerStorage, type FloodgateThrottlerStorageOptions, type ThrottlerStorageRecord } from './throttler-storage';
