@@ -51,7 +51,7 @@ let redis: StartedRedis;
 let typeErrors: Map<string, string[]>;
 
 beforeAll(async () => {
-  for (const p of ['core', 'express', 'fastify', 'koa', 'metrics']) {
+  for (const p of ['core', 'express', 'fastify', 'koa', 'metrics', 'nestjs']) {
     if (!readdirSync(join(root, 'packages', p)).includes('dist'))
       throw new Error(`packages/${p} is not built: run \`npm run build\` (npm test does)`);
   }
@@ -64,8 +64,11 @@ beforeAll(async () => {
     writeFileSync(join(work, file), b.code);
     return file;
   });
+  // The decorator settings are a Nest project's (docs/nestjs.md); the other programs have no decorators.
   const tsconfig = {
     compilerOptions: {
+      experimentalDecorators: true,
+      emitDecoratorMetadata: true,
       module: 'nodenext',
       moduleResolution: 'nodenext',
       target: 'es2022',

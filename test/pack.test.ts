@@ -26,6 +26,11 @@ const FROM_REGISTRY = [
   'prom-client',
   '@opentelemetry/api',
   '@koa/bodyparser',
+  '@nestjs/common',
+  '@nestjs/core',
+  '@nestjs/platform-express',
+  'reflect-metadata',
+  'rxjs',
 ];
 
 let work: string;
@@ -87,7 +92,7 @@ test('installs in the scratch app in well under a minute', () => {
 
 test('the installed adapters depend on a versioned core and share the one installed copy of it', () => {
   const core = JSON.parse(readFileSync(join(app, 'node_modules', '@floodgate', 'core', 'package.json'), 'utf8')) as { version: string };
-  for (const adapter of ['express', 'fastify', 'koa']) {
+  for (const adapter of ['express', 'fastify', 'koa', 'nestjs']) {
     const pkg = JSON.parse(readFileSync(join(app, 'node_modules', '@floodgate', adapter, 'package.json'), 'utf8')) as {
       dependencies: Record<string, string>;
     };
@@ -123,6 +128,7 @@ const expected = (format: string) => ({
   express: [200, 429],
   fastify: [200, 429],
   koa: [200, 429],
+  nestjs: [200, 429],
   sameConfigError: [true, true],
 });
 
@@ -136,7 +142,7 @@ test.each([
     expect(rest).toEqual(expected(format));
     // The adapters resolve @floodgate/core to the app's one copy.
     expect(dirname(core as string)).toBe(join(app, 'node_modules', '@floodgate', 'core', 'dist'));
-    expect(coreOfAdapters).toEqual([core, core, core]);
+    expect(coreOfAdapters).toEqual([core, core, core, core]);
   },
 );
 
@@ -149,9 +155,12 @@ test('TypeScript consumers type-check with "module": "nodenext": ESM and CommonJ
     return `readme-${p}.mts`;
   });
   // skipLibCheck: third-party declarations have errors of their own (@types/koa against its
-  // content-disposition); typed.mts's @ts-expect-error lines fail if ours ever resolve to `any`.
+  // content-disposition); typed.mts's @ts-expect-error lines fail if ours ever resolve to `any`. The
+  // decorator settings are a Nest project's (the @floodgate/nestjs README's example).
   const tsconfig = {
     compilerOptions: {
+      experimentalDecorators: true,
+      emitDecoratorMetadata: true,
       module: 'nodenext',
       moduleResolution: 'nodenext',
       target: 'es2022',

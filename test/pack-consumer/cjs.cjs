@@ -6,6 +6,10 @@ const { ConfigError, createLimiter } = require('@floodgate/core');
 const { rateLimit: expressRateLimit } = require('@floodgate/express');
 const fastifyRateLimit = require('@floodgate/fastify').default;
 const { rateLimit: koaRateLimit } = require('@floodgate/koa');
+require('reflect-metadata');
+const { FloodgateGuard, FloodgateModule } = require('@floodgate/nestjs');
+const { Controller, Get, Module } = require('@nestjs/common');
+const { APP_GUARD, NestFactory } = require('@nestjs/core');
 const Router = require('@koa/router');
 const express = require('express');
 const Fastify = require('fastify');
@@ -70,6 +74,25 @@ async function main() {
   k.use(router.routes());
   out.koa = await serve(k.listen(0, '127.0.0.1'));
 
+  // Nest's decorators, applied as functions (this file is plain JavaScript).
+  class NestController {
+    get() {
+      return { ok: true };
+    }
+  }
+  Get('/')(NestController.prototype, 'get', Object.getOwnPropertyDescriptor(NestController.prototype, 'get'));
+  Controller()(NestController);
+  class NestApp {}
+  Module({
+    imports: [FloodgateModule.forRoot({ name: 'nestjs', limits })],
+    controllers: [NestController],
+    providers: [{ provide: APP_GUARD, useClass: FloodgateGuard }],
+  })(NestApp);
+  const n = await NestFactory.create(NestApp, { logger: false });
+  await n.listen(0, '127.0.0.1');
+  out.nestjs = await twice(`http://127.0.0.1:${n.getHttpServer().address().port}/`);
+  await n.close();
+
   // One copy of the core: the adapters throw the ConfigError class this file required, and resolve the
   // core to the same file as this app does.
   const configError = (make) => {
@@ -85,7 +108,7 @@ async function main() {
     configError(() => koaRateLimit({ limits: 'nonsense' })),
   ];
   out.core = require.resolve('@floodgate/core');
-  out.coreOfAdapters = ['express', 'fastify', 'koa'].map((a) =>
+  out.coreOfAdapters = ['express', 'fastify', 'koa', 'nestjs'].map((a) =>
     createRequire(require.resolve(`@floodgate/${a}`)).resolve('@floodgate/core'),
   );
   console.log(JSON.stringify(out));

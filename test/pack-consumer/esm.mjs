@@ -6,6 +6,10 @@ import { ConfigError, createLimiter } from '@floodgate/core';
 import { rateLimit as expressRateLimit } from '@floodgate/express';
 import fastifyRateLimit from '@floodgate/fastify';
 import { rateLimit as koaRateLimit } from '@floodgate/koa';
+import { FloodgateGuard, FloodgateModule } from '@floodgate/nestjs';
+import { Controller, Get, Module } from '@nestjs/common';
+import { APP_GUARD, NestFactory } from '@nestjs/core';
+import 'reflect-metadata';
 import Router from '@koa/router';
 import express from 'express';
 import Fastify from 'fastify';
@@ -68,6 +72,25 @@ router.get('/', koaRateLimit({ name: 'koa', limits }), (ctx) => {
 k.use(router.routes());
 out.koa = await serve(k.listen(0, '127.0.0.1'));
 
+// Nest's decorators, applied as functions (this file is plain JavaScript).
+class NestController {
+  get() {
+    return { ok: true };
+  }
+}
+Get('/')(NestController.prototype, 'get', Object.getOwnPropertyDescriptor(NestController.prototype, 'get'));
+Controller()(NestController);
+class NestApp {}
+Module({
+  imports: [FloodgateModule.forRoot({ name: 'nestjs', limits })],
+  controllers: [NestController],
+  providers: [{ provide: APP_GUARD, useClass: FloodgateGuard }],
+})(NestApp);
+const n = await NestFactory.create(NestApp, { logger: false });
+await n.listen(0, '127.0.0.1');
+out.nestjs = await twice(`http://127.0.0.1:${n.getHttpServer().address().port}/`);
+await n.close();
+
 // One copy of the core: the adapters throw the ConfigError class this file imported, and resolve the
 // core to the same file as this app does.
 const configError = (make) => {
@@ -84,5 +107,7 @@ out.sameConfigError = [
 ];
 const require = createRequire(import.meta.url);
 out.core = require.resolve('@floodgate/core');
-out.coreOfAdapters = ['express', 'fastify', 'koa'].map((a) => createRequire(require.resolve(`@floodgate/${a}`)).resolve('@floodgate/core'));
+out.coreOfAdapters = ['express', 'fastify', 'koa', 'nestjs'].map((a) =>
+  createRequire(require.resolve(`@floodgate/${a}`)).resolve('@floodgate/core'),
+);
 console.log(JSON.stringify(out));

@@ -1,0 +1,140 @@
+import type { ServerResponse } from 'node:http';
+import type { ExecutionContext } from '@nestjs/common';
+import { warned, watchServerOf, type WarningName } from '@floodgate/core/adapter';
+
+/*
+ * The request and response behind an execution context, on either Nest platform: Express's req and res, or
+ * Fastify's request and reply (the Node response being reply.raw). A GraphQL resolver's come from its
+ * context (`{ req, res }`, or Mercurius's `{ reply }`); a WebSocket message's from its client.
+ */
+
+/** One request (or WebSocket message) as the guard reads and answers it. */
+export interface Exchange {
+  /** What the options' functions see: Express's req, Fastify's request, or for a WebSocket message `{ headers, ip, client, data }`. */
+  readonly req: { headers: Record<string, unknown>; [key: string]: unknown };
+  /** The client address as the platform resolved it (Express's trust proxy, Fastify's trustProxy). */
+  readonly ip: string | undefined;
+  /** The Node response; undefined for a WebSocket message. */
+  readonly raw: ServerResponse | undefined;
+  /** What requestWasSuccessful gets: (req, res) or (request, reply). */
+  readonly args: readonly unknown[];
+  /** Each limit runs once per key: the request, or for GraphQL each field resolved (aliases included). */
+  readonly key: object;
+  set(name: string, value: string): void;
+  append(name: string, value: string): void;
+  /** The trust-proxy warnings this platform can give. */
+  checkTrust(warn: (name: WarningName, text: string) => void): void;
+}
+
+interface FastifyReplyLike {
+  raw: ServerResponse;
+  request: { ip?: string; headers: Record<string, unknown> };
+  header(name: string, value: string): unknown;
+  getHeader(name: string): unknown;
+}
+type ExpressResLike = ServerResponse & { append(name: string, value: string): unknown };
+type ExpressReqLike = { ip?: string; headers: Record<string, unknown>; socket: unknown; app?: { get(name: string): unknown } };
+
+const isFastifyReply = (res: unknown): res is FastifyReplyLike =>
+  typeof (res as Partial<FastifyReplyLike> | null)?.header === 'function' &&
+  typeof (res as Partial<FastifyReplyLike>).raw?.setHeader === 'function';
+
+const UNTRUSTED = (framework: string, setting: string): string =>
+  `X-Forwarded-For arrived but ${framework}'s ${setting} does not trust the sender, so every client behind that proxy shares one limit; set ${setting} to your proxy count or addresses`;
+const TRUSTS_ALL = (framework: string, setting: string): string =>
+  `${framework}'s ${setting} trusts every hop, so any client can choose its IP with X-Forwarded-For; set ${setting} to the number of proxies or their addresses, not true`;
+
+/**
+ * The trust-proxy warnings, once per process, as the Express and Fastify adapters give them. Express says
+ * what it trusts (`trust proxy`); Fastify does not, so its effect is read off the request: the socket
+ * address although X-Forwarded-For came means proxies are not trusted, the leftmost of several entries (the
+ * one any client can write) means every hop is.
+ */
+function trustOf(req: { ip?: string; headers: Record<string, unknown> }, socket: unknown, expressTrust: unknown) {
+  return (warn: (name: WarningName, text: string) => void): void => {
+    const xff = req.headers['x-forwarded-for'];
+    if (expressTrust === true && !warned('trust-proxy-all')) return warn('trust-proxy-all', TRUSTS_ALL('Express', "'trust proxy'"));
+    if (typeof xff !== 'string' || (warned('trust-proxy-all') && warned('forwarded-header-untrusted'))) return;
+    const entries = xff.split(',').map((s) => s.trim());
+    const framework = expressTrust === undefined ? 'Fastify' : 'Express';
+    const setting = expressTrust === undefined ? 'trustProxy' : "'trust proxy'";
+    const address = (socket as { remoteAddress?: string } | undefined)?.remoteAddress;
+    if (req.ip === address && !entries.includes(req.ip ?? '')) warn('forwarded-header-untrusted', UNTRUSTED(framework, setting));
+    else if (expressTrust === undefined && entries.length > 1 && req.ip === entries[0])
+      warn('trust-proxy-all', TRUSTS_ALL(framework, setting));
+  };
+}
+
+function overHttp(req: unknown, res: unknown, key: object): Exchange | undefined {
+  if (isFastifyReply(res)) {
+    const request = req as FastifyReplyLike['request'] & { raw?: { socket?: unknown } };
+    const socket = request.raw?.socket;
+    watchServerOf(socket);
+    return {
+      req: request as Exchange['req'],
+      ip: request.ip,
+      raw: res.raw,
+      args: [request, res],
+      key,
+      set: (name, value) => void res.header(name, value),
+      append: (name, value) => {
+        const before = res.getHeader(name);
+        res.header(name, before === undefined ? value : `${String(before)}, ${value}`);
+      },
+      checkTrust: trustOf(request, socket, undefined),
+    };
+  }
+  if (typeof (res as Partial<ExpressResLike> | null)?.setHeader !== 'function' || typeof req !== 'object' || req === null) return undefined;
+  const request = req as ExpressReqLike;
+  const response = res as ExpressResLike;
+  watchServerOf(request.socket);
+  return {
+    req: request as Exchange['req'],
+    ip: request.ip,
+    raw: response,
+    args: [request, response],
+    key,
+    set: (name, value) => void response.setHeader(name, value),
+    append: (name, value) => void response.append(name, value),
+    checkTrust: trustOf(request, request.socket, request.app?.get('trust proxy') ?? false),
+  };
+}
+
+/** A WebSocket client's address: `ws`'s socket, or Socket.IO's handshake. */
+function overWs(context: ExecutionContext): Exchange {
+  const ws = context.switchToWs();
+  const client = ws.getClient<Record<string, unknown>>();
+  const handshake = client.handshake as { address?: string; headers?: Record<string, unknown> } | undefined;
+  const socket = (client._socket ?? (client.conn as { remoteAddress?: string } | undefined)) as { remoteAddress?: string } | undefined;
+  const ip = handshake?.address ?? socket?.remoteAddress;
+  const nothing = (): void => undefined;
+  return {
+    req: { headers: handshake?.headers ?? {}, ip, client, data: ws.getData() as unknown },
+    ip,
+    raw: undefined,
+    args: [],
+    key: {},
+    set: nothing,
+    append: nothing,
+    checkTrust: nothing,
+  };
+}
+
+/** The exchange of a context, or undefined for a context the guard does not limit (a microservice's). */
+export function exchangeOf(context: ExecutionContext): Exchange | undefined {
+  const type = context.getType<string>();
+  if (type === 'http') {
+    const http = context.switchToHttp();
+    const req = http.getRequest<object>();
+    return overHttp(req, http.getResponse(), req);
+  }
+  if (type === 'graphql') {
+    // Resolver arguments: (root, args, context, info); the field's info is the key, so aliases each count.
+    const ctx = context.getArgByIndex<Record<string, unknown> | undefined>(2) ?? {};
+    const reply = ctx.reply as FastifyReplyLike | undefined;
+    const info = context.getArgByIndex<object | undefined>(3) ?? {};
+    return overHttp(ctx.req ?? reply?.request, ctx.res ?? reply, info);
+  }
+  if (type === 'ws') return overWs(context);
+  return undefined;
+}

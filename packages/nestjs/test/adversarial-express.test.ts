@@ -1,0 +1,4 @@
+import { adversarial } from '@floodgate/testing';
+import { nestExpressFactory } from './app-factory';
+
+adversarial(nestExpressFactory);

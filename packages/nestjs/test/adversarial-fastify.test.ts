@@ -1,0 +1,4 @@
+import { adversarial } from '@floodgate/testing';
+import { nestFastifyFactory } from './app-factory';
+
+adversarial(nestFastifyFactory);

@@ -1,0 +1,5 @@
+import { conformance, policyConformance } from '@floodgate/testing';
+import { nestFastifyFactory } from './app-factory';
+
+conformance(nestFastifyFactory);
+policyConformance(nestFastifyFactory);
