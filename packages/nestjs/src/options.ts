@@ -4,6 +4,7 @@ import {
   CONCURRENCY_OPTION_KEYS,
   ConfigError,
   HTTP_OPTION_KEYS,
+  INHERITED_OPTION_KEYS,
   LIMITER_OPTION_KEYS,
   SLOW_DOWN_OPTION_KEYS,
   assertKnownOptions,
@@ -57,35 +58,12 @@ export type FloodgateModuleOptions<Req = FloodgateRequest> = FloodgateModuleBase
 export type StepKind = 'concurrency' | 'slowDown' | 'rateLimit';
 
 /*
- * What a decorator's limit inherits from the module's options (unless it sets its own): where and how state
- * lives, and how answers look. Which requests count (limits, name, identify, skip, cost, plan) is the
- * decorator's own business. A key the kind of limit does not take is not inherited.
+ * What a decorator's limit inherits from the module's options (unless it sets its own): the options core
+ * declares inherited (where and how state lives, and how answers look), as a Fastify route does. Which
+ * requests count (limits, name, identify, skip, cost, plan) is the decorator's own business. A key the kind
+ * of limit does not take is not inherited.
  */
-const INHERITED = [
-  'redis',
-  'prefix',
-  'algorithm',
-  'penalty',
-  'blockCache',
-  'cluster',
-  'memory',
-  'failure',
-  'timeoutMs',
-  'mode',
-  'onEvent',
-  'events',
-  'logger',
-  'clock',
-  'headers',
-  'statusCode',
-  'denyStatusCode',
-  'message',
-  'ipv6Subnet',
-  'warnings',
-  'omitHeaders',
-  'user',
-  'unidentified',
-] as const;
+const INHERITED = INHERITED_OPTION_KEYS;
 
 /** The options each kind of limit takes. */
 export const KEYS: Record<StepKind, readonly string[]> = {
