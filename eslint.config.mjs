@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 
 /*
  * The layers of @floodgate/core (docs/design.md, section 3): a folder of packages/core/src imports only the
- * folders before it, and never an entry point (index.ts, adapter.ts, admin.ts: they import the layers).
+ * folders before it, and never an entry point (index.ts, adapter.ts, admin.ts, testing.ts: they import the layers).
  * Node's http module is imported by http/node.ts alone. packages/core/test/layering.test.ts checks the
  * same order over every import, type imports included, and that no two files import each other.
  */
@@ -16,7 +16,7 @@ function coreLayerRule(layer, nodeHttp = NODE_HTTP) {
   const later = CORE_LAYERS.slice(CORE_LAYERS.indexOf(layer) + 1);
   const patterns = [
     {
-      regex: '^(\\.\\./)+(index|adapter|admin)$',
+      regex: '^(\\.\\./)+(index|adapter|admin|testing)$',
       message: 'The entry points import the layers, never the reverse (docs/design.md, section 3).',
     },
   ];

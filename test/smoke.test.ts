@@ -26,6 +26,7 @@ const WANTED: Record<string, string[]> = {
   '@floodgate/fastify': ['default', 'rateLimit', 'RateLimitError', 'concurrency', 'slowDown'],
   '@floodgate/koa': ['rateLimit', 'concurrency', 'slowDown'],
   '@floodgate/core/admin': ['indexKey', 'registryKey', 'topKey', 'slotTag', 'algorithmTag'],
+  '@floodgate/core/testing': ['manualClock', 'testPrefix', 'resetPrefix'],
   '@floodgate/cli': ['run', 'EXIT', 'USAGE'],
 };
 const packages: [string, string[]][] = entryPoints().map((name) => [name, WANTED[name] ?? []]);

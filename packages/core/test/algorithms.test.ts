@@ -1,6 +1,15 @@
 import type Redis from 'ioredis';
 import { ConfigError, createLimiter, type AlgorithmName, type LimiterOptions, type RedisClient } from '@floodgate/core';
-import { closeClients, commandStats, connect, startRedis, storeClient, uniquePrefix, type StartedRedis } from '@floodgate/testing';
+import {
+  closeClients,
+  keysUnder,
+  commandStats,
+  connect,
+  startRedis,
+  storeClient,
+  uniquePrefix,
+  type StartedRedis,
+} from '@floodgate/testing';
 
 /* Every algorithm on a real Redis: exactness under concurrency, the boundary burst, one round trip, TTLs. */
 const ALGORITHMS: AlgorithmName[] = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket'];
@@ -21,17 +30,6 @@ function limiter(algorithm: AlgorithmName, extra: Partial<LimiterOptions> & Pick
     timeoutMs: 10_000,
     ...extra,
   });
-}
-
-async function keysOf(client: Redis, prefix: string): Promise<string[]> {
-  const found: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, batch] = await client.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    cursor = next;
-    found.push(...batch);
-  } while (cursor !== '0');
-  return found;
 }
 
 describe.each(ALGORITHMS)('%s on Redis', (algorithm) => {
@@ -72,7 +70,7 @@ describe.each(ALGORITHMS)('%s on Redis', (algorithm) => {
     expect(first.remaining).toBe(2);
     await lim.block('ip:192.0.2.2', { duration: '1m' });
     // Two state keys, one block key and the block index of its slot (the registry entry aside: docs/cli.md).
-    const keys = (await keysOf(redis, lim.prefix)).filter((k) => !k.includes(':!m:'));
+    const keys = (await keysUnder(redis, lim.prefix)).filter((k) => !k.includes(':!m:'));
     expect(keys.length).toBe(4);
     for (const key of keys) {
       const ttl = await redis.pttl(key);

@@ -1,6 +1,6 @@
 import { createLimiter, type Limiter, type LimiterOptions, type RedisClient } from '@floodgate/core';
 import { encodeIdentifier } from '../src/scripts/keys';
-import { closeClients, connect, startRedis, storeClient, uniquePrefix } from '@floodgate/testing';
+import { closeClients, keysUnder, connect, startRedis, storeClient, uniquePrefix } from '@floodgate/testing';
 
 // The limiters' client is the one under test (FLOODGATE_CLIENT, jest.config.ts); the test's own commands use ioredis.
 const redis = connect();
@@ -25,18 +25,6 @@ function make(options: Partial<LimiterOptions> & Pick<LimiterOptions, 'limits'>)
   });
   limiters.push(limiter);
   return limiter;
-}
-
-/** This prefix's keys (SCAN MATCH: never KEYS on the shared server, which may be a user's REDIS_URL). */
-async function keysOf(prefix: string): Promise<string[]> {
-  const found: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, batch] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    cursor = next;
-    found.push(...batch);
-  } while (cursor !== '0');
-  return found;
 }
 
 test('1,000 concurrent checks with limit 100 admit exactly 100', async () => {
@@ -141,7 +129,7 @@ test('every key written has a TTL no longer than its longest window', async () =
   await limiter.block('ip:6.6.6.6', { duration: '10m' });
   // The limiter's registry entry (for the command line, kept 30 days from its last write) aside: two state
   // keys, the block and the block index of its slot.
-  const keys = (await keysOf(limiter.prefix)).filter((k) => !k.includes(':!m:'));
+  const keys = (await keysUnder(redis, limiter.prefix)).filter((k) => !k.includes(':!m:'));
   expect(keys).toHaveLength(4);
   for (const key of keys) {
     const ttl = await redis.pttl(key);
@@ -249,7 +237,7 @@ describe('hostile identifiers', () => {
     for (const id of hostile) expect((await limiter.check(id)).remaining).toBe(0);
     for (const id of hostile) expect((await limiter.check(id)).allowed).toBe(false);
     // The state keys (the registry and the denial sample are the prefix's, not an identifier's).
-    const keys = (await keysOf(limiter.prefix)).filter((k) => !k.includes(':!m:') && !k.includes(':!t:'));
+    const keys = (await keysUnder(redis, limiter.prefix)).filter((k) => !k.includes(':!m:') && !k.includes(':!t:'));
     expect(keys).toHaveLength(new Set(hostile.map(encodeIdentifier)).size);
     expect(keys).toHaveLength(hostile.length);
     for (const key of keys) {

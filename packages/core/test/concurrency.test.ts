@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import { ArgumentError, ConfigError, createConcurrencyLimiter, type ConcurrencyLimiterOptions, type LimiterEvent } from '@floodgate/core';
-import { closeClients, commandStats, connect, startRedis, uniquePrefix, type StartedRedis } from '@floodgate/testing';
+import { closeClients, keysUnder, commandStats, connect, startRedis, uniquePrefix, type StartedRedis } from '@floodgate/testing';
 
 /*
  * Concurrency leases (docs/concurrency.md) against the shared test redis-server, and a private one where a
@@ -166,13 +166,7 @@ describe('one Redis', () => {
     ];
     const leases = await Promise.all(hostile.map((id) => limiter.lease(id)));
     expect(leases.every((l) => l.granted)).toBe(true);
-    const keys: string[] = [];
-    let cursor = '0';
-    do {
-      const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      keys.push(...found);
-      cursor = next;
-    } while (cursor !== '0');
+    const keys = await keysUnder(redis, prefix);
     expect(new Set(keys).size).toBe(hostile.length);
     for (const k of keys) expect(k).toMatch(/^cc-[0-9a-f]{8}:api:cc1:\{[A-Za-z0-9._:@/#-]{1,64}\}$/);
     await Promise.all(leases.map((l) => l.release()));

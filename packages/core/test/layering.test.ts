@@ -12,7 +12,7 @@ import ts from 'typescript';
  */
 const SRC = join(__dirname, '..', 'src');
 const LAYERS = ['kernel', 'config', 'scripts', 'stores', 'engine', 'http'];
-const ENTRY_POINTS = ['index.ts', 'adapter.ts', 'admin.ts'];
+const ENTRY_POINTS = ['index.ts', 'adapter.ts', 'admin.ts', 'testing.ts'];
 
 function sources(dir = ''): string[] {
   return readdirSync(join(SRC, dir), { withFileTypes: true }).flatMap((entry) => {

@@ -152,6 +152,18 @@ export function uniquePrefix(label = 't'): string {
   return `${label.replace(/[^A-Za-z0-9_.-]/g, '').slice(0, 12)}-${randomBytes(4).toString('hex')}`;
 }
 
+/** The keys under `<prefix>:` (SCAN MATCH: never KEYS, which the shared test server refuses and a user's REDIS_URL may hold). */
+export async function keysUnder(client: Redis, prefix: string): Promise<string[]> {
+  const found: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await client.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    found.push(...batch);
+  } while (cursor !== '0');
+  return found;
+}
+
 /** Counts scripts and plain commands sent over the wire, from INFO commandstats on a private server. */
 export async function commandStats(client: Redis): Promise<Record<string, number>> {
   const info = await client.info('commandstats');

@@ -5,6 +5,7 @@ export {
   uniquePrefix,
   testRedisUrl,
   commandStats,
+  keysUnder,
   storeClient,
   storeClusterClient,
   closeStoreClient,

@@ -149,6 +149,12 @@ export class BlockCache {
     for (const id of ids) this.entries.delete(id);
   }
 
+  /** Forgets every entry (resetPrefix, between tests). */
+  clear(): void {
+    this.entries.clear();
+    this.newest = undefined;
+  }
+
   dispose(): void {
     this.entries.clear();
     live.delete(this.ref);
@@ -206,6 +212,14 @@ export function evictEverywhere(prefix: string, name: string | undefined, ids: r
   for (const ref of live) {
     const cache = ref.deref();
     if (cache !== undefined && cache.prefix === prefix && (name === undefined || cache.name === name)) cache.evict(ids);
+  }
+}
+
+/** Empties the caches of every limiter with this prefix (resetPrefix). */
+export function clearEverywhere(prefix: string): void {
+  for (const ref of live) {
+    const cache = ref.deref();
+    if (cache !== undefined && cache.prefix === prefix) cache.clear();
   }
 }
 

@@ -1,7 +1,7 @@
 import { StoreError } from '../kernel/errors';
 import { localDenial, type Decision } from '../kernel/decision';
 import { storeFailureWarning } from '../stores/deadline';
-import { MemoryStore } from '../stores/memory';
+import { privateMemoryStore, type MemoryStore } from '../stores/memory';
 import type { ResolvedOptions } from './options';
 import type { Events } from './events';
 import type { HealthRecorder } from './health';
@@ -75,7 +75,7 @@ export class StoreFailures {
     // (503 with Retry-After in the adapters), as 'closed' does; 'local' decides in process as it always does.
     const policy = error.kind === 'overload' && failure === 'open' ? 'closed' : failure;
     if (policy === 'local') {
-      this.localStore ??= new MemoryStore(this.opts.memoryMaxKeys);
+      this.localStore ??= privateMemoryStore(this.opts.prefix, this.opts.memoryMaxKeys);
       const reply = this.localStore.run(call.plan.program, call.keys, call.argv, { now: nowOf(this.opts), budgetMs: Infinity });
       return { ...decodeCall(call, reply, 'fallback'), error };
     }

@@ -5,7 +5,7 @@ import type { Reply } from '../scripts/reply';
 import { keyScheme, type KeyScheme } from '../scripts/keys';
 import { resolveOptions, type LimiterOptions, type ResolvedOptions } from './options';
 import type { Rule } from '../config/rules';
-import { MemoryStore, sharedMemoryStore } from '../stores/memory';
+import { privateMemoryStore, sharedMemoryStore } from '../stores/memory';
 import { RedisStore } from '../stores/redis';
 import { adapterOf, checkRequestTimeout } from '../stores/clients';
 import { ClusterStore } from '../stores/cluster';
@@ -159,7 +159,7 @@ export class FloodgateLimiter implements Limiter {
     this.store = opts.redis
       ? new (adapterOf(opts.redis).isCluster ? ClusterStore : RedisStore)(opts.redis, opts.logger)
       : opts.clock
-        ? new MemoryStore(opts.memoryMaxKeys)
+        ? privateMemoryStore(opts.prefix, opts.memoryMaxKeys)
         : sharedMemoryStore(opts.prefix, opts.memoryMaxKeys);
     this.records = this.store instanceof RedisStore && opts.clock === undefined ? new OperatorRecords(this.store, opts) : undefined;
     if (opts.redis) checkRequestTimeout(adapterOf(opts.redis), opts.timeoutMs, opts.logger);

@@ -7,6 +7,7 @@ import type { RunContext, Store } from './types';
 import { isBlockKey } from '../scripts/keys';
 import { indexTwin } from '../scripts/block-index';
 import { shared } from '../kernel/state';
+import { byPrefix } from '../kernel/by-prefix';
 
 /** Default for `memory.maxKeys`: identifiers whose state one in-memory store (or `failure: 'local'`) keeps. */
 export const DEFAULT_MEMORY_MAX_KEYS = 100_000;
@@ -108,6 +109,12 @@ export class MemoryStore implements Store, FrameStorage {
     indexTwin(this, index, key, undefined, at, pad);
   }
 
+  /** Forgets every key (resetPrefix, between tests). */
+  clear(): void {
+    this.states.clear();
+    this.blocks.clear();
+  }
+
   delete(keys: string[]): void {
     for (const key of keys) (isBlockKey(key) ? this.blocks : this.states).delete(key);
   }
@@ -125,4 +132,20 @@ export function sharedMemoryStore(prefix: string, maxKeys: number): MemoryStore 
     sharedStores.set(prefix, store);
   } else store.maxKeys = Math.max(store.maxKeys, maxKeys);
   return store;
+}
+
+const privateStores = byPrefix<MemoryStore>('memoryStores');
+
+/**
+ * A memory store of one limiter's own (a limiter on a test clock, a `failure: 'local'` fallback): not
+ * shared, but found by its prefix when a test resets it.
+ */
+export function privateMemoryStore(prefix: string, maxKeys: number): MemoryStore {
+  return privateStores.add(prefix, new MemoryStore(maxKeys));
+}
+
+/** Empties every memory store of a prefix in this process, shared or private (resetPrefix). */
+export function clearMemoryStores(prefix: string): void {
+  sharedStores.get(prefix)?.clear();
+  privateStores.clear(prefix);
 }

@@ -9,7 +9,7 @@ import { RedisStore } from '../../stores/redis';
 import { adapterOf } from '../../stores/clients';
 import { keySlot } from '../../stores/cluster';
 import { ACQUIRE_LUA, RELEASE_LUA, decodeAcquire, type AcquireReply } from '../../scripts/lease-script';
-import { MemoryLeases, sharedMemoryLeases } from './memory-leases';
+import { privateMemoryLeases, sharedMemoryLeases, type MemoryLeases } from './memory-leases';
 import { resolveConcurrencyOptions, type ConcurrencyLimiterOptions, type ResolvedConcurrencyOptions } from './options';
 import type { FailurePolicy } from '../../config/failure-policy';
 
@@ -112,7 +112,7 @@ class Leases implements ConcurrencyLimiter {
     this.memory = opts.redis
       ? undefined
       : opts.clock
-        ? new MemoryLeases(opts.memoryMaxKeys)
+        ? privateMemoryLeases(opts.prefix, opts.memoryMaxKeys)
         : sharedMemoryLeases(opts.prefix, opts.memoryMaxKeys);
     this.keys = keyScheme(opts.prefix, opts.name, 'cc1', opts.colocate);
     this.planner = new CallPlanner(opts, this.keys);
@@ -266,7 +266,7 @@ class Leases implements ConcurrencyLimiter {
     // Overload (Redis answering, this process's own backlog out of time) is not an outage: never granted by 'open'.
     const policy = error.kind === 'overload' && this.failure === 'open' ? 'closed' : this.failure;
     if (policy === 'local') {
-      this.local ??= new MemoryLeases(this.opts.memoryMaxKeys);
+      this.local ??= privateMemoryLeases(this.opts.prefix, this.opts.memoryMaxKeys);
       return this.twin(this.local, ids, keys, 'fallback', error);
     }
     if (policy === 'open') return Object.assign(this.granted('fallback', ids, 0, NOT_HELD), { error });

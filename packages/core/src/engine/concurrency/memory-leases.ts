@@ -1,4 +1,5 @@
 import { shared } from '../../kernel/state';
+import { byPrefix } from '../../kernel/by-prefix';
 import { acquireTwin, releaseTwin, type LeaseSets } from '../../scripts/lease-script';
 import { DEFAULT_MEMORY_MAX_KEYS } from '../../stores/memory';
 
@@ -15,6 +16,11 @@ export class MemoryLeases implements LeaseSets {
   private readonly sets = new Map<string, { leases: Map<string, number>; latest: number }>();
 
   constructor(public maxKeys = DEFAULT_MEMORY_MAX_KEYS) {}
+
+  /** Forgets every lease (resetPrefix, between tests). */
+  clear(): void {
+    this.sets.clear();
+  }
 
   /** Identifiers with a set (for tests). */
   get size(): number {
@@ -65,4 +71,17 @@ export function sharedMemoryLeases(prefix: string, maxKeys: number): MemoryLease
     sharedLeases.set(prefix, leases);
   } else leases.maxKeys = Math.max(leases.maxKeys, maxKeys);
   return leases;
+}
+
+const privateLeases = byPrefix<MemoryLeases>('memoryLeases');
+
+/** Leases of one concurrency limiter's own (a test clock, a `failure: 'local'` fallback), found by prefix on a reset. */
+export function privateMemoryLeases(prefix: string, maxKeys: number): MemoryLeases {
+  return privateLeases.add(prefix, new MemoryLeases(maxKeys));
+}
+
+/** Releases every in-memory lease of a prefix in this process, shared or private (resetPrefix). */
+export function clearMemoryLeases(prefix: string): void {
+  sharedLeases.get(prefix)?.clear();
+  privateLeases.clear(prefix);
 }
