@@ -7,6 +7,7 @@
  * @module @floodgate/core/adapter
  */
 export { whenResponseDone } from './http/node';
+export type { ResponseEnd, ResponseLike } from './http/node';
 export { createHttpLimiter, HTTP_OPTION_KEYS } from './http/http-limiter';
 export type { HttpOptions, HttpOutcome, HttpLimiter, UnidentifiedPolicy } from './http/http-limiter';
 export type { LimitsOrLimiter, MaybePromise } from './http/option-types';
