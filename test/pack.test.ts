@@ -18,6 +18,8 @@ const FROM_REGISTRY = [
   'ioredis',
   'express',
   'fastify',
+  'hono',
+  '@hono/node-server',
   'koa',
   '@koa/router',
   '@types/express',
@@ -87,7 +89,7 @@ test('installs in the scratch app in well under a minute', () => {
 
 test('the installed adapters depend on a versioned core and share the one installed copy of it', () => {
   const core = JSON.parse(readFileSync(join(app, 'node_modules', '@floodgate', 'core', 'package.json'), 'utf8')) as { version: string };
-  for (const adapter of ['express', 'fastify', 'koa']) {
+  for (const adapter of ['express', 'fastify', 'hono', 'koa']) {
     const pkg = JSON.parse(readFileSync(join(app, 'node_modules', '@floodgate', adapter, 'package.json'), 'utf8')) as {
       dependencies: Record<string, string>;
     };
@@ -122,21 +124,22 @@ const expected = (format: string) => ({
   ],
   express: [200, 429],
   fastify: [200, 429],
+  hono: [200, 429],
   koa: [200, 429],
-  sameConfigError: [true, true],
+  sameConfigError: [true, true, true],
 });
 
 test.each([
   ['ESM', 'esm', 'esm.mjs'],
   ['CommonJS', 'cjs', 'cjs.cjs'],
 ])(
-  '%s consumer: limiters in memory and on the test Redis, and an Express, Fastify and Koa app each answer 200 then 429',
+  '%s consumer: limiters in memory and on the test Redis, and an Express, Fastify, Hono and Koa app each answer 200 then 429',
   (_label, format, file) => {
     const { core, coreOfAdapters, ...rest } = consume(file);
     expect(rest).toEqual(expected(format));
     // The adapters resolve @floodgate/core to the app's one copy.
     expect(dirname(core as string)).toBe(join(app, 'node_modules', '@floodgate', 'core', 'dist'));
-    expect(coreOfAdapters).toEqual([core, core, core]);
+    expect(coreOfAdapters).toEqual([core, core, core, core]);
   },
 );
 
@@ -199,6 +202,7 @@ const FIRST_PAGES = [
   'README.md',
   'docs/express.md',
   'docs/fastify.md',
+  'docs/hono.md',
   'docs/koa.md',
   'docs/core-api.md',
   'docs/refunds.md',
