@@ -8,13 +8,16 @@ import type { HeaderList } from '@floodgate/core/adapter';
  * middlewares wrote is put on that response.
  */
 
-/** Per request: every header Floodgate wrote, `true` for a list header that is appended to. */
-const written = new WeakMap<Context, [string, string, boolean][]>();
+/**
+ * Per request, on the context under a symbol (a WeakMap entry per request costs more than the rest of a
+ * cached denial): every header Floodgate wrote, `true` for a list header that is appended to.
+ */
+const WRITTEN = Symbol('floodgate.headers');
+type Written = { [WRITTEN]?: [string, string, boolean][] };
 
 export function writeHeaders(c: Context, set: HeaderList, append: HeaderList = []): void {
   if (set.length === 0 && append.length === 0) return;
-  let list = written.get(c);
-  if (list === undefined) written.set(c, (list = []));
+  const list = ((c as Written)[WRITTEN] ??= []);
   for (const [name, value] of set) {
     c.header(name, value);
     list.push([name, value, false]);
@@ -27,7 +30,7 @@ export function writeHeaders(c: Context, set: HeaderList, append: HeaderList = [
 
 /** After the chain: the headers again, on a response made without the context (once per request). */
 export function keepHeaders(c: Context): void {
-  const list = written.get(c);
+  const list = (c as Written)[WRITTEN];
   if (list === undefined || list.length === 0 || c.res.headers.has(list[0]![0])) return;
   const headers = new Headers(c.res.headers);
   for (const [name, value, append] of list) {
