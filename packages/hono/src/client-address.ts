@@ -87,10 +87,11 @@ function nodeAddress(c: Context): string | undefined {
 }
 
 /**
- * Validates `trustProxy` and `getConnInfo` once and returns the request -> client address function; warns
- * (once, through the limiter's logger) about a setting that trusts everyone and a forwarded header it ignores.
+ * Validates `trustProxy` and `getConnInfo` (before a limiter is made, so a ConfigError keeps no name taken).
+ * Given the limiter's warn, it returns the request -> client address function, which warns (once, through
+ * the limiter's logger) about a setting that trusts everyone and a forwarded header it ignores.
  */
-export function clientAddress(options: ClientAddressOptions, warn: HttpLimiter<Context>['warn']): (c: Context) => string | undefined {
+export function clientAddress(options: ClientAddressOptions): (warn: HttpLimiter<Context>['warn']) => (c: Context) => string | undefined {
   const trusted = resolveTrust(options.trustProxy);
   const getConnInfo = options.getConnInfo;
   if (getConnInfo !== undefined && typeof getConnInfo !== 'function') {
@@ -99,17 +100,12 @@ export function clientAddress(options: ClientAddressOptions, warn: HttpLimiter<C
       `must be a function (c) => ConnInfo, such as hono/bun's getConnInfo; got ${describeValue(getConnInfo)}`,
     );
   }
-  if (trusted.some(([, bits]) => bits === 0)) {
-    warn(
-      'trust-proxy-all',
-      'trustProxy covers every address, so any client can choose its IP with X-Forwarded-For; list only your proxies',
-    );
-  }
+  const trustsAll = trusted.some(([, bits]) => bits === 0);
   const isTrusted = (text: string | undefined): boolean => {
     const address = text === undefined ? undefined : parse(text.trim());
     return address !== undefined && trusted.some(([net, bits]) => net.kind() === address.kind() && address.match(net, bits));
   };
-  return (c) => {
+  const addressOf = (c: Context, warn: HttpLimiter<Context>['warn']): string | undefined => {
     const peer = getConnInfo === undefined ? nodeAddress(c) : getConnInfo(c).remote.address;
     if (trusted.length === 0 && warned('forwarded-header-untrusted')) return peer;
     const forwarded = c.req.raw.headers.get('x-forwarded-for');
@@ -126,5 +122,14 @@ export function clientAddress(options: ClientAddressOptions, warn: HttpLimiter<C
     const hops = forwarded.split(',');
     for (let i = hops.length - 1; i > 0; i--) if (!isTrusted(hops[i])) return hops[i]!.trim();
     return hops[0]!.trim();
+  };
+  return (warn) => {
+    if (trustsAll) {
+      warn(
+        'trust-proxy-all',
+        'trustProxy covers every address, so any client can choose its IP with X-Forwarded-For; list only your proxies',
+      );
+    }
+    return (c) => addressOf(c, warn);
   };
 }

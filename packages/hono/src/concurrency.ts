@@ -13,8 +13,9 @@ export interface ConcurrencyOptions extends ConcurrencyHttpOptions<Context>, Cli
  * handler returns).
  */
 export function concurrency(options: ConcurrencyOptions): MiddlewareHandler {
+  const address = clientAddress(ownOptions(options));
   const http = createHttpConcurrency<Context>(options, CLIENT_ADDRESS_OPTION_KEYS, defaultUser);
-  const addressOf = clientAddress(ownOptions(options), http.warn);
+  const addressOf = address(http.warn);
   return async function floodgateConcurrency(c, next) {
     const watch = watchOf(c);
     const outcome = await http.enter(c, addressOf(c), watch.end);

@@ -52,13 +52,15 @@ export type RateLimitMiddleware = MiddlewareHandler & {
 
 /** Hono middleware: `app.use(rateLimit(opts))` or `app.post('/search', rateLimit(opts), handler)`. */
 export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
-  const http = createHttpLimiter<Context>(options, ['handler', ...CLIENT_ADDRESS_OPTION_KEYS], defaultUser);
+  // This adapter's own options first: a ConfigError after the limiter was made would keep its name taken.
   const own = ownOptions(options);
   const handler = own.handler;
   if (handler !== undefined && typeof handler !== 'function') {
     throw new ConfigError('handler', `must be a function (c, next, decision); got ${describeValue(handler)}`);
   }
-  const addressOf = clientAddress(own, http.warn);
+  const address = clientAddress(own);
+  const http = createHttpLimiter<Context>(options, ['handler', ...CLIENT_ADDRESS_OPTION_KEYS], defaultUser);
+  const addressOf = address(http.warn);
 
   const respond = async (c: Context, next: Next, outcome: HttpOutcome): Promise<Response | void> => {
     if (outcome.action === 'error') throw outcome.error;

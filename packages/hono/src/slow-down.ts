@@ -37,9 +37,10 @@ export type SlowDownMiddleware = MiddlewareHandler & { readonly limiter: Limiter
  * A client that disconnects during its delay never reaches the handler.
  */
 export function slowDown(options: SlowDownOptions): SlowDownMiddleware {
-  const http = createHttpSlowDown<Context>(options, CLIENT_ADDRESS_OPTION_KEYS, defaultUser);
   const own = ownOptions(options);
-  const addressOf = clientAddress(own, http.warn);
+  const address = clientAddress(own);
+  const http = createHttpSlowDown<Context>(options, CLIENT_ADDRESS_OPTION_KEYS, defaultUser);
+  const addressOf = address(http.warn);
   const middleware: MiddlewareHandler = async (c, next) => {
     const watch = watchOf(c);
     const outcome = await http.run(c, addressOf(c), watch.end);

@@ -154,6 +154,17 @@ describe('close()', () => {
     expect(second.limiter.rules.map((r) => r.limit)).toEqual([9]);
   });
 
+  test('a ConfigError of an option of this adapter leaves the name free: the corrected middleware builds', () => {
+    const prefix = uniquePrefix('honoclose');
+    const options = { redis, prefix, name: 'api', limits: { limit: 5, window: '1m' } };
+    expect(() => rateLimit({ ...options, trustProxy: ['proxy.internal'] })).toThrow(expect.objectContaining({ option: 'trustProxy[0]' }));
+    expect(() => rateLimit({ ...options, handler: 'nope' as never })).toThrow(expect.objectContaining({ option: 'handler' }));
+    expect(() => slowDown({ ...options, getConnInfo: 'node' as never })).toThrow(expect.objectContaining({ option: 'getConnInfo' }));
+    // Other rules under the same name: "already used" if a failed construction had kept the name.
+    const corrected = closing(rateLimit({ ...options, limits: { limit: 9, window: '1m' }, trustProxy: ['10.0.0.0/8'] }));
+    expect(corrected.limiter.rules.map((r) => r.limit)).toEqual([9]);
+  });
+
   test('leaves a shared limiter open', async () => {
     const prefix = uniquePrefix('honoclose');
     const shared = closing(createLimiter({ redis, prefix, name: 'shared', limits: { limit: 5, window: '1m' } }));
