@@ -7,6 +7,7 @@ import { createLimiter } from '@floodgate/core';
 import { rateLimit as expressRateLimit, slowDown as expressSlowDown } from '@floodgate/express';
 import fastifyRateLimit, { slowDown as fastifySlowDown } from '@floodgate/fastify';
 import { rateLimit as koaRateLimit, slowDown as koaSlowDown } from '@floodgate/koa';
+import { concurrency as honoConcurrency, rateLimit as honoRateLimit, slowDown as honoSlowDown } from '@floodgate/hono';
 
 /*
  * The adapters' option types require `limits` unless a shared `limiter` is given (and then no core option
@@ -37,6 +38,16 @@ export async function typeChecks(): Promise<void> {
   // @ts-expect-error core options beside a shared limiter belong on the limiter
   koaRateLimit({ limiter, algorithm: 'fixed-window' });
 
+  honoRateLimit({ limits, trustProxy: ['loopback', '10.0.0.0/8'] });
+  honoRateLimit({ limiter, handler: (c) => c.text('slow down', 429) });
+  // @ts-expect-error neither limits nor limiter
+  honoRateLimit({ trustProxy: 'loopback' });
+  // @ts-expect-error core options beside a shared limiter belong on the limiter
+  honoRateLimit({ limiter, failure: 'closed' });
+  // @ts-expect-error trustProxy takes addresses and ranges, not a hop count
+  honoRateLimit({ limits, trustProxy: 1 });
+  honoConcurrency({ max: 2, getConnInfo: (c) => ({ remote: { address: c.req.header('x-real-ip') } }) });
+
   const app = Fastify();
   await app.register(fastifyRateLimit, { limits });
   await app.register(fastifyRateLimit, { limiter });
@@ -56,6 +67,9 @@ export async function typeChecks(): Promise<void> {
   // @ts-expect-error core options beside a shared limiter belong on the limiter
   expressSlowDown({ limiter, deny: ['10.0.0.0/8'] });
   koaSlowDown({ limits, delayMs: (used, ctx) => (ctx.path === '/' ? used : 0) });
+  honoSlowDown({ limits, delayMs: (used, c) => (c.req.path === '/' ? used : 0) });
+  // @ts-expect-error delayMs is ms or a function, not a duration string
+  honoSlowDown({ limits, delayMs: '1s' });
   // @ts-expect-error delayMs is ms or a function, not a duration string
   koaSlowDown({ limits, delayMs: '1s' });
   await app.register(fastifySlowDown, { limits, allow: ['10.0.0.0/8'], delayMs: (used, request) => (request.url === '/' ? used : 0) });
@@ -90,6 +104,7 @@ test('what the types refuse is refused at run time too, with a ConfigError', asy
   const missing = { name: 'x' } as never;
   expect(() => expressRateLimit(missing)).toThrow(expect.objectContaining({ code: 'ERR_FLOODGATE_CONFIG', option: 'limits' }));
   expect(() => koaRateLimit(missing)).toThrow(expect.objectContaining({ code: 'ERR_FLOODGATE_CONFIG', option: 'limits' }));
+  expect(() => honoRateLimit(missing)).toThrow(expect.objectContaining({ code: 'ERR_FLOODGATE_CONFIG', option: 'limits' }));
   const limiter = createLimiter({ limits });
   expect(() => expressRateLimit({ limiter, name: 'x' } as never)).toThrow(expect.objectContaining({ option: 'name' }));
   await expect(Fastify().register(fastifyRateLimit, missing).ready()).rejects.toMatchObject({ option: 'limits' });

@@ -18,6 +18,8 @@ const FROM_REGISTRY = [
   'ioredis',
   'express',
   'fastify',
+  'hono',
+  '@hono/node-server',
   'koa',
   '@koa/router',
   '@types/express',
@@ -92,7 +94,7 @@ test('installs in the scratch app in well under a minute', () => {
 
 test('the installed adapters depend on a versioned core and share the one installed copy of it', () => {
   const core = JSON.parse(readFileSync(join(app, 'node_modules', '@floodgate', 'core', 'package.json'), 'utf8')) as { version: string };
-  for (const adapter of ['express', 'fastify', 'koa', 'nestjs']) {
+  for (const adapter of ['express', 'fastify', 'hono', 'koa', 'nestjs']) {
     const pkg = JSON.parse(readFileSync(join(app, 'node_modules', '@floodgate', adapter, 'package.json'), 'utf8')) as {
       dependencies: Record<string, string>;
     };
@@ -127,16 +129,17 @@ const expected = (format: string) => ({
   ],
   express: [200, 429],
   fastify: [200, 429],
+  hono: [200, 429],
   koa: [200, 429],
   nestjs: [200, 429],
-  sameConfigError: [true, true],
+  sameConfigError: [true, true, true],
 });
 
 test.each([
   ['ESM', 'esm', 'esm.mjs'],
   ['CommonJS', 'cjs', 'cjs.cjs'],
 ])(
-  '%s consumer: limiters in memory and on the test Redis, and an Express, Fastify and Koa app each answer 200 then 429',
+  '%s consumer: limiters in memory and on the test Redis, and an Express, Fastify, Hono, Koa and NestJS app each answer 200 then 429',
   (_label, format, file) => {
     const { core, coreOfAdapters, ...rest } = consume(file);
     expect(rest).toEqual(expected(format));
@@ -208,6 +211,7 @@ const FIRST_PAGES = [
   'README.md',
   'docs/express.md',
   'docs/fastify.md',
+  'docs/hono.md',
   'docs/koa.md',
   'docs/core-api.md',
   'docs/refunds.md',

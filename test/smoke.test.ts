@@ -24,6 +24,7 @@ const WANTED: Record<string, string[]> = {
   '@floodgate/core/adapter': ['createHttpLimiter', 'createHttpSlowDown', 'createLimiter', 'ConfigError', 'watchServerOf'],
   '@floodgate/express': ['rateLimit', 'concurrency', 'slowDown'],
   '@floodgate/fastify': ['default', 'rateLimit', 'RateLimitError', 'concurrency', 'slowDown'],
+  '@floodgate/hono': ['rateLimit', 'concurrency', 'slowDown'],
   '@floodgate/koa': ['rateLimit', 'concurrency', 'slowDown'],
   '@floodgate/core/admin': ['indexKey', 'registryKey', 'topKey', 'slotTag', 'algorithmTag'],
   '@floodgate/core/testing': ['manualClock', 'testPrefix', 'resetPrefix'],

@@ -25,7 +25,7 @@ export function readResults(dir = RESULTS): Results {
   return { http: read('http'), core: read('core') };
 }
 
-const FRAMEWORKS: Record<string, string> = { express: 'Express', fastify: 'Fastify', koa: 'Koa' };
+const FRAMEWORKS: Record<string, string> = { express: 'Express', fastify: 'Fastify', koa: 'Koa', hono: 'Hono' };
 const range = (values: number[], digits: number, unit: string): string => {
   const lo = fmt(Math.min(...values), digits);
   const hi = fmt(Math.max(...values), digits);

@@ -19,6 +19,8 @@ const PACKAGES = [
   'express',
   'fastify',
   'koa',
+  'hono',
+  '@hono/node-server',
   'express-rate-limit',
   'rate-limit-redis',
   'rate-limiter-flexible',

@@ -5,6 +5,8 @@ const { createRequire } = require('node:module');
 const { ConfigError, createLimiter } = require('@floodgate/core');
 const { rateLimit: expressRateLimit } = require('@floodgate/express');
 const fastifyRateLimit = require('@floodgate/fastify').default;
+const { rateLimit: honoRateLimit } = require('@floodgate/hono');
+const { serve: serveHono } = require('@hono/node-server');
 const { rateLimit: koaRateLimit } = require('@floodgate/koa');
 require('reflect-metadata');
 const { FloodgateGuard, FloodgateModule } = require('@floodgate/nestjs');
@@ -13,6 +15,7 @@ const { APP_GUARD, NestFactory } = require('@nestjs/core');
 const Router = require('@koa/router');
 const express = require('express');
 const Fastify = require('fastify');
+const { Hono } = require('hono');
 const { Redis } = require('ioredis');
 const Koa = require('koa');
 
@@ -66,6 +69,11 @@ async function main() {
   out.fastify = await twice(await f.listen({ port: 0, host: '127.0.0.1' }));
   await f.close();
 
+  const h = new Hono();
+  h.use(honoRateLimit({ name: 'hono', limits }));
+  h.get('/', (c) => c.json({ remaining: c.get('rateLimit')?.remaining }));
+  out.hono = await serve(serveHono({ fetch: h.fetch, hostname: '127.0.0.1', port: 0 }));
+
   const k = new Koa();
   const router = new Router();
   router.get('/', koaRateLimit({ name: 'koa', limits }), (ctx) => {
@@ -106,9 +114,10 @@ async function main() {
   out.sameConfigError = [
     configError(() => expressRateLimit({ limits: 'nonsense' })),
     configError(() => koaRateLimit({ limits: 'nonsense' })),
+    configError(() => honoRateLimit({ limits: 'nonsense' })),
   ];
   out.core = require.resolve('@floodgate/core');
-  out.coreOfAdapters = ['express', 'fastify', 'koa', 'nestjs'].map((a) =>
+  out.coreOfAdapters = ['express', 'fastify', 'hono', 'koa', 'nestjs'].map((a) =>
     createRequire(require.resolve(`@floodgate/${a}`)).resolve('@floodgate/core'),
   );
   console.log(JSON.stringify(out));

@@ -5,6 +5,8 @@ import { createRequire } from 'node:module';
 import { ConfigError, createLimiter } from '@floodgate/core';
 import { rateLimit as expressRateLimit } from '@floodgate/express';
 import fastifyRateLimit from '@floodgate/fastify';
+import { rateLimit as honoRateLimit } from '@floodgate/hono';
+import { serve as serveHono } from '@hono/node-server';
 import { rateLimit as koaRateLimit } from '@floodgate/koa';
 import { FloodgateGuard, FloodgateModule } from '@floodgate/nestjs';
 import { Controller, Get, Module } from '@nestjs/common';
@@ -13,6 +15,7 @@ import 'reflect-metadata';
 import Router from '@koa/router';
 import express from 'express';
 import Fastify from 'fastify';
+import { Hono } from 'hono';
 import { Redis } from 'ioredis';
 import Koa from 'koa';
 
@@ -64,6 +67,11 @@ f.get('/', async (request) => ({ remaining: request.rateLimit?.remaining }));
 out.fastify = await twice(await f.listen({ port: 0, host: '127.0.0.1' }));
 await f.close();
 
+const h = new Hono();
+h.use(honoRateLimit({ name: 'hono', limits }));
+h.get('/', (c) => c.json({ remaining: c.get('rateLimit')?.remaining }));
+out.hono = await serve(serveHono({ fetch: h.fetch, hostname: '127.0.0.1', port: 0 }));
+
 const k = new Koa();
 const router = new Router();
 router.get('/', koaRateLimit({ name: 'koa', limits }), (ctx) => {
@@ -104,10 +112,11 @@ const configError = (make) => {
 out.sameConfigError = [
   configError(() => expressRateLimit({ limits: 'nonsense' })),
   configError(() => koaRateLimit({ limits: 'nonsense' })),
+  configError(() => honoRateLimit({ limits: 'nonsense' })),
 ];
 const require = createRequire(import.meta.url);
 out.core = require.resolve('@floodgate/core');
-out.coreOfAdapters = ['express', 'fastify', 'koa', 'nestjs'].map((a) =>
+out.coreOfAdapters = ['express', 'fastify', 'hono', 'koa', 'nestjs'].map((a) =>
   createRequire(require.resolve(`@floodgate/${a}`)).resolve('@floodgate/core'),
 );
 console.log(JSON.stringify(out));

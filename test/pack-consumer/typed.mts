@@ -3,10 +3,12 @@
 import { createLimiter, ConfigError, type Decision, type LimiterOptions } from '@floodgate/core';
 import { rateLimit as expressRateLimit } from '@floodgate/express';
 import fastifyRateLimit, { RateLimitError } from '@floodgate/fastify';
+import { rateLimit as honoRateLimit } from '@floodgate/hono';
 import { rateLimit as koaRateLimit } from '@floodgate/koa';
 import Router from '@koa/router';
 import express from 'express';
 import Fastify from 'fastify';
+import { Hono } from 'hono';
 import { Redis } from 'ioredis';
 import Koa from 'koa';
 
@@ -50,6 +52,19 @@ f.setErrorHandler((err, _request, reply) => {
   return reply.send(err);
 });
 
+const h = new Hono();
+h.use(
+  honoRateLimit({
+    limiter: onRedis,
+    trustProxy: ['10.0.0.0/8'],
+    identify: (c, defaults) => [...defaults, `key:${c.req.header('x-api-key')}`],
+  }),
+);
+h.get('/', (c) => {
+  const d: Decision | undefined = c.get('rateLimit');
+  return c.json({ remaining: d?.remaining });
+});
+
 const k = new Koa();
 const router = new Router();
 router.get('/', koaRateLimit({ name: 'koa', limits: { limit: 5, window: '10s' } }), (ctx) => {
@@ -71,3 +86,9 @@ router.get('/typo', (ctx) => {
   // @ts-expect-error ctx.state.rateLimit is a Decision
   ctx.body = ctx.state.rateLimit?.remainder;
 });
+h.get('/typo', (c) => {
+  // @ts-expect-error c.get('rateLimit') is a Decision
+  return c.json({ remaining: c.get('rateLimit')?.remainder });
+});
+// @ts-expect-error trustProxy takes addresses and ranges, not a hop count
+honoRateLimit({ limiter: onRedis, trustProxy: 1 });

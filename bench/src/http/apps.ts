@@ -20,7 +20,11 @@ export function serve(listener: RequestListener): Listen {
  * BENCH_BEFORE by bench/scripts/snapshot-before.sh (`floodgate@<build>`: BENCH_BUILDS/<build>), for an A/B
  * interleaved in one run.
  */
-export function adapter<T>(variant: string, pkg: '@floodgate/express' | '@floodgate/fastify' | '@floodgate/koa', current: T): T {
+export function adapter<T>(
+  variant: string,
+  pkg: '@floodgate/express' | '@floodgate/fastify' | '@floodgate/koa' | '@floodgate/hono',
+  current: T,
+): T {
   const at = variant.indexOf('@');
   if (at < 0) return current;
   const build = variant.slice(at + 1);

@@ -1,10 +1,16 @@
 import type { AppFactory } from './apps';
 import { expressApps } from './apps-express';
 import { fastifyApps } from './apps-fastify';
+import { honoApps } from './apps-hono';
 import { koaApps } from './apps-koa';
 
 /** Every framework's variants; 'baseline' is the app with no limiter. */
-export const FRAMEWORKS: Record<string, Record<string, AppFactory>> = { express: expressApps, fastify: fastifyApps, koa: koaApps };
+export const FRAMEWORKS: Record<string, Record<string, AppFactory>> = {
+  express: expressApps,
+  fastify: fastifyApps,
+  koa: koaApps,
+  hono: honoApps,
+};
 
 /**
  * A variant's app factory: a listed one, or `floodgate@<build>` (any build name: the Floodgate packages

@@ -12,6 +12,7 @@ export type { HttpLimiter } from './http/http-limiter';
 export { HTTP_OPTION_KEYS, INHERITED_OPTION_KEYS } from './http/options';
 export type { HttpOptions, UnidentifiedPolicy } from './http/options';
 export type { HttpOutcome } from './http/outcome';
+export type { ResponseEnd, ResponseLike } from './http/node';
 export type { LimitsOrLimiter, MaybePromise } from './http/option-types';
 export { createHttpConcurrency, CONCURRENCY_HTTP_OPTION_KEYS } from './http/http-concurrency';
 export type { ConcurrencyHttpOptions, ConcurrencyOutcome, HttpConcurrency } from './http/http-concurrency';

@@ -6,7 +6,7 @@ import { resolveWarnings, warnOnce, type WarningName, type WarningsOption } from
 import { createConcurrencyLimiter, type ConcurrencyLimiter, type Lease } from '../engine/concurrency/limiter';
 import { CONCURRENCY_OPTION_KEYS, type ConcurrencyLimiterOptions } from '../engine/concurrency/options';
 import type { MaybePromise } from './option-types';
-import { endOf, type ServerResponse } from './node';
+import { endOf, type ResponseLike } from './node';
 import { UNKNOWN_IP } from '../scripts/keys';
 import { assertKnownOptions, ownOptions } from '../config/own-options';
 import { checkOptions, optionNames, type OptionTable } from '../config/option-table';
@@ -64,7 +64,7 @@ export interface HttpConcurrency<Req> {
    * Decides one request. A granted lease is tied to `res`: released once, when the response finishes or the
    * connection closes, whichever comes first. Never rejects: errors are the `error` outcome.
    */
-  enter(req: Req, ip: string | undefined, res: ServerResponse): Promise<ConcurrencyOutcome>;
+  enter(req: Req, ip: string | undefined, res: ResponseLike): Promise<ConcurrencyOutcome>;
   warn(name: WarningName, message: string): void;
 }
 
@@ -150,7 +150,7 @@ export function createHttpConcurrency<Req>(
     return { action: 'deny', status: statusCode, set, body, json: JSON.stringify(body), lease };
   }
 
-  async function enter(req: Req, ip: string | undefined, res: ServerResponse): Promise<ConcurrencyOutcome> {
+  async function enter(req: Req, ip: string | undefined, res: ResponseLike): Promise<ConcurrencyOutcome> {
     try {
       const hold = endOf(res);
       const ids = await identifiers(req, ip);

@@ -10,7 +10,7 @@ import { fnOption } from '../config/validate';
 import { optionNames, type OptionTable } from '../config/option-table';
 import type { WarningName } from '../kernel/warnings';
 import type { MaybePromise } from './option-types';
-import { pause, type ServerResponse } from './node';
+import { pause, type ResponseLike } from './node';
 import { assertKnownOptions, ownOptions } from '../config/own-options';
 
 /*
@@ -74,7 +74,7 @@ export interface HttpSlowDown<Req> {
    * Decides one request and waits out its delay. Resolves once the request may go on, or at once with
    * `gone` when `res` closes during the delay (the timer cleared). Never rejects: errors are outcomes.
    */
-  run(req: Req, ip: string | undefined, res: ServerResponse): Promise<SlowDownOutcome>;
+  run(req: Req, ip: string | undefined, res: ResponseLike): Promise<SlowDownOutcome>;
   warn(name: WarningName, message: string): void;
   /** As rateLimit's completed(): gives a request's units back when the refund options say so. */
   completed(outcome: HttpOutcome, finished: boolean, status: number, args: readonly unknown[]): void;
@@ -177,7 +177,7 @@ export function createHttpSlowDown<Req>(
 
   const failed = (error: unknown): SlowDownOutcome => failedOutcome(error, 'delayMs') as SlowDownOutcome;
 
-  async function run(req: Req, ip: string | undefined, res: ServerResponse): Promise<SlowDownOutcome> {
+  async function run(req: Req, ip: string | undefined, res: ResponseLike): Promise<SlowDownOutcome> {
     try {
       const outcome = await http.decide(req, ip);
       if (outcome.action !== 'next' || outcome.self === undefined) {

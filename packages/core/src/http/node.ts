@@ -3,17 +3,33 @@ import type { ServerResponse } from 'node:http';
 /*
  * Node's http module, in this one module of core: what waits on a Node response (its end, a client that
  * left). The rest of core never names ServerResponse, so an adapter for a framework without one never
- * meets it.
+ * meets it: such an adapter hands a ResponseEnd instead, and each function below waits on that.
  */
 export { STATUS_CODES } from 'node:http';
 export type { ServerResponse } from 'node:http';
+
+/**
+ * The end of a response for a framework without a Node ServerResponse (Hono on the Web standard Request and
+ * Response): `onEnd(listener)` calls `listener` once, when the response is over: `true` when it was sent in
+ * full, `false` when the client went away first. A response already over calls it at once. Returns a
+ * function that stops listening.
+ */
+export interface ResponseEnd {
+  onEnd(listener: (finished: boolean) => void): () => void;
+}
+
+/** What the functions below wait on: a Node response, or an adapter's ResponseEnd. */
+export type ResponseLike = ServerResponse | ResponseEnd;
+
+const isResponseEnd = (res: ResponseLike): res is ResponseEnd => typeof (res as Partial<ResponseEnd>).onEnd === 'function';
 
 /**
  * Calls `done` once when a Node response is over: `finished` true when it was sent in full ('finish'),
  * false when the connection closed first (the client went away, or the server destroyed it). A response
  * already over when this is called (the client left while its check was in flight) is reported at once.
  */
-export function whenResponseDone(res: ServerResponse, done: (finished: boolean) => void): void {
+export function whenResponseDone(res: ResponseLike, done: (finished: boolean) => void): void {
+  if (isResponseEnd(res)) return void res.onEnd(done);
   if (res.writableFinished) return done(true);
   if (res.destroyed || res.closed) return done(false);
   let over = false;
@@ -34,7 +50,8 @@ export function whenResponseDone(res: ServerResponse, done: (finished: boolean) 
  * Waits `ms` unless `res` closes first: true when the time is up and the response is still open, false
  * (at once, the timer cleared) when the client went away. Nothing is kept for a client that left.
  */
-export function pause(res: ServerResponse, ms: number): Promise<boolean> {
+export function pause(res: ResponseLike, ms: number): Promise<boolean> {
+  if (isResponseEnd(res)) return pauseUntilEnd(res, ms);
   const open = (): boolean => !res.closed && !res.destroyed && !res.writableEnded;
   if (!open()) return Promise.resolve(false);
   if (ms <= 0) return Promise.resolve(true);
@@ -54,7 +71,8 @@ export function pause(res: ServerResponse, ms: number): Promise<boolean> {
  * starts at once, so a client that leaves while its lease is being acquired is seen; `hold` returns false
  * (keeping nothing) when the response already ended.
  */
-export function endOf(res: ServerResponse): (release: () => void) => boolean {
+export function endOf(res: ResponseLike): (release: () => void) => boolean {
+  if (isResponseEnd(res)) return holdUntilEnd(res);
   let ended = res.closed || res.writableFinished;
   let release: (() => void) | undefined;
   const end = (): void => {
@@ -65,6 +83,43 @@ export function endOf(res: ServerResponse): (release: () => void) => boolean {
     release?.();
   };
   if (!ended) res.once('finish', end).once('close', end);
+  return (fn) => {
+    if (ended) return false;
+    release = fn;
+    return true;
+  };
+}
+
+/** pause() on a ResponseEnd: false at once when the response is over, or as soon as it ends during the wait. */
+function pauseUntilEnd(end: ResponseEnd, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer =
+      ms > 0
+        ? setTimeout(() => {
+            stop();
+            resolve(true);
+          }, ms)
+        : undefined;
+    // Called at once when the response is already over: the timer is cleared and the answer is false.
+    const stop = end.onEnd(() => {
+      clearTimeout(timer);
+      resolve(false);
+    });
+    if (timer === undefined) {
+      stop();
+      resolve(true);
+    }
+  });
+}
+
+/** endOf() on a ResponseEnd. */
+function holdUntilEnd(end: ResponseEnd): (release: () => void) => boolean {
+  let ended = false;
+  let release: (() => void) | undefined;
+  end.onEnd(() => {
+    ended = true;
+    release?.();
+  });
   return (fn) => {
     if (ended) return false;
     release = fn;

@@ -1,0 +1,4 @@
+import { adversarial } from '@floodgate/testing';
+import { honoFactory } from './app-factory';
+
+adversarial(honoFactory);
