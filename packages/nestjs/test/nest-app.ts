@@ -43,12 +43,14 @@ export async function startApp(
   platform: Platform,
   metadata: ModuleMetadata,
   fastify: ConstructorParameters<typeof FastifyAdapter>[0] = {},
+  prepare: (app: INestApplication) => void = () => undefined,
 ): Promise<{ app: INestApplication; url: string }> {
   class AppModule {}
   Module(metadata)(AppModule);
   const adapter = platform === 'express' ? new ExpressAdapter() : new FastifyAdapter(fastify);
   const app = await NestFactory.create(AppModule, adapter, { logger: false, abortOnError: false });
   try {
+    prepare(app);
     await app.listen(0, '127.0.0.1');
   } catch (error) {
     await app.close().catch(() => undefined);
