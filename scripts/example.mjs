@@ -1,4 +1,4 @@
-// `npm start` / `npm run demo`, for any of the three examples:
+// `npm start` / `npm run demo`, for any of the examples:
 //   npm start -- --framework koa      npm run demo -- --framework fastify      FRAMEWORK=koa npm run demo
 // Builds the chosen example and what it depends on, the CLI and the repository's example tooling (turbo),
 // then runs the example's own dist/server.js, which needs only a Redis (REDIS_URL) and a PORT: with REDIS_URL
@@ -14,7 +14,7 @@ import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const FRAMEWORKS = { express: 'Express', fastify: 'Fastify', koa: 'Koa' };
+const FRAMEWORKS = { express: 'Express', fastify: 'Fastify', koa: 'Koa', nestjs: 'NestJS' };
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const [command, ...args] = process.argv.slice(2);
 const flag = args.indexOf('--framework');

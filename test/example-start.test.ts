@@ -144,6 +144,7 @@ afterAll(() => {
     ['express', 'SIGTERM'],
     ['fastify', 'SIGTERM'],
     ['koa', 'SIGTERM'],
+    ['nestjs', 'SIGTERM'],
     ['express', 'SIGINT'],
   ] as const)(
     '%s: %s to the root process stops the server and its redis-server, and it exits 0',
@@ -190,7 +191,7 @@ afterAll(() => {
     });
     afterAll(() => new Promise<void>((resolve) => busy.close(() => resolve())));
 
-    test.each(['express', 'fastify', 'koa'])(
+    test.each(['express', 'fastify', 'koa', 'nestjs'])(
       '%s: one line saying so and how to choose another, exit 1, no redis-server left',
       async (framework) => {
         // The embedded redis-server starts before the example tries the port (s.seen notes it, if it lives 10 ms).
