@@ -31,6 +31,12 @@ const transform: Config['transform'] = {
   '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.json' }],
 };
 
+/** A workspace whose TypeScript needs settings of its own (a Nest app's decorators) has a tsconfig.jest.json. */
+function transformOf(dir: string): Config['transform'] {
+  if (!existsSync(join(root, dir, 'tsconfig.jest.json'))) return transform;
+  return { '^.+\\.ts$': ['ts-jest', { tsconfig: `<rootDir>/${dir}/tsconfig.jest.json` }] };
+}
+
 function project(displayName: string, roots: string[], testMatch = ['**/*.test.ts'], globals: Record<string, string> = {}): Config {
   return {
     displayName,
@@ -110,7 +116,10 @@ const config: Config = {
   maxWorkers: 2,
   testTimeout: 30_000,
   projects: [
-    ...workspaces.map(({ dir }) => project(dir.replace(/^packages\//, '').replace(/^examples\//, 'example-'), [`<rootDir>/${dir}`])),
+    ...workspaces.map(({ dir }) => ({
+      ...project(dir.replace(/^packages\//, '').replace(/^examples\//, 'example-'), [`<rootDir>/${dir}`]),
+      transform: transformOf(dir),
+    })),
     project('smoke', ['<rootDir>/test']),
     ...clientProjects,
     ...valkeyProjects,

@@ -29,6 +29,21 @@ export class RateLimitException extends HttpException {
   static of(status: number, body: object, decision?: Decision): RateLimitException {
     return quietly(() => new RateLimitException(status, body, decision));
   }
+
+  /**
+   * What a GraphQL error made of this exception carries (graphql-js copies an original error's
+   * `extensions`), and a WebSocket denial's answer: `code` (`'TOO_MANY_REQUESTS'` for a 429), `statusCode`,
+   * and `retryAfter` in seconds when the decision says when to come back.
+   */
+  get extensions(): { code: string; statusCode: number; retryAfter?: number } {
+    const status = this.getStatus();
+    const error = (this.getResponse() as { error?: unknown }).error;
+    const code = (typeof error === 'string' ? error : 'Error').toUpperCase().replace(/[^A-Z0-9]+/g, '_');
+    const retryAfterMs = this.decision?.retryAfterMs ?? 0;
+    return retryAfterMs > 0
+      ? { code, statusCode: status, retryAfter: Math.max(1, Math.ceil(retryAfterMs / 1000)) }
+      : { code, statusCode: status };
+  }
 }
 
 /**

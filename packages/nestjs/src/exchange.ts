@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { ExecutionContext } from '@nestjs/common';
 import { warned, watchServerOf, type WarningName } from '@floodgate/core/adapter';
+import type { RateLimitException } from './exception';
 
 /*
  * The request and response behind an execution context, on either Nest platform: Express's req and res, or
@@ -24,6 +25,8 @@ export interface Exchange {
   append(name: string, value: string): void;
   /** The trust-proxy warnings this platform can give. */
   checkTrust(warn: (name: WarningName, text: string) => void): void;
+  /** Answers a denial where no response carries it (a WebSocket message); over HTTP the exception does. */
+  refuse(denial: RateLimitException): void;
 }
 
 interface FastifyReplyLike {
@@ -65,7 +68,28 @@ function trustOf(req: { ip?: string; headers: Record<string, unknown> }, socket:
   };
 }
 
-function overHttp(req: unknown, res: unknown, key: object): Exchange | undefined {
+/*
+ * In GraphQL every field resolved runs the limits, all on one HTTP response: a limit's item of the list
+ * headers (RateLimit-Policy, RateLimit) replaces the one an earlier field wrote rather than repeating it.
+ * An item is keyed by its name (`"search-1m";...`), or whole when it has none (draft-6/7's policy).
+ */
+const itemKey = (item: string): string => (item.startsWith('"') ? item.slice(0, item.indexOf('"', 1) + 1) : item);
+const itemsOf = (list: string): string[] => list.split(/,\s*(?=[^\s,])/);
+
+function mergeItems(before: unknown, value: string): string {
+  if (before === undefined) return value;
+  const items = itemsOf(String(before));
+  for (const item of itemsOf(value)) {
+    const at = items.findIndex((i) => itemKey(i) === itemKey(item));
+    if (at === -1) items.push(item);
+    else items[at] = item;
+  }
+  return items.join(', ');
+}
+
+const answered = (): void => undefined;
+
+function overHttp(req: unknown, res: unknown, key: object, perField: boolean): Exchange | undefined {
   if (isFastifyReply(res)) {
     const request = req as FastifyReplyLike['request'] & { raw?: { socket?: unknown } };
     const socket = request.raw?.socket;
@@ -79,9 +103,10 @@ function overHttp(req: unknown, res: unknown, key: object): Exchange | undefined
       set: (name, value) => void res.header(name, value),
       append: (name, value) => {
         const before = res.getHeader(name);
-        res.header(name, before === undefined ? value : `${String(before)}, ${value}`);
+        res.header(name, perField ? mergeItems(before, value) : before === undefined ? value : `${String(before)}, ${value}`);
       },
       checkTrust: trustOf(request, socket, undefined),
+      refuse: answered,
     };
   }
   if (typeof (res as Partial<ExpressResLike> | null)?.setHeader !== 'function' || typeof req !== 'object' || req === null) return undefined;
@@ -95,8 +120,26 @@ function overHttp(req: unknown, res: unknown, key: object): Exchange | undefined
     args: [request, response],
     key,
     set: (name, value) => void response.setHeader(name, value),
-    append: (name, value) => void response.append(name, value),
+    append: perField
+      ? (name, value) => void response.setHeader(name, mergeItems(response.getHeader(name), value))
+      : (name, value) => void response.append(name, value),
     checkTrust: trustOf(request, request.socket, request.app?.get('trust proxy') ?? false),
+    refuse: answered,
+  };
+}
+
+/**
+ * A denied WebSocket message's answer, sent to its client: `{ event: 'exception', data }` as the `ws`
+ * platform frames its messages, `data` being Nest's WsException payload (`status: 'error'`) with the
+ * denial's body and `retryAfter` in seconds. Nest's own exception filter cannot send it there (it emits
+ * on the socket object, which `ws` does not send); on Socket.IO that filter answers.
+ */
+function refuseOverWs(client: Record<string, unknown>, pattern: unknown): (denial: RateLimitException) => void {
+  return (denial) => {
+    const send = client.send as ((data: string) => void) | undefined;
+    if (typeof send !== 'function' || client.handshake !== undefined || client.readyState !== 1) return;
+    const data = { status: 'error', ...(denial.getResponse() as object), ...denial.extensions, cause: { pattern } };
+    send.call(client, JSON.stringify({ event: 'exception', data }));
   };
 }
 
@@ -117,6 +160,8 @@ function overWs(context: ExecutionContext): Exchange {
     set: nothing,
     append: nothing,
     checkTrust: nothing,
+    // getPattern() is Nest 11's.
+    refuse: refuseOverWs(client, typeof ws.getPattern === 'function' ? ws.getPattern() : undefined),
   };
 }
 
@@ -126,14 +171,14 @@ export function exchangeOf(context: ExecutionContext): Exchange | undefined {
   if (type === 'http') {
     const http = context.switchToHttp();
     const req = http.getRequest<object>();
-    return overHttp(req, http.getResponse(), req);
+    return overHttp(req, http.getResponse(), req, false);
   }
   if (type === 'graphql') {
     // Resolver arguments: (root, args, context, info); the field's info is the key, so aliases each count.
     const ctx = context.getArgByIndex<Record<string, unknown> | undefined>(2) ?? {};
     const reply = ctx.reply as FastifyReplyLike | undefined;
     const info = context.getArgByIndex<object | undefined>(3) ?? {};
-    return overHttp(ctx.req ?? reply?.request, ctx.res ?? reply, info);
+    return overHttp(ctx.req ?? reply?.request, ctx.res ?? reply, info, true);
   }
   if (type === 'ws') return overWs(context);
   return undefined;

@@ -1,4 +1,5 @@
 import { Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { RateLimitException } from './exception';
 import { exchangeOf, type Exchange } from './exchange';
 import { FloodgateLimits } from './limits';
 import type { Step } from './steps';
@@ -30,7 +31,16 @@ export class FloodgateGuard implements CanActivate {
     const x = exchangeOf(context);
     // Not HTTP, GraphQL or a WebSocket message (a microservice's handler): nothing here identifies a client.
     if (x === undefined) return true;
-    return this.from(0, this.limits.stepsFor(context.getClass(), context.getHandler()), x);
+    const refused = (error: unknown): never => {
+      if (error instanceof RateLimitException) x.refuse(error);
+      throw error;
+    };
+    try {
+      const result = this.from(0, this.limits.stepsFor(context.getClass(), context.getHandler()), x);
+      return result instanceof Promise ? result.catch(refused) : result;
+    } catch (error) {
+      return refused(error);
+    }
   }
 
   /** Runs the steps in order: synchronously while they answer synchronously (a client the block cache denies). */

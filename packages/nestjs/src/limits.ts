@@ -2,6 +2,7 @@ import { Inject, Injectable, Optional, type OnApplicationBootstrap, type OnModul
 import { DiscoveryService, HttpAdapterHost } from '@nestjs/core';
 import { ConfigError, watchPeerAddresses } from '@floodgate/core/adapter';
 import { declaredOn, skippedOn, type Declared, type Skipped } from './decorators';
+import { classesOf, handlersOf } from './discovered';
 import { inherit, splitModuleOptions, type FloodgateModuleOptions, type StepKind } from './options';
 import { makeStep, type Step } from './steps';
 
@@ -44,7 +45,7 @@ export class FloodgateLimits implements OnModuleInit, OnApplicationBootstrap, On
       ];
       this.global = global.filter(([, o]) => o !== undefined).map(([kind, o]) => makeStep(kind, o as Record<string, unknown>));
       const skips: Skipped[] = [];
-      for (const cls of this.classes()) {
+      for (const cls of classesOf(this.discovery)) {
         for (const d of declaredOn(cls, true)) this.stepOf(d);
         skips.push(...skippedOn(cls, true));
         for (const handler of handlersOf(cls)) {
@@ -106,35 +107,6 @@ export class FloodgateLimits implements OnModuleInit, OnApplicationBootstrap, On
       }
     }
   }
-
-  /** The classes of the application's controllers and providers (resolvers and gateways are providers). */
-  private classes(): Set<object> {
-    const out = new Set<object>();
-    for (const wrapper of [...this.discovery.getControllers(), ...this.discovery.getProviders()]) {
-      const instance = wrapper.instance as object | undefined;
-      if (typeof instance === 'object' && instance !== null && typeof instance.constructor === 'function') out.add(instance.constructor);
-    }
-    return out;
-  }
-}
-
-/** A class's methods, its parents' included (the first definition of each name). */
-function handlersOf(cls: object): object[] {
-  const seen = new Set<string>();
-  const out: object[] = [];
-  for (
-    let proto = (cls as { prototype?: object }).prototype;
-    proto && proto !== Object.prototype;
-    proto = Object.getPrototypeOf(proto) as object
-  ) {
-    for (const name of Object.getOwnPropertyNames(proto)) {
-      if (name === 'constructor' || seen.has(name)) continue;
-      seen.add(name);
-      const value = Object.getOwnPropertyDescriptor(proto, name)?.value as unknown;
-      if (typeof value === 'function') out.push(value);
-    }
-  }
-  return out;
 }
 
 Injectable()(FloodgateLimits);

@@ -2,6 +2,7 @@ import { Module, type DynamicModule, type FactoryProvider, type ModuleMetadata }
 import { DiscoveryModule } from '@nestjs/core';
 import { FLOODGATE_OPTIONS, FloodgateLimits } from './limits';
 import type { FloodgateModuleOptions } from './options';
+import { UnguardedLimits } from './unguarded';
 
 /** `forRootAsync()`'s options: the options from a factory, with what it injects (your Redis client's provider). */
 export interface FloodgateModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
@@ -35,7 +36,7 @@ export class FloodgateModule {
       module: FloodgateModule,
       global: true,
       imports: [DiscoveryModule, ...imports],
-      providers: [...providers, FloodgateLimits],
+      providers: [...providers, FloodgateLimits, UnguardedLimits],
       exports: [FloodgateLimits],
     };
   }

@@ -10,7 +10,7 @@ import {
   SkipRateLimit,
   type FloodgateModuleOptions,
 } from '@floodgate/nestjs';
-import { controller, startApp } from './nest-app';
+import { controller, startApp, statuses } from './nest-app';
 
 /*
  * What is Nest's own: where the guard goes (everywhere, a controller, a handler), the decorators' levels,
@@ -20,11 +20,6 @@ const redis = connect();
 const closing = closeAfterEach();
 const options = (extra: Partial<FloodgateModuleOptions> = {}): FloodgateModuleOptions =>
   ({ redis, prefix: uniquePrefix('nest'), limits: { limit: 2, window: '1m' }, ...extra }) as FloodgateModuleOptions;
-const statuses = async (url: string, path: string, n: number): Promise<number[]> => {
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) out.push((await request(url).get(path)).status);
-  return out;
-};
 const appGuard = { provide: APP_GUARD, useClass: FloodgateGuard };
 
 describe.each(['express', 'fastify'] as const)('on %s', (platform) => {

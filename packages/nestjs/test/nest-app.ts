@@ -3,6 +3,7 @@ import { Controller, Get, Module, type INestApplication, type ModuleMetadata, ty
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
+import request from 'supertest';
 import type { Platform } from './app-factory';
 
 /*
@@ -27,6 +28,8 @@ export function controller(
       hits[name] = (hits[name] ?? 0) + 1;
       return { route: name };
     };
+    // Named as a method written in a class is (@nestjs/throttler's keys include the handler's name).
+    Object.defineProperty(proto[name], 'name', { value: name });
     const descriptor = Object.getOwnPropertyDescriptor(proto, name)!;
     for (const d of [Get(name) as AnyDecorator, ...decorators].reverse()) d(proto, name, descriptor);
   }
@@ -35,17 +38,30 @@ export function controller(
   return cls;
 }
 
-/** Starts an app of `metadata` on a platform, listening on a loopback port; closed by the caller. */
-export async function startApp(platform: Platform, metadata: ModuleMetadata): Promise<{ app: INestApplication; url: string }> {
+/** Starts an app of `metadata` on a platform, listening on a loopback port; closed by the caller. `fastify`: the FastifyAdapter's options. */
+export async function startApp(
+  platform: Platform,
+  metadata: ModuleMetadata,
+  fastify: ConstructorParameters<typeof FastifyAdapter>[0] = {},
+  prepare: (app: INestApplication) => void = () => undefined,
+): Promise<{ app: INestApplication; url: string }> {
   class AppModule {}
   Module(metadata)(AppModule);
-  const adapter = platform === 'express' ? new ExpressAdapter() : new FastifyAdapter();
+  const adapter = platform === 'express' ? new ExpressAdapter() : new FastifyAdapter(fastify);
   const app = await NestFactory.create(AppModule, adapter, { logger: false, abortOnError: false });
   try {
+    prepare(app);
     await app.listen(0, '127.0.0.1');
   } catch (error) {
     await app.close().catch(() => undefined);
     throw error;
   }
   return { app, url: (await app.getUrl()).replace('[::1]', '127.0.0.1') };
+}
+
+/** The statuses of `n` GETs of `path`, one after the other, with the headers of `set`. */
+export async function statuses(url: string, path: string, n: number, set: Record<string, string> = {}): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) out.push((await request(url).get(path).set(set)).status);
+  return out;
 }
