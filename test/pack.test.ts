@@ -145,7 +145,7 @@ test.each([
     expect(rest).toEqual(expected(format));
     // The adapters resolve @floodgate/core to the app's one copy.
     expect(dirname(core as string)).toBe(join(app, 'node_modules', '@floodgate', 'core', 'dist'));
-    expect(coreOfAdapters).toEqual([core, core, core, core]);
+    expect(coreOfAdapters).toEqual([core, core, core, core, core]);
   },
 );
 
