@@ -13,7 +13,7 @@ for entry in "$root"/node_modules/* "$root"/node_modules/.bin; do
   name=$(basename "$entry")
   [ "$name" = "@floodgate" ] || ln -s "$entry" "$dir/node_modules/$name"
 done
-for p in core express fastify koa; do
+for p in core express fastify koa hono nestjs; do
   mkdir -p "$dir/node_modules/@floodgate/$p"
   cp -r "$root/packages/$p/package.json" "$root/packages/$p/dist" "$dir/node_modules/@floodgate/$p/"
 done

@@ -25,7 +25,14 @@ export function readResults(dir = RESULTS): Results {
   return { http: read('http'), core: read('core') };
 }
 
-const FRAMEWORKS: Record<string, string> = { express: 'Express', fastify: 'Fastify', koa: 'Koa', hono: 'Hono' };
+const FRAMEWORKS: Record<string, string> = {
+  express: 'Express',
+  fastify: 'Fastify',
+  koa: 'Koa',
+  hono: 'Hono',
+  'nestjs-express': 'NestJS (Express)',
+  'nestjs-fastify': 'NestJS (Fastify)',
+};
 const range = (values: number[], digits: number, unit: string): string => {
   const lo = fmt(Math.min(...values), digits);
   const hi = fmt(Math.max(...values), digits);

@@ -21,11 +21,16 @@ const PACKAGES = [
   'koa',
   'hono',
   '@hono/node-server',
+  '@nestjs/core',
+  '@nestjs/platform-express',
+  '@nestjs/platform-fastify',
   'express-rate-limit',
   'rate-limit-redis',
   'rate-limiter-flexible',
   '@fastify/rate-limit',
   'koa-ratelimit',
+  '@nestjs/throttler',
+  '@nest-lab/throttler-storage-redis',
   'ioredis',
 ];
 

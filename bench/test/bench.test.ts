@@ -2,6 +2,7 @@ import { commandCalls } from '../src/lib/machine';
 import { markdownTable, median } from '../src/lib/stats';
 import { parseMonitorLine } from '../src/http/load';
 import { printTables, type VariantResult } from '../src/http/report-tables';
+import { FRAMEWORKS } from '../src/http/frameworks';
 import { SHAPE, isOptIn, peerGroups, runs } from '../src/http/shapes';
 import { renderRatioChart } from '../src/ratio-chart';
 import { paired, verdict } from '../src/targets';
@@ -54,6 +55,17 @@ test('shapes: equal work in equal and multi, 3x2 against the peers stacked 3x1',
   expect(isOptIn('floodgate@before') && isOptIn('floodgate+autopipeline')).toBe(true);
   // Peers run by default, whatever their names hold (@fastify/rate-limit).
   expect(['floodgate:token-bucket', '@fastify/rate-limit', '429'].some(isOptIn)).toBe(false);
+});
+
+test('NestJS runs on both platforms: no limiter, Floodgate, @nestjs/throttler on Redis and a hand-written 429', () => {
+  for (const fw of ['nestjs-express', 'nestjs-fastify'])
+    expect(Object.keys(FRAMEWORKS[fw] ?? {}).sort()).toEqual([
+      '429',
+      '@nestjs/throttler',
+      'baseline',
+      'floodgate',
+      'floodgate+autopipeline',
+    ]);
 });
 
 test('tables and the chart render a result', () => {

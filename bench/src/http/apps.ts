@@ -22,7 +22,7 @@ export function serve(listener: RequestListener): Listen {
  */
 export function adapter<T>(
   variant: string,
-  pkg: '@floodgate/express' | '@floodgate/fastify' | '@floodgate/koa' | '@floodgate/hono',
+  pkg: '@floodgate/express' | '@floodgate/fastify' | '@floodgate/koa' | '@floodgate/hono' | '@floodgate/nestjs',
   current: T,
 ): T {
   const at = variant.indexOf('@');

@@ -3,6 +3,7 @@ import { expressApps } from './apps-express';
 import { fastifyApps } from './apps-fastify';
 import { honoApps } from './apps-hono';
 import { koaApps } from './apps-koa';
+import { nestjsExpressApps, nestjsFastifyApps } from './apps-nestjs';
 
 /** Every framework's variants; 'baseline' is the app with no limiter. */
 export const FRAMEWORKS: Record<string, Record<string, AppFactory>> = {
@@ -10,6 +11,8 @@ export const FRAMEWORKS: Record<string, Record<string, AppFactory>> = {
   fastify: fastifyApps,
   koa: koaApps,
   hono: honoApps,
+  'nestjs-express': nestjsExpressApps,
+  'nestjs-fastify': nestjsFastifyApps,
 };
 
 /**
