@@ -17,8 +17,10 @@ describe.each([
   const limiters: Limiter[] = [];
   afterAll(() => Promise.all(limiters.map((l) => l.close())));
   const make = (clock: () => number, algorithm?: 'fixed-window' | 'token-bucket') => {
+    const redis = redisOf();
     const limiter = createLimiter({
-      redis: redisOf(),
+      // A deadline no loaded machine misses: a check the failure policy answered would not be counted.
+      ...(redis === undefined ? {} : { redis, timeoutMs: 10_000 }),
       prefix: uniquePrefix('clock'),
       algorithm,
       limits: { limit: 2, window: '1m' },
