@@ -16,7 +16,8 @@ import { encode, stored } from './fixtures/stored-bytes';
 
 /*
  * Units (docs/budgets.md) and the settle script, against the JavaScript twins on the real Redis: random rule
- * sets whose rules count one to three units, random checks with a cost per unit (ARGV[2] '1:0:7'), and
+ * sets whose rules count one to three units, random checks with a cost per unit (ARGV[2] '1:0:7'), with
+ * and without penalty, and
  * settles of earlier admitted checks at a random actual cost (a give-back of part of the estimate and a
  * charge past it, per unit, in one call): every reply identical, every state key holding exactly the bytes
  * the twin's state encodes to. The refundable script throughout: a settle gives back from its receipts.
@@ -42,7 +43,7 @@ const ruleArb = (oneUnit: boolean): fc.Arbitrary<RuleInput> =>
     .map(({ kind, unit, ...r }) => ({ ...r, ...(kind === undefined ? {} : { for: kind }), ...(unit === undefined ? {} : { unit }) }));
 
 type Op =
-  | { op: 'c'; ids: string[]; costs: number[] }
+  | { op: 'c'; ids: string[]; costs: number[]; penalty: boolean }
   | { op: 'settle'; pick: number; actual: number[] }
   | { op: 'advance'; ms: number }
   | { op: 'reset'; id: string };
@@ -113,7 +114,16 @@ describe.each<AlgorithmName>(['fixed-window', 'sliding-window', 'sliding-log', '
               twin.map.delete(stateKey(op.id));
             } else if (op.op === 'c') {
               const keys = op.ids.flatMap((id) => [stateKey(id), `${prefix}:b:${id}`]);
-              const argv = ['c', costArg(op.costs), '0', String(now), PAD, ...rules, ...op.ids.map(mask), newIncarnation()];
+              const argv = [
+                'c',
+                costArg(op.costs),
+                op.penalty ? '1' : '0',
+                String(now),
+                PAD,
+                ...rules,
+                ...op.ids.map(mask),
+                newIncarnation(),
+              ];
               const lua = (await redis.eval(check, keys.length, ...keys, ...argv)) as (string | number)[];
               const js = runFrame(alg.twin, twin, keys, argv, now, { receipts: alg.undo.twin });
               expect(lua).toEqual(js);
