@@ -52,7 +52,7 @@ export const OPTIONS: Record<string, OptionSpec> = {
   limits: {
     type: 'string',
     flag: '--limits <rules>',
-    text: "the rules, comma-separated: '<limit>/<window> [for <kind>] [burst <n>] [precision <n>]' (required)",
+    text: "the rules, comma-separated: '<limit>/<window> [for <kind>] [burst <n>] [precision <n>] [unit <name>]' (required)",
   },
   lockout: {
     type: 'string',
@@ -62,6 +62,7 @@ export const OPTIONS: Record<string, OptionSpec> = {
   refunds: { type: 'boolean', flag: '--refunds', text: 'refunds: true (the refundable script, which answers undo receipts)' },
   batch: { type: 'boolean', flag: '--batch', text: "the batch script: a turn's checks in one call, on a standalone Redis" },
   split: { type: 'boolean', flag: '--split', text: 'the split script: what each Cluster slot runs for a check spanning slots' },
+  settle: { type: 'boolean', flag: '--settle', text: "the settle script: what a reservation's settle runs (give back, charge past)" },
 };
 
 /** The options every command takes. */
@@ -171,8 +172,8 @@ export const COMMANDS: Record<string, CommandSpec> = {
   script: {
     positional: 0,
     offline: true,
-    options: ['algorithm', 'limits', 'lockout', 'refunds', 'batch', 'split'],
-    synopsis: '--limits <rules> [--algorithm <name>] [--lockout <spec>] [--refunds] [--batch | --split]',
+    options: ['algorithm', 'limits', 'lockout', 'refunds', 'batch', 'split', 'settle'],
+    synopsis: '--limits <rules> [--algorithm <name>] [--lockout <spec>] [--refunds] [--batch | --split | --settle]',
     summary: 'print the Lua a limiter with these options sends to Redis (connects to nothing)',
     description:
       "Prints the script a limiter made with these options sends to Redis, exactly as sent: @floodgate/core\ngenerates it from the same options, the same way, so its SHA1 is the one in the limiter's EVALSHA. It\nconnects to nothing. A rule for one kind of identifier is '<limit>/<window> for <kind>' (for: 'user').\nWith --json: the script's sha1, its number of lines and the lua.",

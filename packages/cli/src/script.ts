@@ -13,8 +13,8 @@ import type { Io } from './index';
  * script (limiterScript), so what is printed is what a limiter sends, byte for byte.
  */
 
-const RULE_SHAPE = "<limit>/<window> [for <kind>] [burst <n>] [precision <n>], e.g. '100/1h for user'";
-const MODIFIERS = ['for', 'burst', 'precision'] as const;
+const RULE_SHAPE = "<limit>/<window> [for <kind>] [burst <n>] [precision <n>] [unit <name>], e.g. '100/1h for user'";
+const MODIFIERS = ['for', 'burst', 'precision', 'unit'] as const;
 const LOCKOUT_EXAMPLE = 'after=5,within=15m,duration=1h,scope=ip';
 
 /** A value as typed: a whole number as a number (ms, a count), anything else as text for core to judge. */
@@ -35,7 +35,7 @@ function parseLimits(text: string): { rules: string[]; limits: RuleInput[] } {
         throw usage(`${at}: '${word}' is not one of ${MODIFIERS.join(', ')}; a rule is ${RULE_SHAPE}`, 'script');
       if (value === undefined) throw usage(`${at}: '${word}' needs a value; a rule is ${RULE_SHAPE}`, 'script');
       if (Object.hasOwn(input, word)) throw usage(`${at} gives '${word}' twice`, 'script');
-      input[word] = word === 'for' ? value : valueOf(value);
+      input[word] = word === 'for' || word === 'unit' ? value : valueOf(value);
     }
     return input as unknown as RuleInput;
   });
@@ -75,6 +75,8 @@ export function script(options: Parsed, io: Io): ExitCode {
   if (typeof v.limits !== 'string' || v.limits.trim() === '')
     throw usage(`script needs --limits <rules>, e.g. --limits '100/1m, 1000/1h'`, 'script');
   if (v.batch === true && v.split === true) throw usage('script prints one script: --batch or --split, not both', 'script');
+  const which = (['batch', 'split', 'settle'] as const).filter((k) => v[k] === true);
+  if (which.length > 1) throw usage(`script prints one script: --${which[0]} or --settle, not both`, 'script');
   const { rules, limits } = parseLimits(v.limits);
   const limiterOptions: LimiterOptions = {
     limits,
@@ -84,7 +86,7 @@ export function script(options: Parsed, io: Io): ExitCode {
   };
   let lua: string;
   try {
-    lua = limiterScript(limiterOptions, { script: v.batch === true ? 'batch' : v.split === true ? 'split' : 'check' });
+    lua = limiterScript(limiterOptions, { script: which[0] ?? 'check' });
   } catch (err) {
     throw err instanceof ConfigError ? fromConfigError(err, rules) : err;
   }

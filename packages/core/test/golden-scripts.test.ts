@@ -28,6 +28,8 @@ interface Case {
   script?: Exclude<LimiterScriptKind, 'check'>;
   /** The `floodgate script` flags that print it, after --algorithm. */
   flags: string;
+  /** The algorithms it is made for (default: all; sliding-log counts one unit). */
+  algorithms?: readonly AlgorithmName[];
 }
 
 const ONE = { limit: 10, window: '1m' };
@@ -70,6 +72,25 @@ const CASES: Case[] = [
     options: { limits: ONE },
     script: 'split',
     flags: '--limits 10/1m --split',
+  },
+  {
+    name: 'units',
+    what: 'two rules counting two units (requests and tokens): a cost per unit in ARGV[2]',
+    options: {
+      limits: [
+        { limit: 60, window: '1m' },
+        { limit: 10000, window: '1m', unit: 'tokens' },
+      ],
+    },
+    flags: "--limits '60/1m, 10000/1m unit tokens'",
+    algorithms: ['fixed-window', 'sliding-window', 'token-bucket'],
+  },
+  {
+    name: 'settle',
+    what: 'one rule of tokens, refunds: true: the settle script of a reservation (give back part, charge past)',
+    options: { limits: { limit: 1000, window: '1m', unit: 'tokens' }, refunds: true },
+    script: 'settle',
+    flags: "--limits '1000/1m unit tokens' --refunds --settle",
   },
   {
     name: 'shared-shape',
@@ -138,10 +159,11 @@ function firstDifference(expected: string, actual: string): string {
 
 afterAll(closeClients);
 
-const ALL = ALGORITHMS.flatMap((algorithm) => CASES.map((c) => ({ algorithm, c, file: fileOf(algorithm, c) })));
+const casesOf = (algorithm: AlgorithmName): Case[] => CASES.filter((c) => c.algorithms?.includes(algorithm) ?? true);
+const ALL = ALGORITHMS.flatMap((algorithm) => casesOf(algorithm).map((c) => ({ algorithm, c, file: fileOf(algorithm, c) })));
 
 describe.each(ALGORITHMS)('%s', (algorithm) => {
-  test.each(CASES.map((c) => [c.name, c] as const))('%s.lua is the script core generates', (_name, c) => {
+  test.each(casesOf(algorithm).map((c) => [c.name, c] as const))('%s.lua is the script core generates', (_name, c) => {
     const file = fileOf(algorithm, c);
     const text = goldenText(algorithm, c, limiterScript({ algorithm, ...c.options } as LimiterOptions, { script: c.script }));
     if (UPDATE) {
@@ -187,7 +209,7 @@ describe('every golden file is a program Redis runs', () => {
 /*
  * On a redis-server of its own, whose script cache holds nothing else: a limiter with the file's options
  * loads exactly the script below the file's header (by SHA1) with its first check. The batch script needs two
- * checks in one turn; the split script needs a Cluster and a check spanning slots (Program.split, the same
+ * checks in one turn; the settle script a reservation's settle; the split script needs a Cluster and a check spanning slots (Program.split, the same
  * text ClusterStore sends), and is left to the SCRIPT LOAD above.
  */
 describe('a limiter with the options in the header sends exactly the script below it', () => {
@@ -217,6 +239,8 @@ describe('a limiter with the options in the header sends exactly the script belo
         ...c.options,
       } as LimiterOptions);
       try {
+        // The settle script: a reservation settled below its estimate.
+        if (c.script === 'settle') expect(await (await limiter.reserve('user:a', { cost: 2 })).settle(1)).toBe(true);
         const ids = c.script === 'batch' ? ['user:a', 'user:b'] : ['user:a'];
         const decisions = await Promise.all(ids.map((id) => limiter.check(id)));
         expect(decisions.map((d) => [d.allowed, d.source])).toEqual(ids.map(() => [true, 'redis']));

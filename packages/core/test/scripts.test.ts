@@ -9,6 +9,7 @@ import { newIncarnation } from '../src/scripts/incarnation';
 import { Forever } from './fixtures/forever-storage';
 import type { Algorithm } from '../src/scripts/types';
 import { onlyOptionsOf } from './fixtures/rule-options';
+import { encode, stored } from './fixtures/stored-bytes';
 
 /*
  * The generated scripts (scripts/compiler/) against the algorithms' JavaScript twins (the independent
@@ -76,52 +77,6 @@ function scriptsFor(algorithm: AlgorithmName, limits: RuleInput[], refundable: b
   };
 }
 
-/** An integer as Redis's cmsgpack writes a Lua number with an integer value. */
-function msgpackInt(n: number): Buffer {
-  if (n >= 0) {
-    if (n < 128) return Buffer.from([n]);
-    if (n < 256) return Buffer.from([0xcc, n]);
-    if (n < 65536) return Buffer.from([0xcd, n >> 8, n & 255]);
-    if (n < 2 ** 32) return Buffer.concat([Buffer.from([0xce]), Buffer.from(new Uint32Array([n]).buffer).reverse()]);
-    const b = Buffer.alloc(9);
-    b[0] = 0xcf;
-    b.writeBigUInt64BE(BigInt(n), 1);
-    return b;
-  }
-  if (n >= -32) return Buffer.from([n & 255]);
-  if (n >= -128) return Buffer.from([0xd0, n & 255]);
-  if (n >= -32768) return Buffer.from([0xd1, (n >> 8) & 255, n & 255]);
-  const b = Buffer.alloc(9);
-  b[0] = 0xd3;
-  b.writeBigInt64BE(BigInt(n), 1);
-  return b;
-}
-
-/** A twin's stored value as the bytes Redis holds: hash fields (hex) or list entries (hex). */
-function encode(algorithm: AlgorithmName, value: unknown): Record<string, string> | string[] {
-  const hex = (s: string | Buffer): string => Buffer.from(s).toString('hex');
-  if (algorithm === 'sliding-log') return (value as number[]).map((t) => hex(String(t)));
-  const out: Record<string, string> = {};
-  for (const [name, v] of value as Map<string, unknown>) {
-    if (typeof v === 'string' || algorithm === 'fixed-window') out[name] = hex(String(v));
-    else if (algorithm === 'token-bucket') out[name] = hex(`${(v as { a: number }).a}:${(v as { r: number }).r}`);
-    else out[name] = Buffer.concat([(v as { last: number }).last, ...(v as { c: number[] }).c].map(msgpackInt)).toString('hex');
-  }
-  return out;
-}
-
-/** What Redis holds under a state key, in the same shape, and its TTL. */
-async function stored(
-  algorithm: AlgorithmName,
-  key: string,
-): Promise<{ value: Record<string, string> | string[] | undefined; pttl: number }> {
-  const pttl = await redis.pttl(key);
-  if (pttl === -2) return { value: undefined, pttl };
-  if (algorithm === 'sliding-log') return { value: (await redis.lrangeBuffer(key, 0, -1)).map((b) => b.toString('hex')), pttl };
-  const raw = await redis.hgetallBuffer(key);
-  return { value: Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, v.toString('hex')])), pttl };
-}
-
 describe.each<AlgorithmName>(['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket'])('generated %s script', (algorithm) => {
   test('answers and stores exactly what the JavaScript twin does, over random rules and calls', async () => {
     let replayed = 0;
@@ -171,7 +126,7 @@ describe.each<AlgorithmName>(['fixed-window', 'sliding-window', 'sliding-log', '
               for (const id of op.ids) {
                 const [stateKey] = keysOf([id]);
                 const expected = twin.get(stateKey!);
-                const actual = await stored(algorithm, stateKey!);
+                const actual = await stored(redis, algorithm, stateKey!);
                 expect(actual.value).toEqual(expected === undefined ? undefined : encode(algorithm, expected));
                 // Every key written has a TTL (invariant 4), and none longer than the state can need.
                 if (actual.value !== undefined) {

@@ -13,6 +13,12 @@ export interface RuleInput {
   burst?: number;
   /** sliding-window: buckets per window (default 10); the window must divide evenly. */
   precision?: number;
+  /**
+   * What the rule counts (docs/budgets.md): `'requests'` (the default) or any name ([A-Za-z0-9_-]{1,32}),
+   * such as `'tokens'`. A check's cost names each unit (`{ requests: 1, tokens: 1200 }`) or is one number
+   * for every rule.
+   */
+  unit?: string;
 }
 
 /** A rule after validation: every field resolved, nothing left to parse on the hot path. */
@@ -22,6 +28,19 @@ export interface Rule {
   readonly for: string | undefined;
   readonly burst: number;
   readonly precision: number;
+  /** What it counts; undefined for the default unit, `'requests'` (unitOf). */
+  readonly unit?: string;
+}
+
+/** The unit a rule counts when it names none. */
+export const DEFAULT_UNIT = 'requests';
+
+/** The unit a rule counts. */
+export const unitOf = (rule: { readonly unit?: string | undefined }): string => rule.unit ?? DEFAULT_UNIT;
+
+/** The units `rules` count, each once, in the order of their first rule. */
+export function unitsOf(rules: readonly { readonly unit?: string | undefined }[]): string[] {
+  return [...new Set(rules.map(unitOf))];
 }
 
 const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
@@ -56,7 +75,7 @@ function positiveInt(value: unknown, option: string, max = 1e9): number {
 }
 
 /** A rule's options, declared once (option-table.ts): each checked below, as it is resolved. */
-const RULE_KEYS: readonly string[] = optionNames<RuleInput>({ limit: {}, window: {}, for: {}, burst: {}, precision: {} });
+const RULE_KEYS: readonly string[] = optionNames<RuleInput>({ limit: {}, window: {}, for: {}, burst: {}, precision: {}, unit: {} });
 const RULE_ALIASES: Record<string, string> = {
   max: 'limit',
   points: 'limit',
@@ -96,7 +115,10 @@ export function resolveRules(input: unknown, option = 'limits'): Rule[] {
     }
     const burst = r.burst === undefined ? limit : positiveInt(r.burst, `${at}.burst`);
     const precision = r.precision === undefined ? 10 : positiveInt(r.precision, `${at}.precision`, 1000);
-    return { limit, windowMs, for: r.for, burst, precision };
+    if (r.unit !== undefined && (typeof r.unit !== 'string' || !KIND.test(r.unit))) {
+      throw new ConfigError(`${at}.unit`, `must be a unit name such as 'tokens' ([A-Za-z0-9_-]{1,32}); got ${describeValue(r.unit)}`);
+    }
+    return { limit, windowMs, for: r.for, burst, precision, unit: r.unit === DEFAULT_UNIT ? undefined : r.unit };
   });
 }
 

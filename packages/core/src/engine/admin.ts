@@ -5,6 +5,7 @@ import type { Store } from '../stores/types';
 import type { ResolvedOptions } from './options';
 import { evictEverywhere } from './block-cache';
 import type { Uncounted } from './uncounted';
+import { uncountedByUnit } from './units';
 import { nowOf, type PlanState } from './plan';
 
 export interface BlockOptions {
@@ -42,7 +43,7 @@ export async function reset(parts: AdminParts, identifiers: string | readonly st
     return opts.lockout ? [keys.state(enc), keys.lockout(enc)] : [keys.state(enc)];
   });
   evictEverywhere(opts.prefix, opts.name, ids);
-  parts.uncounted?.forget(ids);
+  if (parts.uncounted) uncountedByUnit.forget(parts.uncounted, ids, parts.main.planner.allUnits);
   await storeCall(() => store.delete(stateKeys));
 }
 

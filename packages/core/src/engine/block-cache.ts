@@ -1,5 +1,6 @@
 import type { Decision, PairState } from '../kernel/decision';
 import { shared } from '../kernel/state';
+import { DEFAULT_UNIT } from '../config/rules';
 
 /** A cached manual block is asked about again at least this often: another process may lift it. */
 export const BLOCK_RECHECK_MS = 1_000;
@@ -9,8 +10,11 @@ interface Entry {
   until: number;
   /** Clock time the denial was seen, to age the times in the decision it answers with. */
   seenAt: number;
-  /** The cost that was denied; only that cost is answered from the entry (a block denies every cost). */
-  minCost: number;
+  /**
+   * The cost that was denied; only that cost is answered from the entry (a block denies every cost). With
+   * rules of several units, the cost argument ('1:1200', scripts/units.ts): the same costs of every unit.
+   */
+  minCost: number | string;
   blocked: boolean;
   /**
    * Only known(), never lookup(): a denial under a lockout (the next must reach the script to count), or an
@@ -57,7 +61,7 @@ export class BlockCache {
   private readonly ref: WeakRef<BlockCache>;
 
   /** A cached denial for a check of `ids` at `cost`, or undefined: ask the store. */
-  lookup(ids: readonly string[], cost: number): Decision | undefined {
+  lookup(ids: readonly string[], cost: number | string): Decision | undefined {
     const now = this.now();
     let best: Entry | undefined;
     for (const id of ids) {
@@ -88,7 +92,7 @@ export class BlockCache {
    * nothing by its last admission, stays denied while the store is slow or failing). Does not touch the LRU
    * order.
    */
-  known(ids: readonly string[], cost: number): Decision | undefined {
+  known(ids: readonly string[], cost: number | string): Decision | undefined {
     const now = this.now();
     let best: Entry | undefined;
     for (const id of ids) {
@@ -102,10 +106,11 @@ export class BlockCache {
    * Remembers a denial the store made (never one made in shadow mode: the caller passes the real decision),
    * or an admission that left an identifier less than its cost (for known() only).
    */
-  remember(decision: Decision, cost: number): void {
+  remember(decision: Decision, cost: number | string): void {
     if (decision.allowed) {
-      // The common case costs one comparison: the binding pair's remaining is the least of them.
-      if (decision.remaining < cost) this.exhausted(decision, cost);
+      // The common case costs one comparison: the binding pair's remaining is the least of them. With a
+      // cost per unit, each pair against its own unit's.
+      if (typeof cost === 'string' || decision.remaining < cost) this.exhausted(decision, cost);
       return;
     }
     if (decision.identifier === undefined) return;
@@ -115,7 +120,7 @@ export class BlockCache {
       this.put(decision.identifier, { until, seenAt: now, minCost: 0, blocked: true, failureOnly: false, decision, state: undefined });
       return;
     }
-    if (decision.reason !== 'limit' || cost === 0) return;
+    if (decision.reason !== 'limit' || cost === 0 || decision.cost === 0) return;
     const longest = new Map<string, PairState>();
     for (const s of decision.states) {
       const prev = longest.get(s.identifier);
@@ -134,10 +139,11 @@ export class BlockCache {
    * replenishes, so a check that cannot reach the store meanwhile is denied too, not admitted by its policy.
    * Never replaces a live entry.
    */
-  private exhausted(decision: Decision, cost: number): void {
+  private exhausted(decision: Decision, cost: number | string): void {
     const now = this.now();
     for (const s of decision.states) {
-      if (s.remaining >= cost || s.resetMs <= 0) continue;
+      const own = typeof cost === 'number' ? cost : (decision.costs?.[s.unit ?? DEFAULT_UNIT] ?? 0);
+      if (s.remaining >= own || s.resetMs <= 0) continue;
       const prev = this.entries.get(s.identifier);
       if (prev !== undefined && prev.until > now) continue;
       const state: PairState = { ...s, allowed: false, retryAfterMs: s.resetMs };
@@ -172,8 +178,10 @@ export class BlockCache {
     if (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value as string);
   }
 
-  private answer(e: Entry, now: number, cost: number): Decision {
+  private answer(e: Entry, now: number, costArg: number | string): Decision {
     const aged = now - e.seenAt;
+    // A cost per unit: the entry's own (the same costs, or a block, which denies any).
+    const cost = typeof costArg === 'number' ? costArg : e.decision.cost;
     const left = (ms: number): number => Math.max(Math.ceil(ms - aged), 0);
     if (e.blocked) {
       const d = e.decision;

@@ -1,14 +1,14 @@
 import { ArgumentError, describeValue } from '../kernel/errors';
 import { encodeIdentifier, identifierKind, type KeyScheme, UNKNOWN_IP } from '../scripts/keys';
 import type { ResolvedOptions } from './options';
-import type { Rule } from '../config/rules';
+import { unitOf, unitsOf, type Rule } from '../config/rules';
+import { costScalar, MAX_COST, readCost, type CallCost, type UnitCosts } from './units';
 import { ruleArgs } from '../scripts/frame';
 import { ruleMask } from '../scripts/compiler';
 import { newIncarnation } from '../scripts/incarnation';
 import type { RuleRoom } from './uncounted';
 
 const MAX_IDENTIFIERS = 64;
-const MAX_COST = 1_000_000_000;
 /** Test-mode TTL padding: the caller's clock may run ahead of the real time Redis expires keys in. */
 const CLOCK_PAD_MS = 600_000;
 
@@ -18,7 +18,10 @@ export interface Prepared {
   keys: string[];
   argv: (string | number)[];
   ruleLists: number[][];
+  /** The cost as one number: the call's, or with a cost per unit, the largest (messages, local decisions). */
   cost: number;
+  /** With rules of several units: the cost per unit (its `arg` is ARGV[2]). */
+  costs?: UnitCosts;
 }
 
 interface KindPlan {
@@ -30,6 +33,8 @@ interface KindPlan {
   lockable: '1' | '0';
   /** Per applicable rule: its window and capacity (what this process may admit without the store: uncounted.ts). */
   rooms: RuleRoom[];
+  /** Per unit of the plan: the tightest capacity among the applicable rules of that unit. */
+  unitCapacity: Map<string, number>;
 }
 
 /**
@@ -42,6 +47,10 @@ export class CallPlanner {
   readonly pad: number;
   private readonly ruleArgs: (string | number)[];
   private readonly kinds = new Map<string, KindPlan>();
+  /** The units this plan's rules count, in the order of their first rule (one cost each in ARGV[2]). */
+  readonly units: readonly string[];
+  /** The units any plan's rules count: what a call's cost may name. */
+  readonly allUnits: ReadonlySet<string>;
 
   /** `rules`: the rule set of one plan (ResolvedOptions.plans), which this planner prepares checks for. */
   constructor(
@@ -53,6 +62,8 @@ export class CallPlanner {
     this.nowArg = clock ? () => String(clock()) : () => '';
     this.pad = clock ? CLOCK_PAD_MS : 0;
     this.ruleArgs = ruleArgs(rules, opts.algorithm);
+    this.units = unitsOf(rules);
+    this.allUnits = new Set(opts.plans.flatMap((p) => unitsOf(p.rules)));
   }
 
   /** Validates identifiers and removes duplicates (they would count twice). */
@@ -71,17 +82,25 @@ export class CallPlanner {
     return ids as string[];
   }
 
-  /** Validates a call's cost (default 1). */
-  cost(costInput: unknown): number {
-    const cost = costInput ?? 1;
-    if (typeof cost !== 'number' || !Number.isInteger(cost) || cost < 0 || cost > MAX_COST) {
-      throw new ArgumentError(`cost must be a non-negative integer; got ${describeValue(cost)}`);
+  /**
+   * Validates a call's cost (default 1): a number for every rule, or a cost per unit (engine/units.ts); one
+   * number when this plan's rules count one unit.
+   */
+  cost(costInput: unknown, what = 'cost'): CallCost {
+    if (
+      typeof costInput === 'number' &&
+      this.units.length === 1 &&
+      Number.isInteger(costInput) &&
+      costInput >= 0 &&
+      costInput <= MAX_COST
+    ) {
+      return costInput;
     }
-    return cost;
+    return readCost(costInput, this.units, this.allUnits, what);
   }
 
   /** KEYS and ARGV for validated identifiers and cost (see identifiers() and cost()). */
-  prepare(op: 'c' | 'p', ids: string[], cost: number): Prepared {
+  prepare(op: 'c' | 'p', ids: string[], callCost: CallCost): Prepared {
     const keys: string[] = [];
     const masks: string[] = [];
     const lockable: string[] = [];
@@ -107,8 +126,20 @@ export class CallPlanner {
     const penalty = this.opts.penalty && this.opts.mode === 'enforce' ? '1' : '0';
     // Last, the check's incarnation: a key it creates is given it by the scripts that answer receipts; then,
     // with a lockout, whether each identifier is in its scope.
-    const argv = [op, cost, penalty, this.nowArg(), this.pad, ...this.ruleArgs, ...masks, newIncarnation(), ...(lockout ? lockable : [])];
-    return { ids, keys, argv, ruleLists, cost };
+    const arg = typeof callCost === 'number' ? callCost : callCost.arg;
+    const argv = [op, arg, penalty, this.nowArg(), this.pad, ...this.ruleArgs, ...masks, newIncarnation(), ...(lockout ? lockable : [])];
+    const cost = costScalar(callCost);
+    return typeof callCost === 'number' ? { ids, keys, argv, ruleLists, cost } : { ids, keys, argv, ruleLists, cost, costs: callCost };
+  }
+
+  /** A rule's mask for `id` (which rules apply to it), as prepare() sends it. */
+  maskOf(id: string): string {
+    return this.kindPlan(id).mask;
+  }
+
+  /** The tightest capacity among the rules of `unit` that apply to `id` (Infinity when none does). */
+  capacityOf(id: string, unit: string): number {
+    return this.kindPlan(id).unitCapacity.get(unit) ?? Infinity;
   }
 
   /** The tightest capacity among the rules that apply to `id` (Infinity when none does). */
@@ -127,15 +158,19 @@ export class CallPlanner {
       const mask = ruleMask(this.rules, kind);
       const rules: number[] = [];
       const rooms: RuleRoom[] = [];
+      const unitCapacity = new Map<string, number>();
       let capacity = Infinity;
       for (let j = 0; j < mask.length; j++) {
         if (mask[j] !== '1') continue;
         rules.push(j);
         const rule = this.rules[j]!;
-        rooms.push({ windowMs: rule.windowMs, capacity: this.opts.algorithm.capacity(rule) });
-        capacity = Math.min(capacity, rooms[rooms.length - 1]!.capacity);
+        const room: RuleRoom = { windowMs: rule.windowMs, capacity: this.opts.algorithm.capacity(rule) };
+        if (rule.unit !== undefined) room.unit = rule.unit;
+        rooms.push(room);
+        capacity = Math.min(capacity, room.capacity);
+        unitCapacity.set(unitOf(rule), Math.min(unitCapacity.get(unitOf(rule)) ?? Infinity, room.capacity));
       }
-      plan = { mask, rules, capacity, rooms, lockable: this.opts.lockout?.scope.includes(kind) ? '1' : '0' };
+      plan = { mask, rules, capacity, rooms, unitCapacity, lockable: this.opts.lockout?.scope.includes(kind) ? '1' : '0' };
       // Kinds come from callers; cap the cache so hostile identifiers cannot grow it without bound.
       if (this.kinds.size < 1024) this.kinds.set(kind, plan);
     }

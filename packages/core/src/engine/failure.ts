@@ -6,7 +6,8 @@ import type { ResolvedOptions } from './options';
 import type { Events } from './events';
 import type { HealthRecorder } from './health';
 import type { NoRoom, Uncounted } from './uncounted';
-import { decodeCall, nowOf, type Call } from './plan';
+import { cacheCost, callCost, decodeCall, nowOf, type Call } from './plan';
+import { uncountedByUnit } from './units';
 
 /**
  * A limiter's failure policy (the `failure` option): what a check answers when the store did not, and what
@@ -68,7 +69,7 @@ export class StoreFailures {
       this.opts.logger.warn(storeFailureWarning(`limiter '${this.opts.name}'`, error, failure));
     }
     // An identifier known to be over its limit stays denied, whatever the policy (docs/security.md).
-    const known = call.plan.cache?.known(call.ids, call.cost);
+    const known = call.plan.cache?.known(call.ids, cacheCost(call));
     if (known) return { ...known, error };
     // Overload is not an outage: Redis was answering, but this process had sent more than it could answer
     // in time. Admitting by 'open' would let load buy admissions, so overload sheds the request instead
@@ -84,7 +85,7 @@ export class StoreFailures {
     // flood's own checks would otherwise be admitted again at every deadline, uncounted (uncounted.ts).
     const uncounted = allowed ? this.uncounted : undefined;
     if (uncounted !== undefined) {
-      const none = uncounted.admit(call.ids, call.cost, call.plan.planner.rooms, op === 'c');
+      const none = uncountedByUnit.admit(uncounted, call.ids, callCost(call), call.plan.planner.units, call.plan.planner.rooms, op === 'c');
       if (none !== undefined) return { ...noRoom(none, call.cost), error };
     }
     const decision: Decision = {

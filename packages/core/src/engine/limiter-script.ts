@@ -14,9 +14,10 @@ import { scriptOf } from '../stores/clients';
 /**
  * Which of a limiter's scripts: `check`, the one a check runs (with `refunds: true`, the refundable one);
  * `batch`, the checks of one event-loop turn in one call on a standalone Redis (docs/design.md, section 4,
- * "Batches"); `split`, what each Redis Cluster slot runs for a check whose identifiers span slots.
+ * "Batches"); `split`, what each Redis Cluster slot runs for a check whose identifiers span slots;
+ * `settle`, what a reservation's settle runs (docs/budgets.md).
  */
-export type LimiterScriptKind = 'check' | 'batch' | 'split';
+export type LimiterScriptKind = 'check' | 'batch' | 'split' | 'settle';
 
 export interface LimiterScriptOptions {
   /** Which script; default 'check'. */
@@ -25,7 +26,7 @@ export interface LimiterScriptOptions {
   plan?: string;
 }
 
-const KINDS: readonly LimiterScriptKind[] = ['check', 'batch', 'split'];
+const KINDS: readonly LimiterScriptKind[] = ['check', 'batch', 'split', 'settle'];
 
 /**
  * The script a limiter made with `options` sends to Redis, as sent (its first line is the prelude every
@@ -47,5 +48,6 @@ export function limiterScript(options: LimiterOptions, which: LimiterScriptOptio
   const { tag } = program.algorithm;
   if (script === 'batch') return scriptOf(`${tag}_batch`, batchLua(program)).lua;
   if (script === 'split') return scriptOf(`${tag}_split`, program.split).lua;
+  if (script === 'settle') return scriptOf(`${tag}_settle`, program.settle).lua;
   return scriptOf(tag, program.lua).lua;
 }

@@ -18,16 +18,23 @@ import { Lists, type ListsInput } from './lists';
 import { Events, type EventListener } from './events';
 import { HealthRecorder, limiterHealth, type LimiterHealth } from './health';
 import { OperatorRecords } from './operator';
-import { createPlans, decodeCall, nowOf, type Call, type PlanState } from './plan';
+import { cacheCost, callCost, createPlans, decodeCall, nowOf, type Call, type PlanState } from './plan';
+import { costPositive, costScalar, uncountedByUnit, type CallCost } from './units';
 import { StoreFailures, noRoom } from './failure';
 import { Refunds } from './refund';
+import { assertReservable, reservation, type Cost, type Reservation, type ReserveOptions } from './reserve';
 import { block, reset, unblock, type AdminParts, type BlockOptions } from './admin';
 
 export type { BlockOptions } from './admin';
+export type { Cost, Reservation, ReserveOptions } from './reserve';
 
 export interface CheckOptions {
-  /** Units this call consumes (a non-negative integer; default 1). Cost 0 consumes nothing. */
-  cost?: number;
+  /**
+   * Units this call consumes (a non-negative integer; default 1), for every rule; or, for rules that count
+   * other units (`unit: 'tokens'`), a cost per unit: `{ requests: 1, tokens: 1200 }`, naming every unit the
+   * plan's rules count (docs/budgets.md). Cost 0 consumes nothing.
+   */
+  cost?: Cost;
   /** Which of the limiter's plans (`limits: { free: [...], pro: [...] }`) applies; default the first. */
   plan?: string;
 }
@@ -55,6 +62,12 @@ export interface Limiter {
    * peek, another limiter's decision, one already refunded, or a limiter without `refunds: true`).
    */
   refund(decision: Decision): Promise<boolean>;
+  /**
+   * A check at an estimate, to settle at the actual cost later (docs/budgets.md): admitted only when the
+   * estimate fits every rule, and counted at once. Needs `refunds: true` (else it rejects with a
+   * ConfigError).
+   */
+  reserve(identifiers: string | readonly string[], options?: ReserveOptions): Promise<Reservation>;
   /** The same decision as check(), consuming nothing. */
   peek(identifiers: string | readonly string[], options?: CheckOptions): Promise<Decision>;
   /** Forgets this limiter's counts for these identifiers (manual blocks stay: see unblock). */
@@ -248,6 +261,13 @@ export class FloodgateLimiter implements Limiter {
     return this.refunder.refund(decision);
   }
 
+  async reserve(identifiers: string | readonly string[], options?: ReserveOptions): Promise<Reservation> {
+    assertReservable(this.refunds, this.name);
+    const plan = this.planOf(options?.plan);
+    const decision = await this.check(identifiers, options);
+    return reservation(decision, plan, this.refunder);
+  }
+
   acquire(identifiers: string | readonly string[], options?: AcquireOptions): Promise<Decision> {
     return acquire(this, this.queues, identifiers, options);
   }
@@ -289,37 +309,41 @@ export class FloodgateLimiter implements Limiter {
     const cost = plan.planner.cost(costInput);
     // The lists before anything else: in process, and deny wins over every other answer (a block included).
     if (!this.lists.empty) {
-      const listed = this.listed(ids, address, cost, plan);
+      const listed = this.listed(ids, address, costScalar(cost), plan);
       if (listed !== undefined) return listed;
     }
     // The cache first: a client answered from it costs no key encoding, no script arguments and no promise.
-    const cached = this.cacheFirst ? plan.cache?.lookup(ids, cost) : undefined;
+    const cached = this.cacheFirst ? plan.cache?.lookup(ids, typeof cost === 'number' ? cost : cost.arg) : undefined;
     if (cached) return this.enforce(cached, plan, undefined, op);
     return this.evaluate(plan, op, ids, cost);
   }
 
-  private async evaluate(plan: PlanState, op: 'c' | 'p', ids: string[], cost: number): Promise<Decision> {
+  /** A check's call to the store, its decision, and (refunds) its receipts kept: check() and reserve(). */
+  private async evaluate(plan: PlanState, op: 'c' | 'p', ids: string[], callCostInput: CallCost): Promise<Decision> {
     // The prepared check itself, with its plan added (no copy of it per check).
-    const call = plan.planner.prepare(op, ids, cost) as Call;
+    const call = plan.planner.prepare(op, ids, callCostInput) as Call;
     call.plan = plan;
     const { program, cache, inflight } = plan;
+    const cost = callCost(call);
+    const units = plan.planner.units;
     if (!this.store.remote) {
       const reply = this.store.run(program, call.keys, call.argv, { now: nowOf(this.opts), budgetMs: Infinity }) as Reply;
       return this.refunder.keep(call, reply, this.enforce(decodeCall(call, reply, 'memory'), plan));
     }
     // A client whose admissions by the policy alone fill one of its rules: Redis could only deny it.
-    const full = cost > 0 ? this.uncounted?.full(ids, cost, plan.planner.rooms) : undefined;
-    if (full !== undefined) return this.enforce(noRoom(full, cost), plan, undefined, op);
+    const positive = costPositive(cost);
+    const full = positive && this.uncounted ? uncountedByUnit.full(this.uncounted, ids, cost, units, plan.planner.rooms) : undefined;
+    if (full !== undefined) return this.enforce(noRoom(full, call.cost), plan, undefined, op);
     const started = performance.now();
     // Consuming checks take a place among the identifiers' units in flight first (inflight.ts).
-    const counted = inflight !== undefined && op === 'c' && cost > 0;
+    const counted = inflight !== undefined && op === 'c' && positive;
     // Other checks of these identifiers in flight: a flood, whose admissions by Redis 'open' must count too.
     const crowded = counted && this.uncounted !== undefined && inflight.busy(ids);
     if (counted) {
       const entered = inflight.enter(ids, cost, this.opts.timeoutMs);
       if (entered !== true && !(await entered)) return this.enforce(this.failures.notSent(call, true), plan, undefined, op);
       // While it waited, an earlier check of these identifiers may have been denied.
-      const cached = entered !== true && this.cacheFirst ? cache?.lookup(ids, cost) : undefined;
+      const cached = entered !== true && this.cacheFirst ? cache?.lookup(ids, cacheCost(call)) : undefined;
       if (cached) {
         inflight.leave(ids, cost);
         return this.enforce(cached, plan, undefined, op);
@@ -340,7 +364,7 @@ export class FloodgateLimiter implements Limiter {
       const settled = (reply: Reply | undefined, late: boolean): void => {
         if (counted) inflight.leave(ids, cost);
         // A reply after the deadline still teaches the cache: the next check of a denied client stays local.
-        if (late && reply !== undefined) cache?.remember(decodeCall(call, reply, 'redis'), call.cost);
+        if (late && reply !== undefined) cache?.remember(decodeCall(call, reply, 'redis'), cacheCost(call));
       };
       const reply = await this.store.run(program, call.keys, call.argv, { now: nowOf(this.opts), budgetMs, settled });
       latencyMs = performance.now() - sent;
@@ -348,13 +372,13 @@ export class FloodgateLimiter implements Limiter {
       // A first check sent before the client was connected: the registry entry now (a no-op once written).
       if (op === 'c') this.records?.touch();
       decision = decodeCall(call, reply, 'redis');
-      cache?.remember(decision, call.cost);
+      cache?.remember(decision, cacheCost(call));
       this.failures.answered();
       if (decision.allowed && this.uncounted !== undefined) {
         // Admitted by Redis, which never counted what the policy admitted for these identifiers: those first.
-        const over = this.uncounted.over(decision.states, op === 'p' ? cost : 0);
-        if (over !== undefined) return this.enforce(noRoom(over, cost), plan, latencyMs, op);
-        if (counted) this.uncounted.counted(ids, cost, plan.planner.rooms, crowded || inflight.busy(ids));
+        const over = uncountedByUnit.over(this.uncounted, decision.states, op === 'p' ? cost : 0, units);
+        if (over !== undefined) return this.enforce(noRoom(over, call.cost), plan, latencyMs, op);
+        if (counted) uncountedByUnit.counted(this.uncounted, ids, cost, units, plan.planner.rooms, crowded || inflight.busy(ids));
       }
       return this.refunder.keep(call, reply, this.enforce(decision, plan, latencyMs, op));
     } catch (err) {

@@ -8,6 +8,7 @@ import type { ResolvedOptions } from './options';
 import { BlockCache } from './block-cache';
 import { CallPlanner, type Prepared } from './call-plan';
 import { InFlight } from './inflight';
+import { UnitsInFlight, type CallCost } from './units';
 
 /**
  * One plan of a limiter (the only one when `limits` names none): its rules, its script, and the per-plan
@@ -25,7 +26,14 @@ export interface PlanState {
    */
   readonly cache: BlockCache | undefined;
   /** Units of checks in flight to Redis, per identifier, capped by this plan's capacities (inflight.ts). */
-  readonly inflight: InFlight | undefined;
+  readonly inflight: Flight | undefined;
+}
+
+/** Units in flight: one count (a plan of one unit, inflight.ts) or one per unit (units.ts). */
+export interface Flight {
+  enter(ids: readonly string[], cost: CallCost, budgetMs: number): true | Promise<boolean>;
+  leave(ids: readonly string[], cost: CallCost): void;
+  busy(ids: readonly string[]): boolean;
 }
 
 /** A prepared check and the plan it runs under. */
@@ -51,16 +59,28 @@ export function createPlans(opts: ResolvedOptions, keys: KeyScheme, store: Store
         store.remote && opts.blockCacheMax > 0
           ? new BlockCache(opts.prefix, opts.name, opts.blockCacheMax, opts.clock ?? (() => performance.now()), opts.lockout !== undefined)
           : undefined,
-      inflight: store.remote ? new InFlight((id) => planner.capacity(id)) : undefined,
+      inflight: store.remote ? flightOf(planner) : undefined,
     });
   }
   return byName;
 }
 
+/** Units in flight for a plan: one count when its rules count one unit, else one per unit. */
+function flightOf(planner: CallPlanner): Flight {
+  if (planner.units.length === 1) return new InFlight((id) => planner.capacity(id));
+  return new UnitsInFlight(planner.units, (id, unit) => planner.capacityOf(id, unit));
+}
+
 /** A call's reply as a decision of its plan's rules. */
 export function decodeCall(call: Call, reply: Reply, source: 'redis' | 'memory' | 'fallback'): Decision {
-  return decodeReply(reply, call.ids, call.ruleLists, call.plan.rules, call.cost, source);
+  return decodeReply(reply, call.ids, call.ruleLists, call.plan.rules, call.costs?.byUnit ?? call.cost, source);
 }
+
+/** A call's cost as the engine's helpers take it: one number, or a cost per unit. */
+export const callCost = (call: Prepared): CallCost => call.costs ?? call.cost;
+
+/** A call's cost as the block cache keys it: the number, or the script's cost argument. */
+export const cacheCost = (call: Prepared): number | string => call.costs?.arg ?? call.cost;
 
 /** The time the store's scripts are given: the limiter's clock when it has one, else the wall clock. */
 export function nowOf(opts: ResolvedOptions): number {

@@ -23,6 +23,8 @@ import type { PairState } from '../kernel/decision';
 export interface RuleRoom {
   readonly windowMs: number;
   readonly capacity: number;
+  /** What the rule counts, when not requests (engine/units.ts keeps each unit's apart). */
+  unit?: string;
 }
 
 /** An identifier with no room for a check, and when enough of its units are old enough to make room. */

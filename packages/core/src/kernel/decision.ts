@@ -25,6 +25,8 @@ export interface PairState {
   allowed: boolean;
   /** Time until this pair alone would admit the cost (0 when it does). */
   retryAfterMs: number;
+  /** What the rule counts, when it is not requests (`unit: 'tokens'`, docs/budgets.md). */
+  unit?: string;
 }
 
 export interface Decision {
@@ -48,7 +50,13 @@ export interface Decision {
   resetAt?: number;
   /** 0 when allowed; else the largest wait over the denying pairs (a block's remaining time). */
   retryAfterMs: number;
+  /**
+   * Units this call asked for: the number given; with a cost per unit (docs/budgets.md), the cost in the
+   * binding pair's unit.
+   */
   cost: number;
+  /** With rules of several units: the call's cost per unit (`{ requests: 1, tokens: 1200 }`). */
+  costs?: Readonly<Record<string, number>>;
   states: PairState[];
   /** The reason given to block() when reason is 'blocked'. */
   blockReason?: string;

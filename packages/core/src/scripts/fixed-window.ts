@@ -2,6 +2,7 @@ import { lit, str } from './compiler/lua';
 import type { Algorithm, FrameContext, PairEval, SavedValue, LuaTemplates } from './types';
 import { hashIncarnation, hashReceipt, receiptItems, savedHash } from './hash-state';
 import { adoptLua, HASH_INCARNATION, INCARNATION_FIELD } from './incarnation';
+import { fieldBase, unitSuffix } from './units';
 
 /*
  * Fixed window: one counter per aligned window floor(now / W), as in the INCR + EXPIRE pattern, but all
@@ -11,7 +12,7 @@ import { adoptLua, HASH_INCARNATION, INCARNATION_FIELD } from './incarnation';
  *   't'   the time (ms) of the last write; every counter in the hash is rewritten or kept with it, so
  *         each counter belongs to window floor(t / W)
  *   '<W>' units counted in that window, per rule window W (keyed by window, so two rules with one window
- *         share one counter)
+ *         share one counter); '<W>@<unit>' for rules of another unit than requests (units.ts)
  *   'i'   the key's incarnation, when a check that answers undo receipts wrote it (incarnation.ts)
  * A counter whose window floor(t / W) is not the current one is zero: the decision never depends on the
  * key's TTL. One stamp instead of an index per rule: 4 fields for 3 rules instead of 6 (less memory,
@@ -63,7 +64,7 @@ end`,
 -- counters of windows these rules do not have (another plan's): kept while their window is current
 if other then
   for k = 1, #other do
-    local w = string.find(other[k], '^%d+$') and tonumber(other[k])
+    local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
     if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then
       local left = (floor(NOW / w) + 1) * w - NOW
       if hold == nil or left > hold then hold = left end
@@ -79,7 +80,7 @@ if avail < 0 then avail = 0 end
 reset, retry = 0, 0
 if ${v('c')} > 0 then reset = ${r.field.id}_E end
 if ${cost} > avail then retry = ${r.field.id}_E end`,
-  commit: (_f, _ctx, v) => `${v('c')} = ${v('c')} + COST`,
+  commit: (f, _ctx, v) => `${v('c')} = ${v('c')} + ${f.cost}`,
   save: (m, ctx, v) => `if stale then redis.call('HDEL', key, unpack(stale)) end
 ${adoptLua(ctx.incarnations, `redis.call('HSET', key, '${INCARNATION_FIELD}', inc)`)}
 redis.call('HSET', key, 't', fmt('%d', NOW), ${m.fields.map((f) => `${str(f.name)}, fmt('%d', ${v(f)('c')})`).join(', ')})
@@ -95,11 +96,11 @@ const undo = `
 local function fg_undo(key, receipt, cost)
   local t = tonumber(redis.call('HGET', key, 't'))
   if t == nil then return end
-  for w, idx in string.gmatch(receipt, '(%d+):(%d+)') do
+  for w, sfx, idx in string.gmatch(receipt, '(%d+)(@?[%w_%-]*):(%d+)') do
     if math.floor(t / tonumber(w)) == tonumber(idx) then
-      local n = (tonumber(redis.call('HGET', key, w)) or 0) - cost
+      local n = (tonumber(redis.call('HGET', key, w .. sfx)) or 0) - cost(sfx)
       if n < 0 then n = 0 end
-      redis.call('HSET', key, w, string.format('%d', n))
+      redis.call('HSET', key, w .. sfx, string.format('%d', n))
     end
   end
 end
@@ -109,48 +110,48 @@ end
 type Fields = Map<string, number | string>;
 interface State {
   f: Fields;
-  /** Committed counts by window, written by save. */
-  n: Map<number, number>;
+  /** Committed counts by field (window and unit), written by save. */
+  n: Map<string, number>;
 }
 
 const stamp = (f: Fields): number | undefined => f.get('t') as number | undefined;
 
-function count(st: State, w: number, now: number): number {
+function count(st: State, name: string, w: number, now: number): number {
   const t = stamp(st.f);
   if (t === undefined || Math.floor(t / w) !== Math.floor(now / w)) return 0;
-  return (st.f.get(String(w)) as number | undefined) ?? 0;
+  return (st.f.get(name) as number | undefined) ?? 0;
 }
 
 function evaluate(st: State, j: number, cost: number, ctx: FrameContext): PairEval {
   const w = ctx.window[j]!;
-  const n = count(st, w, ctx.now);
+  const n = count(st, ctx.field[j]!, w, ctx.now);
   const avail = Math.max(ctx.limit[j]! - n, 0);
   const left = (Math.floor(ctx.now / w) + 1) * w - ctx.now;
   return [avail, n > 0 ? left : 0, cost > avail ? left : 0];
 }
 
 function commit(st: State, j: number, cost: number, ctx: FrameContext): void {
-  const w = ctx.window[j]!;
-  if (st.n.has(w)) return;
-  st.n.set(w, count(st, w, ctx.now) + cost);
+  const name = ctx.field[j]!;
+  if (st.n.has(name)) return;
+  st.n.set(name, count(st, name, ctx.window[j]!, ctx.now) + cost);
 }
 
 function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<Fields> | undefined {
   if (js.length === 0) return undefined;
   const now = ctx.now;
   const t = stamp(st.f);
-  const own = new Set(js.map((j) => String(ctx.window[j]!)));
+  const own = new Set(js.map((j) => ctx.field[j]!));
   const f: Fields = new Map([['t', now]]);
   // Counters of windows these rules do not have stay while their window is current (the Lua's `hold`).
   let hold = 0;
   for (const [name, value] of st.f) {
-    if (name === 't' || name === INCARNATION_FIELD || own.has(name) || !/^\d+$/.test(name)) continue;
-    const w = Number(name);
+    if (name === 't' || name === INCARNATION_FIELD || own.has(name) || !/^\d+(@[\w-]+)?$/.test(name)) continue;
+    const w = Number(fieldBase(name));
     if (t === undefined || w < 1 || Math.floor(t / w) !== Math.floor(now / w)) continue;
     f.set(name, value);
     hold = Math.max(hold, (Math.floor(now / w) + 1) * w - now);
   }
-  for (const j of js) f.set(String(ctx.window[j]!), st.n.get(ctx.window[j]!)!);
+  for (const j of js) f.set(ctx.field[j]!, st.n.get(ctx.field[j]!)!);
   const inc = st.f.get(INCARNATION_FIELD) ?? ctx.incarnation;
   if (inc !== undefined) f.set(INCARNATION_FIELD, inc);
   st.f = f;
@@ -158,14 +159,18 @@ function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<F
 }
 
 function receiptOf(_st: State, js: readonly number[], ctx: FrameContext): string {
-  return hashReceipt(js, (j) => [`${ctx.window[j]}`, `${ctx.window[j]}:${Math.floor(ctx.now / ctx.window[j]!)}`]);
+  return hashReceipt(js, (j) => [ctx.field[j]!, `${ctx.field[j]}:${Math.floor(ctx.now / ctx.window[j]!)}`]);
 }
 
-function undoOn(stored: Fields | undefined, receipt: string, cost: number): void {
+function undoOn(stored: Fields | undefined, receipt: string, cost: (unit: string) => number): void {
   const t = stored === undefined ? undefined : stamp(stored);
   if (stored === undefined || t === undefined) return;
-  for (const [w, idx] of receiptItems(receipt)) {
-    if (Math.floor(t / w!) === idx) stored.set(String(w), Math.max(((stored.get(String(w)) as number | undefined) ?? 0) - cost, 0));
+  for (const {
+    nums: [w, idx],
+    unit,
+  } of receiptItems(receipt)) {
+    const name = `${w}${unitSuffix({ unit })}`;
+    if (Math.floor(t / w!) === idx) stored.set(name, Math.max(((stored.get(name) as number | undefined) ?? 0) - cost(unit), 0));
   }
 }
 
@@ -182,5 +187,5 @@ export const fixedWindow: Algorithm<State, Fields> = {
   },
   ruleOptions: [],
   capacity: (rule) => rule.limit,
-  field: (rule) => String(rule.windowMs),
+  field: (rule) => `${rule.windowMs}${unitSuffix(rule)}`,
 };

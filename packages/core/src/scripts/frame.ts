@@ -3,6 +3,7 @@ import type { Algorithm, AlgorithmUndo, FrameContext, PairEval, Twin, FrameStora
 import type { Reply } from './reply';
 import { lockoutTwin, type LockoutSpec } from './lockout';
 import { bindReceipt } from './incarnation';
+import { costTotal, fieldUnit, parseCostArg } from './units';
 
 /*
  * The frame every check runs in: the script protocol (docs/design.md, section 4), its JavaScript twin (what
@@ -14,7 +15,8 @@ import { bindReceipt } from './incarnation';
  *
  * KEYS: per identifier i (1-based): KEYS[2i-1] its state key, KEYS[2i] its block key.
  * ARGV[1] op: 'c' check (consumes when allowed) | 'p' peek (consumes nothing)
- * ARGV[2] cost (integer >= 0)
+ * ARGV[2] cost (integer >= 0) for every rule; or, when the rules count several units, one per unit in the
+ *         order of each unit's first rule, joined by ':' (units.ts)
  * ARGV[3] penalty: '1' makes a denied check consume too, '0' not
  * ARGV[4] now (ms); '' in production, where the script reads Redis TIME (one clock for every app server)
  * ARGV[5] TTL padding in ms (0 in production; test mode pads, as its clock is not Redis's)
@@ -103,7 +105,10 @@ interface Evaluated {
   ctx: FrameContext;
   /** { now, 0, 0, then per identifier blockMs, blockReason } */
   out: Reply;
+  /** What the check's costs add up to: more than 0 exactly when it commits anything. */
   cost: number;
+  /** Per rule (0-based): the cost of its unit. */
+  costs: number[];
   ok: boolean;
   blocked: boolean;
   /** Whether the call consumes: a check of cost > 0, nothing blocked, every pair admits it (or penalty). */
@@ -125,21 +130,15 @@ function evaluateFrame(
   incarnations: boolean,
 ): Evaluated {
   const op = String(argv[0]);
-  const cost = Number(argv[1]);
   const penalty = String(argv[2]) === '1';
   const now = argv[3] === '' ? clockNow : Number(argv[3]);
   const nr = Number(argv[5]);
   const nIds = keys.length / keysPerId;
   const incarnation = incarnations ? incarnationArg(argv[masksAt(nr) + nIds]) : undefined;
   const ctx: FrameContext = { now, pad: Number(argv[4]), window: [], limit: [], burst: [], precision: [], field: [], incarnation };
-  for (let j = 0; j < nr; j++) {
-    const a = 6 + RULE_ARGS * j;
-    (ctx.window as number[]).push(Number(argv[a]));
-    (ctx.limit as number[]).push(Number(argv[a + 1]));
-    (ctx.burst as number[]).push(Number(argv[a + 2]));
-    (ctx.precision as number[]).push(Number(argv[a + 3]));
-    (ctx.field as string[]).push(String(argv[a + 4]));
-  }
+  readRuleArgs(ctx, argv, 5, nr);
+  const costs = ruleCosts(ctx, argv[1]!);
+  const cost = costTotal(argv[1]!);
   const out: Reply = [now, 0, 0];
   const denied: boolean[] = [];
   const sts: unknown[] = [];
@@ -168,7 +167,7 @@ function evaluateFrame(
     for (let j = 0; j < nr; j++) {
       if (mask.charCodeAt(j) !== 49) continue;
       js.push(j);
-      const ev = twin.evaluate(st, j, cost, ctx);
+      const ev = twin.evaluate(st, j, costs[j]!, ctx);
       if (ev[2] > 0) ok = false;
       e.push(ev);
     }
@@ -179,14 +178,40 @@ function evaluateFrame(
     out.push(bms, reason);
   }
   const consumes = op === 'c' && cost > 0 && !blocked && (ok || penalty);
-  return { ctx, out, cost, ok, blocked, consumes, sts, rules, evals, denied };
+  return { ctx, out, cost, costs, ok, blocked, consumes, sts, rules, evals, denied };
+}
+
+/** The rule arguments (RULE_ARGS per rule, from the 0-based ARGV index `at + 1`) into a frame's context. */
+export function readRuleArgs(ctx: FrameContext, argv: readonly (string | number)[], at: number, nr: number): void {
+  for (let j = 0; j < nr; j++) {
+    const a = at + 1 + RULE_ARGS * j;
+    (ctx.window as number[]).push(Number(argv[a]));
+    (ctx.limit as number[]).push(Number(argv[a + 1]));
+    (ctx.burst as number[]).push(Number(argv[a + 2]));
+    (ctx.precision as number[]).push(Number(argv[a + 3]));
+    (ctx.field as string[]).push(String(argv[a + 4]));
+  }
+}
+
+/**
+ * Per rule, the cost of its unit, from a cost argument (units.ts): one number for every rule, or one per unit
+ * in the order of each unit's first rule (the unit is the field's, after '@'). A list of another length
+ * than the rules' units is an error, as in the Lua.
+ */
+export function ruleCosts(ctx: FrameContext, arg: string | number): number[] {
+  const given = parseCostArg(arg);
+  const units: string[] = [];
+  for (const f of ctx.field) if (!units.includes(fieldUnit(f))) units.push(fieldUnit(f));
+  if (units.length <= 1) return ctx.field.map(() => given[0]!);
+  if (given.length !== units.length) throw new Error(`ERR floodgate: ${units.length} unit costs expected (${units.join(', ')})`);
+  return ctx.field.map((f) => given[units.indexOf(fieldUnit(f))]!);
 }
 
 /** Commits and saves identifier i's rules (the script's mask commit, one identifier); the value saved. */
 function commitOne(twin: Twin<unknown, unknown>, storage: FrameStorage, keys: readonly string[], f: Evaluated, i: number): unknown {
   const st = f.sts[i];
   const js = f.rules[i]!;
-  for (const j of js) twin.commit(st, j, f.cost, f.ctx);
+  for (const j of js) twin.commit(st, j, f.costs[j]!, f.ctx);
   const saved = twin.save(st, js, f.ctx);
   if (saved) storage.save(keys[2 * i]!, saved.value, saved.ttlMs, f.ctx.now);
   return saved?.value;
@@ -243,7 +268,7 @@ export function runFrame(
     out[2] = 1;
     for (let i = 0; i < f.sts.length; i++) {
       saved.push(commitOne(twin, storage, keys, f, i));
-      evals[i] = f.rules[i]!.map((j) => twin.evaluate(f.sts[i], j, f.ok ? 0 : f.cost, f.ctx));
+      evals[i] = f.rules[i]!.map((j) => twin.evaluate(f.sts[i], j, f.ok ? 0 : f.costs[j]!, f.ctx));
     }
   }
   lockoutStep(f, storage, keys, argv, lockout);
@@ -280,7 +305,7 @@ export function runSplitFrame(
     saved.push(commitOne(twin, storage, keys, f, i));
     for (const j of f.rules[i]!) {
       at0.push(...twin.evaluate(f.sts[i], j, 0, f.ctx));
-      atCost.push(...twin.evaluate(f.sts[i], j, f.cost, f.ctx));
+      atCost.push(...twin.evaluate(f.sts[i], j, f.costs[j]!, f.ctx));
     }
   }
   out.push(...at0, ...atCost);

@@ -1,5 +1,6 @@
 import type { FrameContext, SavedValue } from './types';
 import { INCARNATION_FIELD } from './incarnation';
+import { DEFAULT_UNIT } from '../config/rules';
 
 /*
  * JavaScript helpers shared by the twins of the algorithms that keep one hash per identifier (fixed
@@ -33,9 +34,18 @@ export function hashReceipt(js: readonly number[], item: (j: number) => [field: 
   return [...byField.values()].join(',');
 }
 
-/** A receipt's items, each split at ':' into numbers ('' has none). */
-export function receiptItems(receipt: string): number[][] {
-  return receipt === '' ? [] : receipt.split(',').map((item) => item.split(':').map(Number));
+/**
+ * A receipt's items, each split at ':' into numbers, with the unit of its field ('' has none): the field's
+ * unit suffix ('@tokens', units.ts) is taken out of the numbers.
+ */
+export function receiptItems(receipt: string): { nums: number[]; unit: string }[] {
+  if (receipt === '') return [];
+  return receipt.split(',').map((item) => {
+    const at = item.indexOf('@');
+    if (at === -1) return { nums: item.split(':').map(Number), unit: DEFAULT_UNIT };
+    const end = item.indexOf(':', at);
+    return { nums: (item.slice(0, at) + item.slice(end)).split(':').map(Number), unit: item.slice(at + 1, end) };
+  });
 }
 
 /** The incarnation a stored hash holds (its field 'i'), for the give-back's twin. */

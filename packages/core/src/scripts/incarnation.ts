@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Algorithm } from './types';
+import { giveCostOf } from './units';
 
 /*
  * Incarnations: which life of a state key an undo receipt belongs to (docs/refunds.md, docs/design.md
@@ -44,12 +45,15 @@ export function bindReceipt(incarnation: string | undefined, items: string): str
   return incarnation === undefined ? items : `${incarnation}#${items}`;
 }
 
-/** Gives `cost` back from `stored` in place (the twin of fg_give), only while it holds the receipt's incarnation. */
-export function giveBackTwin(algorithm: Algorithm, stored: unknown, receipt: string, cost: number): void {
+/**
+ * Gives `cost` back from `stored` in place (the twin of fg_give), only while it holds the receipt's
+ * incarnation. `cost`: a give-back's ARGV[1] (units.ts), one number or a cost per unit.
+ */
+export function giveBackTwin(algorithm: Algorithm, stored: unknown, receipt: string, cost: number | string): void {
   const sep = receipt.indexOf('#');
   const incarnation = sep === -1 ? undefined : receipt.slice(0, sep);
   if (algorithm.undo.twin.incarnation(stored) !== incarnation) return;
-  algorithm.undo.twin.undo(stored, sep === -1 ? receipt : receipt.slice(sep + 1), cost);
+  algorithm.undo.twin.undo(stored, sep === -1 ? receipt : receipt.slice(sep + 1), giveCostOf(cost));
 }
 
 /** Lua: fg_inc for a hash key (fixed window, sliding window, token bucket): its incarnation, or ''. */
@@ -59,7 +63,10 @@ local function fg_inc(key)
 end
 `;
 
-/** Lua: the give-back of one key, the twin of giveBackTwin (needs the algorithm's fg_inc and fg_undo). */
+/**
+ * Lua: the give-back of one key, the twin of giveBackTwin (needs the algorithm's fg_inc and fg_undo); `cost`
+ * is fg_cost's function of a field's unit (units.ts).
+ */
 export const LUA_GIVE = `
 local function fg_give(key, receipt, cost)
   local sep = string.find(receipt, '#', 1, true)

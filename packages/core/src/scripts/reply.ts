@@ -1,6 +1,6 @@
 import type { Decision, DecisionSource, PairState } from '../kernel/decision';
 import { StoreError } from '../kernel/errors';
-import type { Rule } from '../config/rules';
+import { DEFAULT_UNIT, type Rule } from '../config/rules';
 
 /*
  * The script's reply, decoded in one place (docs/design.md, section 4): a check's reply into a Decision, a
@@ -24,9 +24,12 @@ export function decodeReply(
   ids: readonly string[],
   ruleLists: readonly (readonly number[])[],
   rules: readonly Rule[],
-  cost: number,
+  costInput: number | Readonly<Record<string, number>>,
   source: DecisionSource,
 ): Decision {
+  // A cost per unit: the decision's cost is the binding pair's unit's (kernel/decision.ts).
+  const perUnit = typeof costInput === 'number' ? undefined : costInput;
+  const cost = typeof costInput === 'number' ? costInput : 0;
   const states: PairState[] = [];
   let p = 3;
   let blockMs = 0;
@@ -45,7 +48,7 @@ export function decodeReply(
     for (const j of ruleLists[i]!) {
       const rule = rules[j]!;
       const retryAfterMs = Number(reply[p + 2]);
-      states.push({
+      const state: PairState = {
         identifier,
         limit: rule.limit,
         windowMs: rule.windowMs,
@@ -53,33 +56,47 @@ export function decodeReply(
         resetMs: Number(reply[p + 1]),
         allowed: retryAfterMs === 0,
         retryAfterMs,
-      });
+      };
+      if (rule.unit !== undefined) state.unit = rule.unit;
+      states.push(state);
       p += 3;
     }
   });
 
+  const withCosts = (d: Decision, binding: PairState | undefined): Decision => {
+    if (perUnit === undefined) return d;
+    d.cost = binding === undefined ? Math.max(0, ...Object.values(perUnit)) : (perUnit[binding.unit ?? DEFAULT_UNIT] ?? 0);
+    d.costs = perUnit;
+    return d;
+  };
   if (blockedId !== undefined) {
     const own = leastRemaining(states.filter((s) => s.identifier === blockedId));
-    return {
-      allowed: false,
-      source,
-      reason: 'blocked',
-      identifier: blockedId,
-      limit: own?.limit ?? Infinity,
-      windowMs: own?.windowMs ?? 0,
-      remaining: 0,
-      resetMs: Math.max(blockMs, own?.resetMs ?? 0),
-      resetAt: Number(reply[0]) + Math.max(blockMs, own?.resetMs ?? 0),
-      retryAfterMs: blockMs,
-      cost,
-      states,
-      blockReason,
-    };
+    return withCosts(
+      {
+        allowed: false,
+        source,
+        reason: 'blocked',
+        identifier: blockedId,
+        limit: own?.limit ?? Infinity,
+        windowMs: own?.windowMs ?? 0,
+        remaining: 0,
+        resetMs: Math.max(blockMs, own?.resetMs ?? 0),
+        resetAt: Number(reply[0]) + Math.max(blockMs, own?.resetMs ?? 0),
+        retryAfterMs: blockMs,
+        cost,
+        states,
+        blockReason,
+      },
+      own,
+    );
   }
   const allowed = reply[1] === 1 || reply[1] === '1';
   const binding = allowed ? leastRemaining(states) : longestRetry(states);
   if (binding === undefined) {
-    return { allowed, source, limit: Infinity, windowMs: 0, remaining: Infinity, resetMs: 0, retryAfterMs: 0, cost, states };
+    return withCosts(
+      { allowed, source, limit: Infinity, windowMs: 0, remaining: Infinity, resetMs: 0, retryAfterMs: 0, cost, states },
+      undefined,
+    );
   }
   const decision: Decision = {
     allowed,
@@ -95,7 +112,7 @@ export function decodeReply(
     states,
   };
   if (!allowed) decision.reason = 'limit';
-  return decision;
+  return withCosts(decision, binding);
 }
 
 /** The allowed binding pair: least remaining; on a tie, the one that takes longest to refill. */

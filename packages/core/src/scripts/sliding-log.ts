@@ -2,6 +2,7 @@ import { ConfigError } from '../kernel/errors';
 import type { Algorithm, FrameContext, PairEval, SavedValue, CompileContext, LuaTemplates } from './types';
 import { lit } from './compiler/lua';
 import { adoptLua } from './incarnation';
+import { DEFAULT_UNIT } from '../config/rules';
 
 /*
  * Sliding log (the DomainTools design): one Redis list per identifier holding the timestamps (ms) of the
@@ -71,7 +72,7 @@ elseif ${cost} > 0 and n + ${cost} > ${lit(L)} then
   retry = log[${lit(L)} - ${cost} + 1] + ${lit(W)} - NOW
   if retry < 1 then retry = 1 end
 end`,
-  commit: (_f, ctx, v) => `local count = COST
+  commit: (f, ctx, v) => `local count = ${f.cost}
 if count > ${lit(maxL(ctx))} then count = ${lit(maxL(ctx))} end
 local pushed = {}
 for i = 1, count do pushed[i] = NOW end
@@ -118,11 +119,18 @@ end`;
   receipt: (_f, _ctx, v) => `fmt('%d:%d', NOW, ${v('add')})`,
 };
 
-/* The give-back (AlgorithmUndo): up to `count` entries of the receipt's millisecond (LREM). */
+/*
+ * The give-back (AlgorithmUndo): up to `count` entries of the receipt's millisecond (LREM), or the part a
+ * settle gives back. The log counts one unit (a limiter's rules of several units are refused), so the
+ * cost is the one number for every unit. LREM of 0 would remove every entry: never sent.
+ */
 const undo = `
 local function fg_undo(key, receipt, cost)
   local at, count = string.match(receipt, '^(%d+):(%d+)$')
-  if at and tonumber(count) > 0 then redis.call('LREM', key, tonumber(count), at) end
+  if not at then return end
+  local n = tonumber(count)
+  if cost('') < n then n = cost('') end
+  if n > 0 then redis.call('LREM', key, n, at) end
 end
 `;
 
@@ -190,9 +198,9 @@ function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<n
   return { value, ttlMs: ttl + ctx.pad };
 }
 
-function undoOn(stored: number[] | undefined, receipt: string, _cost: number): void {
+function undoOn(stored: number[] | undefined, receipt: string, cost: (unit: string) => number): void {
   const [at, count] = receipt.split(':').map(Number) as [number, number];
-  let left = count;
+  let left = Math.min(count, cost(DEFAULT_UNIT));
   for (let i = 0; stored !== undefined && i < stored.length && left > 0;) {
     if (stored[i] === at) {
       stored.splice(i, 1);

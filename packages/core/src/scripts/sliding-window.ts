@@ -3,6 +3,7 @@ import { lit, str } from './compiler/lua';
 import type { Algorithm, FrameContext, PairEval, SavedValue, LuaTemplates } from './types';
 import { hashIncarnation, hashReceipt, receiptItems, savedHash } from './hash-state';
 import { adoptLua, HASH_INCARNATION, INCARNATION_FIELD } from './incarnation';
+import { unitSuffix } from './units';
 
 /*
  * Sliding window as a ring of time buckets (the Redback design): a rule's window W is cut into P buckets
@@ -12,7 +13,7 @@ import { adoptLua, HASH_INCARNATION, INCARNATION_FIELD } from './incarnation';
  * never more than `limit` in ANY window of length W, and at most one bucket's worth of under-admission.
  *
  * Layout 2 (tag sw2): one hash field per (window, precision), so rules sharing both share one ring,
- * counted once. Field '<W>:<P>' holds P + 2 integers, MessagePack-encoded one after the other:
+ * counted once ('<W>:<P>@<unit>' for rules of another unit than requests, units.ts). Field '<W>:<P>' holds P + 2 integers, MessagePack-encoded one after the other:
  *   last, c[0], c[1], ..., c[P]    last = the newest bucket written; c[k] = the count of bucket last - k
  * The counts are kept newest first, so reading the ring needs no modular arithmetic: when the current
  * bucket is d buckets past `last`, c[k] has age d + k and only c[0 .. P - d] are still in the window.
@@ -98,7 +99,7 @@ elseif ${cost} > 0 and ${v('n')} + ${cost} > ${lit(limit)} then
   end
 end`;
   },
-  commit: ({ id, precision }, _ctx, v) => `if not ${v('r')} then ${v('r')} = { ${id}_cur${', 0'.repeat(precision + 1)} } end
+  commit: ({ id, precision, cost }, _ctx, v) => `if not ${v('r')} then ${v('r')} = { ${id}_cur${', 0'.repeat(precision + 1)} } end
 if ${v('d')} > 0 then
   local ring, shift = ${v('r')}, ${v('d')}
   for k = ${lit(precision + 2)}, 2, -1 do
@@ -107,9 +108,9 @@ if ${v('d')} > 0 then
   ring[1] = ${id}_cur
   ${v('d')} = 0
 end
-${v('r')}[2] = ${v('r')}[2] + COST
-${v('n')} = ${v('n')} + COST
-if COST > 0 then ${v('y')} = 2 end`,
+${v('r')}[2] = ${v('r')}[2] + ${cost}
+${v('n')} = ${v('n')} + ${cost}
+if ${cost} > 0 then ${v('y')} = 2 end`,
   save: (m, ctx, v) => `${adoptLua(ctx.incarnations, `redis.call('HSET', key, '${INCARNATION_FIELD}', inc)`)}
 redis.call('HSET', key, ${m.fields.map((f) => `${str(f.name)}, cmsgpack.pack(unpack(${v(f)('r')}, 1, ${lit(f.precision + 2)}))`).join(', ')})
 local ttl = 0
@@ -130,15 +131,15 @@ if (kept == nil or ttl > kept) and redis.call('PTTL', key) < ttl + PAD then redi
 /* The give-back (AlgorithmUndo): the cost, from each receipt's bucket while the ring still holds it. */
 const undo = `
 local function fg_undo(key, receipt, cost)
-  for w, p, bucket in string.gmatch(receipt, '(%d+):(%d+):(%d+)') do
-    local name = w .. ':' .. p
+  for w, p, sfx, bucket in string.gmatch(receipt, '(%d+):(%d+)(@?[%w_%-]*):(%d+)') do
+    local name = w .. ':' .. p .. sfx
     local raw = redis.call('HGET', key, name)
     if raw then
       local r = { cmsgpack.unpack(raw) }
       local n = tonumber(p) + 2
       local k = r[1] - tonumber(bucket) + 2
       if k >= 2 and k <= n then
-        local c = r[k] - cost
+        local c = r[k] - cost(sfx)
         if c < 0 then c = 0 end
         r[k] = c
         redis.call('HSET', key, name, cmsgpack.pack(unpack(r, 1, n)))
@@ -266,13 +267,14 @@ function receiptOf(st: State, js: readonly number[], ctx: FrameContext): string 
   });
 }
 
-function undoOn(stored: Stored | undefined, receipt: string, cost: number): void {
-  for (const [w, p, bucket] of receiptItems(receipt) as Array<[number, number, number]>) {
-    const ring = stored?.get(`${w}:${p}`);
+function undoOn(stored: Stored | undefined, receipt: string, cost: (unit: string) => number): void {
+  for (const { nums, unit } of receiptItems(receipt)) {
+    const [w, p, bucket] = nums as [number, number, number];
+    const ring = stored?.get(`${w}:${p}${unitSuffix({ unit })}`);
     if (ring === undefined || typeof ring === 'string') continue;
     const k = ring.last - bucket;
     if (k < 0 || k > p) continue;
-    ring.c[k] = Math.max(ring.c[k]! - cost, 0);
+    ring.c[k] = Math.max(ring.c[k]! - cost(unit), 0);
   }
 }
 
@@ -297,7 +299,7 @@ export const slidingWindow: Algorithm<State, Stored> = {
   },
   ruleOptions: ['precision'],
   capacity: (rule) => rule.limit,
-  field: (rule) => `${rule.windowMs}:${rule.precision}`,
+  field: (rule) => `${rule.windowMs}:${rule.precision}${unitSuffix(rule)}`,
   validate: (rule, at) => {
     if (rule.windowMs % rule.precision !== 0) {
       throw new ConfigError(

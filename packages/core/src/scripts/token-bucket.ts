@@ -3,6 +3,7 @@ import { lit, str } from './compiler/lua';
 import type { Algorithm, FrameContext, PairEval, SavedValue, LuaTemplates } from './types';
 import { hashIncarnation, hashReceipt, receiptItems, savedHash } from './hash-state';
 import { adoptLua, HASH_INCARNATION, INCARNATION_FIELD } from './incarnation';
+import { unitSuffix } from './units';
 
 /*
  * Token bucket as GCRA, the Generic Cell Rate Algorithm (ITU-T I.371; the form popularised by
@@ -17,7 +18,8 @@ import { adoptLua, HASH_INCARNATION, INCARNATION_FIELD } from './incarnation';
  *   debt d = max(TAT - now, 0) in ticks, capacity C * W ticks, a unit costs W ticks.
  *   TAT is stored as integer ms `a` plus a remainder `r` in ticks (0 <= r < L): TAT = a + r / L.
  * Every value is an integer below 2^53 ((C + L) * W <= 2^53 is checked at construction), so Lua doubles
- * and JavaScript numbers agree bit for bit. Field '<W>:<L>:<C>' = '<a>:<r>': rules with the same window
+ * and JavaScript numbers agree bit for bit. Field '<W>:<L>:<C>' = '<a>:<r>' ('<W>:<L>:<C>@<unit>' for rules
+ * of another unit than requests, units.ts): rules with the same window
  * but another limit or burst keep their own TAT. Field 'i' holds the key's incarnation, when a check that
  * answers undo receipts wrote it (incarnation.ts). A check writes only its own rules' TATs: another plan's
  * (docs/plans.md) stay as they are, and a save never shortens the key's TTL, which they may need longer.
@@ -70,10 +72,17 @@ if ${cost} > ${lit(C)} then
 elseif ${cost} > 0 and ${v('d')} + ${cost} * ${lit(W)} > ${lit(C * W)} then
   retry = floor((${v('d')} + ${cost} * ${lit(W)} - ${lit(C * W)} + ${lit(L)} - 1) / ${lit(L)})
 end`,
-  commit: ({ window: W, burst: C }, _ctx, v) => `local k = COST
-if k > ${lit(C)} then k = ${lit(C)} end
-local debt = ${v('d')} + k * ${lit(W)}
-if debt > ${lit(C * W)} then debt = ${lit(C * W)} end
+  // A charge (a settle past the estimate) is owed up to one window beyond an empty bucket: (C + L) * W.
+  commit: ({ window: W, burst: C, limit: L, cost }, ctx, v) => `local k = ${cost}
+${
+  ctx.charge
+    ? ''
+    : `if k > ${lit(C)} then k = ${lit(C)} end
+`
+}local debt = ${v('d')} + k * ${lit(W)}
+if debt > ${lit((ctx.charge ? C + L : C) * W)} then debt = ${lit((ctx.charge ? C + L : C) * W)} end
+-- a debt charged past empty (a settle) is never lowered by a commit
+if debt < ${v('d')} then debt = ${v('d')} end
 ${v('add')} = debt - ${v('d')}
 ${v('d')} = debt`,
   save: (m, ctx, v) => `${adoptLua(ctx.incarnations, `redis.call('HSET', key, '${INCARNATION_FIELD}', inc)`)}
@@ -99,11 +108,14 @@ if redis.call('PTTL', key) < ttl + PAD then redis.call('PEXPIRE', key, ttl + PAD
  */
 const undo = `
 local function fg_undo(key, receipt, cost)
-  for w, lim, cap, inc, a, r in string.gmatch(receipt, '(%d+):(%d+):(%d+):(%d+):(%d+):(%d+)') do
-    local name = w .. ':' .. lim .. ':' .. cap
+  for w, lim, cap, sfx, inc, a, r in string.gmatch(receipt, '(%d+):(%d+):(%d+)(@?[%w_%-]*):(%d+):(%d+):(%d+)') do
+    local name = w .. ':' .. lim .. ':' .. cap .. sfx
     if redis.call('HGET', key, name) == a .. ':' .. r then
       local l = tonumber(lim)
-      local x = tonumber(r) - tonumber(inc)
+      -- at most the increment the check added: a part of it when a settle gives back part of its estimate
+      local back = cost(sfx) * tonumber(w)
+      if back > tonumber(inc) then back = tonumber(inc) end
+      local x = tonumber(r) - back
       local q = math.floor(x / l)
       local rem = x - q * l
       if rem < 0 then q, rem = q - 1, rem + l elseif rem >= l then q, rem = q + 1, rem - l end
@@ -157,7 +169,9 @@ function commit(st: State, j: number, cost: number, ctx: FrameContext): void {
   const lim = ctx.limit[j]!;
   const cap = ctx.burst[j]!;
   const debt0 = debt(st, j, ctx);
-  const d = Math.min(debt0 + Math.min(cost, cap) * w, cap * w);
+  // A charge (settle.ts) is owed up to one window beyond an empty bucket, as the Lua's commit.
+  // A debt charged past empty (a settle) is never lowered by a commit.
+  const d = Math.max(ctx.charge ? Math.min(debt0 + cost * w, (cap + lim) * w) : Math.min(debt0 + Math.min(cost, cap) * w, cap * w), debt0);
   const q = Math.floor(d / lim);
   st.f.set(name, { a: ctx.now + q, r: d - q * lim });
   st.inc.set(name, d - debt0);
@@ -179,14 +193,15 @@ function receiptOf(st: State, js: readonly number[], ctx: FrameContext): string 
   });
 }
 
-function undoOn(stored: Stored | undefined, receipt: string, _cost: number): void {
+function undoOn(stored: Stored | undefined, receipt: string, cost: (unit: string) => number): void {
   if (stored === undefined) return;
   type Item = [w: number, lim: number, cap: number, inc: number, a: number, r: number];
-  for (const [w, lim, cap, inc, a, r] of receiptItems(receipt) as Item[]) {
-    const name = `${w}:${lim}:${cap}`;
+  for (const { nums, unit } of receiptItems(receipt)) {
+    const [w, lim, cap, inc, a, r] = nums as Item;
+    const name = `${w}:${lim}:${cap}${unitSuffix({ unit })}`;
     const t = stored.get(name);
     if (t === undefined || typeof t === 'string' || t.a !== a || t.r !== r) continue;
-    const x = r - inc;
+    const x = r - Math.min(cost(unit) * w, inc);
     let q = Math.floor(x / lim);
     let rem = x - q * lim;
     if (rem < 0) [q, rem] = [q - 1, rem + lim];
@@ -216,7 +231,7 @@ export const tokenBucket: Algorithm<State, Stored> = {
   },
   ruleOptions: ['burst'],
   capacity: (rule) => rule.burst,
-  field: (rule) => `${rule.windowMs}:${rule.limit}:${rule.burst}`,
+  field: (rule) => `${rule.windowMs}:${rule.limit}:${rule.burst}${unitSuffix(rule)}`,
   validate: (rule, at) => {
     if ((rule.burst + rule.limit) * rule.windowMs > Number.MAX_SAFE_INTEGER) {
       throw new ConfigError(

@@ -24,6 +24,11 @@ export interface FrameContext {
    * answers receipts (refundable, split); undefined otherwise, and a save then keeps what it finds.
    */
   readonly incarnation: string | undefined;
+  /**
+   * The settle script's charge (settle.ts): a commit of units past what the rules admit, which a bucket
+   * owes up to one window beyond empty (token-bucket); absent for a check.
+   */
+  readonly charge?: boolean;
 }
 
 /** [available units now, ms until fully replenished, ms until `cost` fits (0 when it fits now)] */
@@ -64,7 +69,7 @@ export interface Algorithm<S = any, V = any> {
    * keyed by window (and whatever else changes their meaning), never by rule position: two rules with
    * the same field share one state. '' for an algorithm without fields.
    */
-  field(rule: { limit: number; burst: number; precision: number; windowMs: number }): string;
+  field(rule: { limit: number; burst: number; precision: number; windowMs: number; unit?: string | undefined }): string;
   /** The rule options besides limit, window and for that this algorithm reads; any other is a ConfigError. */
   readonly ruleOptions: readonly ('burst' | 'precision')[];
   /** The largest cost a rule can ever admit at once (a larger static cost is a ConfigError). */
@@ -86,8 +91,10 @@ export interface Algorithm<S = any, V = any> {
  * and the give-back calls fg_undo with the items only while the key still holds that incarnation: a reset or
  * an expiry since makes the receipt a no-op.
  * `undo` is Lua defining `local function fg_undo(key, receipt, cost)`, run in the give-back script, where
- * no prologue exists: it must give back `cost` for each item of the receipt whose window or bucket is
- * still the current one in the stored state, and do nothing otherwise (never over-admit). It runs only
+ * no prologue exists: it must give back `cost(sfx)` (sfx: the item's field's unit suffix, '' or '@<unit>',
+ * units.ts), at most what the item took, for each item of the receipt whose window or bucket is still
+ * the current one in the stored state, and do nothing otherwise (never over-admit). A part of what a
+ * check took (a settle below its estimate) is given back the same way. It runs only
  * when another check has written the key since (otherwise the Cluster store restores the key's snapshot
  * exactly; see stores/cluster.ts). Each give-back is sent once, so fg_undo need not be idempotent.
  */
@@ -104,7 +111,7 @@ export interface AlgorithmUndo<S = unknown, V = unknown> {
    */
   readonly twin: {
     receipt(st: S, js: readonly number[], ctx: FrameContext): string;
-    undo(stored: V | undefined, receipt: string, cost: number): void;
+    undo(stored: V | undefined, receipt: string, cost: (unit: string) => number): void;
     incarnation(stored: V | undefined): string | undefined;
   };
 }
@@ -134,6 +141,8 @@ export interface FieldSpec {
   readonly limit: number;
   readonly burst: number;
   readonly precision: number;
+  /** The Lua name of its unit's cost in a script: COST when the rules count one unit, else COST1, COST2, ... */
+  readonly cost: string;
 }
 
 export interface RuleSpec {
@@ -143,6 +152,8 @@ export interface RuleSpec {
   readonly limit: number;
   readonly burst: number;
   readonly precision: number;
+  /** The Lua name of its unit's cost (FieldSpec.cost). */
+  readonly cost: string;
   readonly field: FieldSpec;
 }
 
@@ -165,6 +176,10 @@ export interface CompileContext {
    * incarnation the check's own, NONCE (incarnation.ts, adoptLua); otherwise it keeps what it finds.
    */
   readonly incarnations: boolean;
+  /** The units the rules count, in the order of their first rule (units.ts): one cost each in ARGV[2]. */
+  readonly units: readonly string[];
+  /** The settle script's charge (FrameContext.charge): commits past what the rules admit. */
+  readonly charge: boolean;
 }
 
 /** How a template names a field's values where it is used: `v('c')` is `f1_c` in a mask, `c` in a function. */
@@ -172,7 +187,7 @@ export type Names = (name: string) => string;
 
 /**
  * One algorithm's Lua, written once, as snippets over names the generator chooses. Every template returns
- * Lua text over these names in scope: NOW, COST, PAD, OP, `floor` (math.floor), `fmt` (string.format: '%d'
+ * Lua text over these names in scope: NOW, COST (with several units, each unit's COSTn: FieldSpec.cost), PAD, OP, `floor` (math.floor), `fmt` (string.format: '%d'
  * prints an integer exactly), the `setup` locals of every field, `key` (the identifier's state key) in
  * load and save, and NONCE (the check's incarnation, or nil) when CompileContext.incarnations. Numbers go in
  * with `lit`, strings with `str`.
@@ -196,7 +211,7 @@ export interface LuaTemplates {
   load(m: MaskSpec, ctx: CompileContext, v: (f: FieldSpec) => Names): string;
   /** Statements setting avail, reset, retry (declared by the caller): available, resetMs, retryMs at cost `cost`. */
   evaluate(r: RuleSpec, ctx: CompileContext, v: Names, cost: string): string;
-  /** Statements adding COST to the field's values, in place. */
+  /** Statements adding the field's cost (`f.cost`: COST, or its unit's) to its values, in place. */
   commit(f: FieldSpec, ctx: CompileContext, v: Names): string;
   /** Statements writing the mask's fields (and idVars) to `key`, with its TTL. */
   save(m: MaskSpec, ctx: CompileContext, v: (f: FieldSpec) => Names): string;

@@ -1,6 +1,7 @@
 import type { Algorithm } from '../scripts/types';
 import type { Program } from '../scripts/compiler';
 import { masksAt } from '../scripts/frame';
+import { costTotal, giveCostFromCheck } from '../scripts/units';
 import { mergeSlotReplies, parseSlotReply, type Reply, type SlotReply } from '../scripts/reply';
 import { StoreError } from '../kernel/errors';
 import { RedisStore } from './redis';
@@ -100,7 +101,30 @@ export class ClusterStore extends RedisStore {
   }
 
   /** A refund's keys, one give-back per slot, in parallel. */
-  protected override refundNow(algorithm: Algorithm, keys: string[], receipts: string[], cost: number): Promise<unknown> {
+  /**
+   * A settle's keys, one settle script per slot, in parallel: it has no admission test, so each slot's part
+   * stands on its own (as a refund's give-back does); KEYS and the per-identifier ARGV split by slot.
+   */
+  protected override settleNow(program: Program, keys: string[], argv: (string | number)[]): Promise<unknown> {
+    const shared = argv.length - 2 * keys.length;
+    const bySlot = new Map<number, number[]>();
+    keys.forEach((key, i) => {
+      const slot = keySlot(key);
+      bySlot.set(slot, [...(bySlot.get(slot) ?? []), i]);
+    });
+    if (bySlot.size === 1) return super.settleNow(program, keys, argv);
+    return Promise.all(
+      [...bySlot.values()].map((is) =>
+        super.settleNow(
+          program,
+          is.map((i) => keys[i]!),
+          [...argv.slice(0, shared), ...is.flatMap((i) => [argv[shared + 2 * i]!, argv[shared + 2 * i + 1]!])],
+        ),
+      ),
+    );
+  }
+
+  protected override refundNow(algorithm: Algorithm, keys: string[], receipts: string[], cost: number | string): Promise<unknown> {
     const bySlot = new Map<number, number[]>();
     keys.forEach((key, i) => {
       const slot = keySlot(key);
@@ -123,7 +147,9 @@ export class ClusterStore extends RedisStore {
 class SplitCheck {
   private failed = false;
   private readonly undos: Promise<unknown>[] = [];
+  /** What the check's cost adds up to (more than 0: it consumes), and its give-back's cost argument (units.ts). */
   private readonly cost: number;
+  private readonly giveCost: number | string;
 
   private readonly algorithm: Algorithm;
 
@@ -134,7 +160,8 @@ class SplitCheck {
     private readonly argv: (string | number)[],
     private readonly masks: number,
   ) {
-    this.cost = Number(argv[1]);
+    this.cost = costTotal(argv[1]!);
+    this.giveCost = giveCostFromCheck(argv[1]!, program.units);
     this.algorithm = program.algorithm;
   }
 
@@ -198,6 +225,6 @@ class SplitCheck {
     if (written.length === 0) return;
     const stateKeys = written.map((k) => c.keys[2 * k]!);
     const receipts = written.map((k) => c.reply!.undo[k]!);
-    this.undos.push(this.store.giveBack(this.algorithm, stateKeys, receipts, this.cost).catch(() => undefined));
+    this.undos.push(this.store.giveBack(this.algorithm, stateKeys, receipts, this.giveCost).catch(() => undefined));
   }
 }

@@ -2,6 +2,7 @@ import type { Program } from '../scripts/compiler';
 import type { Algorithm, FrameStorage } from '../scripts/types';
 import { runFrame } from '../scripts/frame';
 import { giveBackTwin } from '../scripts/incarnation';
+import { runSettle } from '../scripts/settle';
 import type { Reply } from '../scripts/reply';
 import type { RunContext, Store } from './types';
 import { isBlockKey } from '../scripts/keys';
@@ -90,7 +91,11 @@ export class MemoryStore implements Store, FrameStorage {
     });
   }
 
-  refund(algorithm: Algorithm, keys: string[], receipts: string[], cost: number, ctx: RunContext): void {
+  settle(program: Program, keys: string[], argv: (string | number)[], ctx: RunContext): void {
+    runSettle(program.algorithm, this, keys, argv, ctx.now);
+  }
+
+  refund(algorithm: Algorithm, keys: string[], receipts: string[], cost: number | string, ctx: RunContext): void {
     keys.forEach((key, i) => {
       const stored = this.get(key, ctx.now);
       if (stored !== undefined) giveBackTwin(algorithm, stored, receipts[i]!, cost);

@@ -189,12 +189,21 @@ export class RedisStore implements Store {
     return this.call(() => this.send('unblock', UNBLOCK_LUA, [key, index, ...others], [nowArg, pad]), budgetMs).then(() => undefined);
   }
 
-  refund(algorithm: Algorithm, keys: string[], receipts: string[], cost: number, ctx: RunContext): Promise<void> {
+  refund(algorithm: Algorithm, keys: string[], receipts: string[], cost: number | string, ctx: RunContext): Promise<void> {
     return this.call(() => this.refundNow(algorithm, keys, receipts, cost), ctx.budgetMs).then(() => undefined);
   }
 
+  settle(program: Program, keys: string[], argv: (string | number)[], ctx: RunContext): Promise<void> {
+    return this.call(() => this.settleNow(program, keys, argv), ctx.budgetMs).then(() => undefined);
+  }
+
+  /** A settle: one script call over all its keys (a Cluster's: one per slot, settleSlots). */
+  protected settleNow(program: Program, keys: string[], argv: (string | number)[]): Promise<unknown> {
+    return this.client.evalScript(scriptOf(`${program.algorithm.tag}_settle`, program.settle), keys, argv);
+  }
+
   /** A refund's give-back: one script call over all its keys (a Cluster's: one per slot). */
-  protected refundNow(algorithm: Algorithm, keys: string[], receipts: string[], cost: number): Promise<unknown> {
+  protected refundNow(algorithm: Algorithm, keys: string[], receipts: string[], cost: number | string): Promise<unknown> {
     return this.giveBack(algorithm, keys, receipts, cost);
   }
 
@@ -204,7 +213,7 @@ export class RedisStore implements Store {
    * idempotent: send it once (stores/cluster.ts). Resolves per key to 1 (snapshot restored) or 2 (receipt
    * ran). Public for tests.
    */
-  giveBack(algorithm: Algorithm, stateKeys: string[], receipts: (string | UndoReceipt)[], cost: number): Promise<number[]> {
+  giveBack(algorithm: Algorithm, stateKeys: string[], receipts: (string | UndoReceipt)[], cost: number | string): Promise<number[]> {
     // Sent whenever it is due (a split check's give-back may follow its deadline): never held back.
     const script = scriptOf(`${algorithm.tag}_undo`, giveBackLua(algorithm));
     return this.client.evalScript(script, stateKeys, giveBackArgs(receipts, cost)) as Promise<number[]>;

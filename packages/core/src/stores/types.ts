@@ -37,5 +37,11 @@ export interface Store {
    * window or bucket its receipt names that still holds them (AlgorithmUndo), all in one call per Redis
    * (per slot on a Cluster). Never sent twice.
    */
-  refund(algorithm: Algorithm, keys: string[], receipts: string[], cost: number, ctx: RunContext): Promise<void> | void;
+  refund(algorithm: Algorithm, keys: string[], receipts: string[], cost: number | string, ctx: RunContext): Promise<void> | void;
+  /**
+   * A reservation's settle (scripts/settle.ts): per state key the give-back of what the actual cost left of
+   * the estimate, then the charge of what it went past it, in one call per Redis (per slot on a Cluster).
+   * Never sent twice.
+   */
+  settle(program: Program, keys: string[], argv: (string | number)[], ctx: RunContext): Promise<void> | void;
 }

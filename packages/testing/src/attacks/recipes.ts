@@ -18,7 +18,9 @@ const charging =
   (inner: Limiter, factor: number, asked: string[]): Check =>
   (ids, options) => {
     asked.push(String(ids));
-    return inner.check(ids, { ...options, cost: (options?.cost ?? 1) * factor });
+    // Its own policy is over one number per request (a cost per unit is another wrapper's business).
+    const cost = typeof options?.cost === 'number' ? options.cost : 1;
+    return inner.check(ids, { ...options, cost: cost * factor });
   };
 
 export function recipesAttacks(factory: AdapterFactory): void {

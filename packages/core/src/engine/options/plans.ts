@@ -1,5 +1,5 @@
 import { BUILT_IN_KINDS } from '../../config/list-entry';
-import { KIND, resolveRules, type Rule } from '../../config/rules';
+import { KIND, resolveRules, unitsOf, type Rule } from '../../config/rules';
 import { ConfigError, describeValue } from '../../kernel/errors';
 import type { Algorithm } from '../../scripts/types';
 
@@ -48,7 +48,7 @@ export function resolvePlans(limits: unknown, algorithm: Algorithm): Plan[] {
   const named = namesPlans(limits);
   const entries: [string, unknown][] = named ? Object.entries(limits) : [['', limits]];
   if (entries.length > MAX_PLANS) throw new ConfigError('limits', `names at most ${MAX_PLANS} plans; got ${entries.length}`);
-  return entries.map(([name, value]) => {
+  const plans = entries.map(([name, value]) => {
     if (named && !PLAN_NAME.test(name)) {
       throw new ConfigError(`limits.${name}`, `is not a plan name: plan names match [A-Za-z0-9_.-]{1,48}`);
     }
@@ -58,6 +58,15 @@ export function resolvePlans(limits: unknown, algorithm: Algorithm): Plan[] {
     rules.forEach((rule, i) => algorithm.validate?.(rule, `${path}[${i}]`));
     return { name, rules };
   });
+  // Sliding log keeps one log of timestamps per identifier for every rule of every plan: one unit per entry.
+  const units = unitsOf(plans.flatMap((p) => p.rules));
+  if (algorithm.name === 'sliding-log' && units.length > 1) {
+    throw new ConfigError(
+      'limits',
+      `algorithm 'sliding-log' counts one unit: it keeps one log of every rule's entries per identifier; these rules count ${units.join(', ')}. Use another algorithm, or a limiter per unit`,
+    );
+  }
+  return plans;
 }
 
 /** The kinds a list entry or `lockout.scope` may name: the built-in ones, every rule's `for`, and `identifierKinds`. */

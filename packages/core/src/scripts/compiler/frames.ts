@@ -3,17 +3,35 @@ import type { MaskSpec } from '../types';
 import { indent } from './lua';
 import { checkPhase, commitPhase, type MaskCode } from './mask';
 
-/** The call's values (ARGV 1-5): op, cost, penalty, the time (Redis TIME unless a test clock), pad. */
-export const PROLOGUE = `local OP = ARGV[1]
-local COST = tonumber(ARGV[2])
-local PENALTY = ARGV[3] == '1'
-local NOW
-if ARGV[4] == '' then
+/**
+ * The cost of a check (ARGV[2]): COST, one number for every rule when the rules count one unit; else one per
+ * unit, COST1, COST2, ... (scripts/units.ts), and COST their sum (more than 0 exactly when the check commits
+ * anything). A cost list of another length is an error, never a unit read as 0.
+ */
+export function costLua(units: readonly string[], at: string): string {
+  if (units.length === 1) return `local COST = tonumber(${at})`;
+  const names = units.map((_, k) => `COST${k + 1}`);
+  return `local COSTS = {}
+for c in string.gmatch(${at}, '[^:]+') do COSTS[#COSTS + 1] = tonumber(c) end
+if #COSTS ~= ${units.length} then return redis.error_reply('ERR floodgate: ${units.length} unit costs expected (${units.join(', ')})') end
+local ${names.join(', ')} = ${names.map((_, k) => `COSTS[${k + 1}]`).join(', ')}
+local COST = ${names.join(' + ')}`;
+}
+
+/** NOW: Redis TIME, unless the ARGV `at` holds a test clock's time. */
+export const nowLua = (at: string): string => `local NOW
+if ${at} == '' then
   local t = redis.call('TIME')
   NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 else
-  NOW = tonumber(ARGV[4])
-end
+  NOW = tonumber(${at})
+end`;
+
+/** The call's values (ARGV 1-5): op, cost, penalty, the time (Redis TIME unless a test clock), pad. */
+export const prologue = (units: readonly string[]): string => `local OP = ARGV[1]
+${costLua(units, 'ARGV[2]')}
+local PENALTY = ARGV[3] == '1'
+${nowLua('ARGV[4]')}
 local PAD = tonumber(ARGV[5])
 local floor, fmt = math.floor, string.format`;
 
@@ -51,12 +69,14 @@ export function singleFrame(
   masks: readonly MaskSpec[],
   code: ReadonlyMap<MaskSpec, MaskCode>,
   refundable: boolean,
+  units: number,
   lockout?: LockoutSpec,
 ): string {
+  // With several units, `after` is 0 or 1, and each rule is evaluated at after * its unit's cost (mask.ts).
   return `${checkPhase(masks, code, lockout !== undefined)}
 if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
   out[3] = 1
-  local after = ok and 0 or COST
+  local after = ok and 0 or ${units === 1 ? 'COST' : '1'}
   e = E0${refundable ? '\n  local receipts = {}' : ''}
 ${indent(commitPhase(masks, code), 2)}${refundable ? "\n  for i = 1, NIDS do out[e + i] = receipts[i] or '' end" : ''}
 end${lockout ? `\n${lockoutLua(lockout)}` : ''}

@@ -1,5 +1,5 @@
 import { boundReceiptLua } from '../incarnation';
-import type { MaskSpec, CompileContext, LuaTemplates } from '../types';
+import type { MaskSpec, CompileContext, LuaTemplates, RuleSpec } from '../types';
 import { indent } from './lua';
 import type { ScriptKind } from './plan';
 import { commitOf, evaluation, maskNames, maskVars, receiptOf, type Shape } from './shape';
@@ -26,7 +26,11 @@ export function maskCode(t: LuaTemplates, ctx: CompileContext, shape: Shape, m: 
   const split = kind === 'split';
   const receipt = `receipts[i] = ${boundReceiptLua(m.fields.map((f) => receiptOf(t, ctx, shape, f)).join(" .. ',' .. "))}`;
   const vars = maskVars(t, m);
-  const evals = (cost: string, into: string): string[] => m.rules.map((r) => `${evaluation(t, ctx, shape, r, cost)}\n${into}`);
+  // A rule's cost: its unit's (r.cost), 0, or `after` (0 or the cost; with several units 0 or 1, times it).
+  const costAt = (at: 'COST' | '0' | 'after', r: RuleSpec): string =>
+    at === 'COST' ? r.cost : at === '0' || ctx.units.length === 1 ? at : `after * ${r.cost}`;
+  const evals = (at: 'COST' | '0' | 'after', into: string): string[] =>
+    m.rules.map((r) => `${evaluation(t, ctx, shape, r, costAt(at, r))}\n${into}`);
   const keep = (list: string): string => `${list}[#${list} + 1], ${list}[#${list} + 2], ${list}[#${list} + 3] = avail, reset, retry`;
   const check = [t.load(m, ctx, maskNames).trim(), ...evals('COST', PUT), `S[i] = { ${vars.join(', ')} }`].join('\n');
   const commit = [

@@ -1,20 +1,22 @@
-import type { Rule } from '../../config/rules';
+import { unitsOf, type Rule } from '../../config/rules';
 import type { LockoutSpec } from '../lockout';
 import { LUA_SNAPSHOT, RULE_ARGS } from '../frame';
 import type { Algorithm } from '../types';
-import { BLOCKS, PROLOGUE, REPLY, singleFrame, splitFrame } from './frames';
+import { BLOCKS, prologue, REPLY, singleFrame, splitFrame } from './frames';
+import { settleScript } from './settle';
 import { maskCode } from './mask';
 import { header, plan, type ScriptKind } from './plan';
 import { sharedFunctions, shapeOf } from './shape';
 
 /** The script of `kind` for `rules`, with the lockout step when `lockout` is given. */
 export function compileScript(algorithm: Algorithm, rules: readonly Rule[], kind: ScriptKind = 'single', lockout?: LockoutSpec): string {
+  if (kind === 'settle') return settleScript(algorithm, rules);
   const split = kind === 'split';
   const t = algorithm.lua;
   const { ctx, masks } = plan(algorithm, rules, kind);
   const shape = shapeOf(masks);
   const code = new Map(masks.filter((m) => m.rules.length > 0).map((m) => [m, maskCode(t, ctx, shape, m, kind)]));
-  const sections: string[] = [header(algorithm, rules, ctx, masks, kind, shape.shared), PROLOGUE];
+  const sections: string[] = [header(algorithm, rules, ctx, masks, kind, shape.shared), prologue(ctx.units)];
   // The check's incarnation, after its masks (docs/design.md, section 4), for a key that has none.
   if (ctx.incarnations) {
     sections.push(
@@ -31,7 +33,7 @@ export function compileScript(algorithm: Algorithm, rules: readonly Rule[], kind
     `-- the frame: every identifier's block, then its rules at COST, then (all or nothing) the commit\n` +
       `local KEYS_PER_ID = ${lockout ? 4 : 2}\n${BLOCKS}\nlocal MASKS = ${6 + RULE_ARGS * rules.length}`,
   );
-  sections.push(split ? splitFrame(masks, code, lockout) : singleFrame(masks, code, kind === 'refundable', lockout));
+  sections.push(split ? splitFrame(masks, code, lockout) : singleFrame(masks, code, kind === 'refundable', ctx.units.length, lockout));
   return `${sections.join('\n\n')}\n`;
 }
 
@@ -47,6 +49,10 @@ export interface Program {
   readonly refundable: boolean;
   /** The split script (made on first use: only a Cluster with checks spanning slots needs it). */
   readonly split: string;
+  /** The settle script of a reservation (settle.ts; made on first use: only reservations need it). */
+  readonly settle: string;
+  /** The units the rules count, in the order of their first rule: one cost each in ARGV[2] (units.ts). */
+  readonly units: readonly string[];
   /**
    * The `lockout` option, decided in both scripts: each identifier then has a third key, its lockout
    * state, after all the identifiers' state and block keys, and a fourth, the block index of its block
@@ -57,14 +63,20 @@ export interface Program {
 
 export function createProgram(algorithm: Algorithm, rules: readonly Rule[], refundable = false, lockout?: LockoutSpec): Program {
   let split: string | undefined;
+  let settle: string | undefined;
   return {
     algorithm,
     lua: compileScript(algorithm, rules, refundable ? 'refundable' : 'single', lockout),
     refundable,
     lockout,
+    units: unitsOf(rules),
     get split() {
       split ??= compileScript(algorithm, rules, 'split', lockout);
       return split;
+    },
+    get settle() {
+      settle ??= compileScript(algorithm, rules, 'settle');
+      return settle;
     },
   };
 }

@@ -20,8 +20,9 @@ export interface Shape {
   call(name: string, args: readonly string[]): string;
 }
 
-export function shapeOf(masks: readonly MaskSpec[]): Shape {
-  const shared = masks.reduce((n, m) => n + m.rules.length, 0) > INLINE_MAX;
+/** `inline`: the inline shape whatever the rules (the settle script, which has no evaluations). */
+export function shapeOf(masks: readonly MaskSpec[], inline = false): Shape {
+  const shared = !inline && masks.reduce((n, m) => n + m.rules.length, 0) > INLINE_MAX;
   return {
     shared,
     define: (name, params, body) =>

@@ -1,5 +1,5 @@
 -- Golden copy, generated: fixed-window, one rule: the batch script, the check script wrapped to run a turn's checks in one call.
--- The script as a limiter sends it to Redis (EVALSHA a418209648c04c6e5487cfdd09ed8fee52572130); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 0f2371495b27bf05b482521da07066bf0d9eea67); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'fixed-window', limits: { limit: 10, window: '1m' } }, { script: 'batch' })
 -- or from the command line:
 --   npx floodgate script --algorithm fixed-window --limits 10/1m --batch
@@ -93,7 +93,7 @@ for i = 1, NIDS do
     -- counters of windows these rules do not have (another plan's): kept while their window is current
     if other then
       for k = 1, #other do
-        local w = string.find(other[k], '^%d+$') and tonumber(other[k])
+        local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
         if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then
           local left = (floor(NOW / w) + 1) * w - NOW
           if hold == nil or left > hold then hold = left end

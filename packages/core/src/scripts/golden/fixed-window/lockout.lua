@@ -1,5 +1,5 @@
 -- Golden copy, generated: fixed-window, one rule and a lockout (its step runs after the commit).
--- The script as a limiter sends it to Redis (EVALSHA 056baab484d08d96e83110aec2d1ccbba357c8bd); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 6a0ed8382d0a3e25dc93fb76a182b05bbd221152); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'fixed-window', limits: { limit: 10, window: '1m' }, lockout: { after: 5, within: '15m', duration: '15m', scope: 'ip' } })
 -- or from the command line:
 --   npx floodgate script --algorithm fixed-window --limits 10/1m --lockout after=5,within=15m,duration=15m,scope=ip
@@ -95,7 +95,7 @@ for i = 1, NIDS do
       -- counters of windows these rules do not have (another plan's): kept while their window is current
       if other then
         for k = 1, #other do
-          local w = string.find(other[k], '^%d+$') and tonumber(other[k])
+          local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
           if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then
             local left = (floor(NOW / w) + 1) * w - NOW
             if hold == nil or left > hold then hold = left end

@@ -1,5 +1,5 @@
 -- Golden copy, generated: fixed-window, one rule.
--- The script as a limiter sends it to Redis (EVALSHA 10be67589ba25ec038d275372b9de5f330a6cb00); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 0a79835f5cca76e44d8dbe319bce137f09a1fbda); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'fixed-window', limits: { limit: 10, window: '1m' } })
 -- or from the command line:
 --   npx floodgate script --algorithm fixed-window --limits 10/1m
@@ -92,7 +92,7 @@ for i = 1, NIDS do
     -- counters of windows these rules do not have (another plan's): kept while their window is current
     if other then
       for k = 1, #other do
-        local w = string.find(other[k], '^%d+$') and tonumber(other[k])
+        local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
         if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then
           local left = (floor(NOW / w) + 1) * w - NOW
           if hold == nil or left > hold then hold = left end

@@ -1,5 +1,5 @@
 -- Golden copy, generated: fixed-window, one rule, refunds: true: the refundable script, which answers undo receipts.
--- The script as a limiter sends it to Redis (EVALSHA deb2a3c33d9ebae2496a32ea393d45c57cdc4448); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA c08d3eb82a990b523f27a1c45c9bd2f11c942657); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'fixed-window', limits: { limit: 10, window: '1m' }, refunds: true })
 -- or from the command line:
 --   npx floodgate script --algorithm fixed-window --limits 10/1m --refunds
@@ -96,7 +96,7 @@ for i = 1, NIDS do
     -- counters of windows these rules do not have (another plan's): kept while their window is current
     if other then
       for k = 1, #other do
-        local w = string.find(other[k], '^%d+$') and tonumber(other[k])
+        local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
         if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then
           local left = (floor(NOW / w) + 1) * w - NOW
           if hold == nil or left > hold then hold = left end

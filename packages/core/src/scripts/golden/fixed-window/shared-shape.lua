@@ -1,5 +1,5 @@
 -- Golden copy, generated: fixed-window, eight rules on three identifier kinds: the shared shape, a function per rule and field.
--- The script as a limiter sends it to Redis (EVALSHA 3fefb828c3f55228dad5b2a1266d79a7e3689f40); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 84aae99f4651ca4e76b2c7797b0c72f25cabd16e); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'fixed-window', limits: [{ limit: 10, window: '1s' }, { limit: 100, window: '1m' }, { limit: 500, window: '1h' }, { limit: 1000, window: '1d' }, { limit: 50, window: '1m', for: 'user' }, { limit: 200, window: '1h', for: 'user' }, { limit: 50, window: '1m', for: 'key' }, { limit: 200, window: '1h', for: 'key' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm fixed-window --limits '10/1s, 100/1m, 500/1h, 1000/1d, 50/1m for user, 200/1h for user, 50/1m for key, 200/1h for key'
@@ -225,7 +225,7 @@ function F.m1_check(key)
   -- counters of windows these rules do not have (another plan's): kept while their window is current
   if other then
     for k = 1, #other do
-      local w = string.find(other[k], '^%d+$') and tonumber(other[k])
+      local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
       if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then
         local left = (floor(NOW / w) + 1) * w - NOW
         if hold == nil or left > hold then hold = left end
@@ -342,7 +342,7 @@ function F.m2_check(key)
   -- counters of windows these rules do not have (another plan's): kept while their window is current
   if other then
     for k = 1, #other do
-      local w = string.find(other[k], '^%d+$') and tonumber(other[k])
+      local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
       if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then
         local left = (floor(NOW / w) + 1) * w - NOW
         if hold == nil or left > hold then hold = left end
@@ -475,7 +475,7 @@ function F.m3_check(key)
   -- counters of windows these rules do not have (another plan's): kept while their window is current
   if other then
     for k = 1, #other do
-      local w = string.find(other[k], '^%d+$') and tonumber(other[k])
+      local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
       if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then
         local left = (floor(NOW / w) + 1) * w - NOW
         if hold == nil or left > hold then hold = left end

@@ -1,5 +1,5 @@
 -- Golden copy, generated: fixed-window, one rule: the split script a Redis Cluster slot runs for a check whose identifiers span slots.
--- The script as a limiter sends it to Redis (EVALSHA e45d6687ab8dae5037c3971afc1db8bdb38840a3); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 23adb416b4689735fdacb7ac42b36ec13e89e4b6); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'fixed-window', limits: { limit: 10, window: '1m' } }, { script: 'split' })
 -- or from the command line:
 --   npx floodgate script --algorithm fixed-window --limits 10/1m --split
@@ -122,7 +122,7 @@ for i = 1, NIDS do
     -- counters of windows these rules do not have (another plan's): kept while their window is current
     if other then
       for k = 1, #other do
-        local w = string.find(other[k], '^%d+$') and tonumber(other[k])
+        local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
         if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then
           local left = (floor(NOW / w) + 1) * w - NOW
           if hold == nil or left > hold then hold = left end

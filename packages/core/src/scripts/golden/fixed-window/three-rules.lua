@@ -1,5 +1,5 @@
 -- Golden copy, generated: fixed-window, three rules on two identifier kinds (two for every identifier, one for 'user').
--- The script as a limiter sends it to Redis (EVALSHA 2fcfd18696dd239767ba60e27289f5f31a32f232); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA d2374302e70ae322f2d6b747ebaea53f87a4606e); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'fixed-window', limits: [{ limit: 20, window: '10s' }, { limit: 500, window: '1h' }, { limit: 100, window: '1h', for: 'user' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm fixed-window --limits '20/10s, 500/1h, 100/1h for user'
@@ -107,7 +107,7 @@ for i = 1, NIDS do
     -- counters of windows these rules do not have (another plan's): kept while their window is current
     if other then
       for k = 1, #other do
-        local w = string.find(other[k], '^%d+$') and tonumber(other[k])
+        local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
         if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then
           local left = (floor(NOW / w) + 1) * w - NOW
           if hold == nil or left > hold then hold = left end
@@ -173,7 +173,7 @@ for i = 1, NIDS do
     -- counters of windows these rules do not have (another plan's): kept while their window is current
     if other then
       for k = 1, #other do
-        local w = string.find(other[k], '^%d+$') and tonumber(other[k])
+        local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
         if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then
           local left = (floor(NOW / w) + 1) * w - NOW
           if hold == nil or left > hold then hold = left end

@@ -1,5 +1,5 @@
 -- Golden copy, generated: token-bucket, one rule: the batch script, the check script wrapped to run a turn's checks in one call.
--- The script as a limiter sends it to Redis (EVALSHA d55f13a1059f95dfcc99da0c75d44a5ada8a9d70); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA f8397393431adccfbf9843f150f93ffc77f00a01); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'token-bucket', limits: { limit: 10, window: '1m' } }, { script: 'batch' })
 -- or from the command line:
 --   npx floodgate script --algorithm token-bucket --limits 10/1m --batch
@@ -107,6 +107,8 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           if k > 10 then k = 10 end
           local debt = f1_d + k * 60000
           if debt > 600000 then debt = 600000 end
+          -- a debt charged past empty (a settle) is never lowered by a commit
+          if debt < f1_d then debt = f1_d end
           f1_add = debt - f1_d
           f1_d = debt
         end

@@ -1,5 +1,5 @@
 -- Golden copy, generated: token-bucket, one rule and a lockout (its step runs after the commit).
--- The script as a limiter sends it to Redis (EVALSHA 4c67ee3edcb51552da3304d2ceddd0901016dc2d); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 899378ff1391e59e17b2dc7e5edc5104246107d2); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'token-bucket', limits: { limit: 10, window: '1m' }, lockout: { after: 5, within: '15m', duration: '15m', scope: 'ip' } })
 -- or from the command line:
 --   npx floodgate script --algorithm token-bucket --limits 10/1m --lockout after=5,within=15m,duration=15m,scope=ip
@@ -112,6 +112,8 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           if k > 10 then k = 10 end
           local debt = f1_d + k * 60000
           if debt > 600000 then debt = 600000 end
+          -- a debt charged past empty (a settle) is never lowered by a commit
+          if debt < f1_d then debt = f1_d end
           f1_add = debt - f1_d
           f1_d = debt
         end

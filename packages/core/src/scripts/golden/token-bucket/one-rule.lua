@@ -1,5 +1,5 @@
 -- Golden copy, generated: token-bucket, one rule.
--- The script as a limiter sends it to Redis (EVALSHA 693526680ef609260887b524f674d61ce65af631); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 9467567f3d9067cd5fc065edff6d81e45c080f6c); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'token-bucket', limits: { limit: 10, window: '1m' } })
 -- or from the command line:
 --   npx floodgate script --algorithm token-bucket --limits 10/1m
@@ -106,6 +106,8 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           if k > 10 then k = 10 end
           local debt = f1_d + k * 60000
           if debt > 600000 then debt = 600000 end
+          -- a debt charged past empty (a settle) is never lowered by a commit
+          if debt < f1_d then debt = f1_d end
           f1_add = debt - f1_d
           f1_d = debt
         end

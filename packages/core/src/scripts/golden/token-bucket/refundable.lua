@@ -1,5 +1,5 @@
 -- Golden copy, generated: token-bucket, one rule, refunds: true: the refundable script, which answers undo receipts.
--- The script as a limiter sends it to Redis (EVALSHA f98800eead5b4aa87333108015222fa5085ea274); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 45778145eb4220f942a6f74df931eda5e5962aed); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'token-bucket', limits: { limit: 10, window: '1m' }, refunds: true })
 -- or from the command line:
 --   npx floodgate script --algorithm token-bucket --limits 10/1m --refunds
@@ -111,6 +111,8 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           if k > 10 then k = 10 end
           local debt = f1_d + k * 60000
           if debt > 600000 then debt = 600000 end
+          -- a debt charged past empty (a settle) is never lowered by a commit
+          if debt < f1_d then debt = f1_d end
           f1_add = debt - f1_d
           f1_d = debt
         end

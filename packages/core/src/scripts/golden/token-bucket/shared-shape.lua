@@ -1,5 +1,5 @@
 -- Golden copy, generated: token-bucket, eight rules on three identifier kinds: the shared shape, a function per rule and field.
--- The script as a limiter sends it to Redis (EVALSHA 82cfc4066a838da236c937732ef3abfebfa4f405); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 23dc5af2eed87e30525ab072f0b3085adb2ef038); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'token-bucket', limits: [{ limit: 10, window: '1s' }, { limit: 100, window: '1m' }, { limit: 500, window: '1h' }, { limit: 1000, window: '1d' }, { limit: 50, window: '1m', for: 'user' }, { limit: 200, window: '1h', for: 'user' }, { limit: 50, window: '1m', for: 'key' }, { limit: 200, window: '1h', for: 'key' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm token-bucket --limits '10/1s, 100/1m, 500/1h, 1000/1d, 50/1m for user, 200/1h for user, 50/1m for key, 200/1h for key'
@@ -177,6 +177,8 @@ function F.f1_commit(d, add)
   if k > 10 then k = 10 end
   local debt = d + k * 1000
   if debt > 10000 then debt = 10000 end
+  -- a debt charged past empty (a settle) is never lowered by a commit
+  if debt < d then debt = d end
   add = debt - d
   d = debt
   return d, add
@@ -188,6 +190,8 @@ function F.f2_commit(d, add)
   if k > 100 then k = 100 end
   local debt = d + k * 60000
   if debt > 6000000 then debt = 6000000 end
+  -- a debt charged past empty (a settle) is never lowered by a commit
+  if debt < d then debt = d end
   add = debt - d
   d = debt
   return d, add
@@ -199,6 +203,8 @@ function F.f3_commit(d, add)
   if k > 500 then k = 500 end
   local debt = d + k * 3600000
   if debt > 1800000000 then debt = 1800000000 end
+  -- a debt charged past empty (a settle) is never lowered by a commit
+  if debt < d then debt = d end
   add = debt - d
   d = debt
   return d, add
@@ -210,6 +216,8 @@ function F.f4_commit(d, add)
   if k > 1000 then k = 1000 end
   local debt = d + k * 86400000
   if debt > 86400000000 then debt = 86400000000 end
+  -- a debt charged past empty (a settle) is never lowered by a commit
+  if debt < d then debt = d end
   add = debt - d
   d = debt
   return d, add
@@ -221,6 +229,8 @@ function F.f5_commit(d, add)
   if k > 50 then k = 50 end
   local debt = d + k * 60000
   if debt > 3000000 then debt = 3000000 end
+  -- a debt charged past empty (a settle) is never lowered by a commit
+  if debt < d then debt = d end
   add = debt - d
   d = debt
   return d, add
@@ -232,6 +242,8 @@ function F.f6_commit(d, add)
   if k > 200 then k = 200 end
   local debt = d + k * 3600000
   if debt > 720000000 then debt = 720000000 end
+  -- a debt charged past empty (a settle) is never lowered by a commit
+  if debt < d then debt = d end
   add = debt - d
   d = debt
   return d, add

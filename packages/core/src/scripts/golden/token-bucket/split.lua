@@ -1,5 +1,5 @@
 -- Golden copy, generated: token-bucket, one rule: the split script a Redis Cluster slot runs for a check whose identifiers span slots.
--- The script as a limiter sends it to Redis (EVALSHA 65fa4f6c4334e5e5dbbdbfba5914216be445caad); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 61baab3604499711b84ac55871e8eb4b77ddf949); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'token-bucket', limits: { limit: 10, window: '1m' } }, { script: 'split' })
 -- or from the command line:
 --   npx floodgate script --algorithm token-bucket --limits 10/1m --split
@@ -152,6 +152,8 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           if k > 10 then k = 10 end
           local debt = f1_d + k * 60000
           if debt > 600000 then debt = 600000 end
+          -- a debt charged past empty (a settle) is never lowered by a commit
+          if debt < f1_d then debt = f1_d end
           f1_add = debt - f1_d
           f1_d = debt
         end

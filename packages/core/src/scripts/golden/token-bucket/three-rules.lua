@@ -1,5 +1,5 @@
 -- Golden copy, generated: token-bucket, three rules on two identifier kinds (two for every identifier, one for 'user').
--- The script as a limiter sends it to Redis (EVALSHA ffe45829ce27dda835938c6063d1837815bf7343); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 85032c0e7738eff9952c4103bd8f932adf25e186); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'token-bucket', limits: [{ limit: 20, window: '10s' }, { limit: 500, window: '1h' }, { limit: 100, window: '1h', for: 'user' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm token-bucket --limits '20/10s, 500/1h, 100/1h for user'
@@ -199,6 +199,8 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           if k > 20 then k = 20 end
           local debt = f1_d + k * 10000
           if debt > 200000 then debt = 200000 end
+          -- a debt charged past empty (a settle) is never lowered by a commit
+          if debt < f1_d then debt = f1_d end
           f1_add = debt - f1_d
           f1_d = debt
         end
@@ -207,6 +209,8 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           if k > 500 then k = 500 end
           local debt = f2_d + k * 3600000
           if debt > 1800000000 then debt = 1800000000 end
+          -- a debt charged past empty (a settle) is never lowered by a commit
+          if debt < f2_d then debt = f2_d end
           f2_add = debt - f2_d
           f2_d = debt
         end
@@ -253,6 +257,8 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           if k > 20 then k = 20 end
           local debt = f1_d + k * 10000
           if debt > 200000 then debt = 200000 end
+          -- a debt charged past empty (a settle) is never lowered by a commit
+          if debt < f1_d then debt = f1_d end
           f1_add = debt - f1_d
           f1_d = debt
         end
@@ -261,6 +267,8 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           if k > 500 then k = 500 end
           local debt = f2_d + k * 3600000
           if debt > 1800000000 then debt = 1800000000 end
+          -- a debt charged past empty (a settle) is never lowered by a commit
+          if debt < f2_d then debt = f2_d end
           f2_add = debt - f2_d
           f2_d = debt
         end
@@ -269,6 +277,8 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           if k > 100 then k = 100 end
           local debt = f3_d + k * 3600000
           if debt > 360000000 then debt = 360000000 end
+          -- a debt charged past empty (a settle) is never lowered by a commit
+          if debt < f3_d then debt = f3_d end
           f3_add = debt - f3_d
           f3_d = debt
         end

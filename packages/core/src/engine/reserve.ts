@@ -1,0 +1,58 @@
+import type { Decision } from '../kernel/decision';
+import { ConfigError } from '../kernel/errors';
+import type { PlanState } from './plan';
+import type { Refunds } from './refund';
+
+/*
+ * Reservations (docs/budgets.md): a check at an estimate, settled later at the actual cost. The check is
+ * an ordinary check (it admits only when the estimate fits every rule, and counts it at once, so concurrent
+ * reservations never overshoot); the settle gives back what the actual cost left of the estimate and
+ * charges what it went past it, in one script call (scripts/settle.ts); cancel gives it all back (a
+ * refund). Each of settle and cancel happens at most once, and only one of them: the receipts of the check
+ * are forgotten before either is sent (refund.ts).
+ */
+
+/** A cost: one number for every rule, or one per unit the rules count (`{ requests: 1, tokens: 1200 }`). */
+export type Cost = number | Readonly<Record<string, number>>;
+
+export interface ReserveOptions {
+  /** The estimate: units to count now (default 1), one number for every rule or a cost per unit. */
+  cost?: Cost;
+  /** Which of the limiter's plans applies; default the first. */
+  plan?: string;
+}
+
+export interface Reservation {
+  /** The check at the estimate: admitted (and counted) or denied (nothing counted, nothing to settle). */
+  readonly decision: Decision;
+  /**
+   * Settles at the actual cost (one number or a cost per unit, as the estimate): less gives the difference
+   * back, as refund() gives back (only what the windows or buckets still hold from this check; never after
+   * a reset); more charges the excess past the limit, and the identifiers stay denied until it is paid off.
+   * True when settled; false when there is nothing to settle: a denial, a decision the store did not count
+   * (the failure policy, an allow list), or a reservation settled or cancelled already.
+   */
+  settle(actual: Cost): Promise<boolean>;
+  /** Gives the whole estimate back (a refund). True when sent; false as for settle(). */
+  cancel(): Promise<boolean>;
+}
+
+/** Reservations need the refundable script: its receipts are what a settle gives back from. */
+export function assertReservable(refunds: boolean, name: string): void {
+  if (!refunds) {
+    throw new ConfigError(
+      'refunds',
+      `reserve() needs a limiter made with refunds: true (limiter '${name}'): a settle gives back from the receipts only the refundable script answers`,
+    );
+  }
+}
+
+/** The reservation of `decision`, settled through `refunds`. */
+export function reservation(decision: Decision, plan: PlanState, refunds: Refunds): Reservation {
+  return {
+    decision,
+    // The actual cost is validated (an ArgumentError rejects) before anything is forgotten.
+    settle: async (actual) => refunds.settle(decision, plan.planner.cost(actual, 'settle(actual)')),
+    cancel: async () => refunds.refund(decision),
+  };
+}
