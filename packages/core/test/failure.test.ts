@@ -55,10 +55,11 @@ describe('Redis paused (CLIENT PAUSE): every check settles by the deadline and f
     // to even write it until the deadline (a loaded CI machine): then 'open' does not admit it (design.md,
     // invariant 6). 'closed' and 'local' answer the same either way.
     const [first, second, third] = results;
-    // Settled by the deadline, not by the 600 ms pause: 100 ms of slack for a process that shares 2 cores
-    // with the rest of the suite (262 ms was seen at 50 ms of slack in a loaded run; a missed deadline is 600+).
+    // Settled by the deadline, not by the 600 ms pause: 250 ms of slack for a process that shares 2 cores
+    // with the rest of the suite (337 ms was seen on Valkey in a full CI run, 262 ms elsewhere; a check that
+    // waited for Redis would take 600 ms or more).
     for (const [decision, ms] of results) {
-      expect(ms).toBeLessThan(200 + 100);
+      expect(ms).toBeLessThan(200 + 250);
       if (decision.source === 'fallback') expect(['timeout', 'overload']).toContain(decision.error?.kind);
     }
     if (failure === 'open') {
