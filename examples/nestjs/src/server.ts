@@ -32,13 +32,18 @@ ready
     },
   );
 
-// Ctrl-C or SIGTERM: close the app (it stops listening and closes its limiters), close Redis, exit 0.
-// Further signals while stopping are ignored (Ctrl-C can reach this process twice: from the terminal and
-// from a parent passing it on).
+// Ctrl-C or SIGTERM: stop listening and drop open connections first (a keep-alive client is not served
+// while the app shuts down), then close the app (its limiters), close Redis, exit 0. Further signals while
+// stopping are ignored (Ctrl-C can reach this process twice: from the terminal and from a parent passing it on).
 let stopping: Promise<void> | undefined;
 const stop = (): void => {
   stopping ??= ready
-    .then((app) => app.close())
+    .then((app) => {
+      const server = app.getHttpServer() as Server;
+      server.close();
+      server.closeAllConnections();
+      return app.close();
+    })
     .then(() => {
       redis?.disconnect();
       process.exit(0);
