@@ -25,6 +25,8 @@ const LIMITS = [
   { limit: 1_000_000, window: '1m' },
   { limit: 1_000_000, window: '1h' },
 ];
+const UNIT_LIMITS = [...LIMITS.slice(0, 2), { limit: 1_000_000_000, window: '1m', unit: 'tokens' }];
+const ESTIMATE = { requests: 1, tokens: 1_000 };
 const IDS: [string, string][] = Array.from({ length: CLIENTS }, (_, c) => [`ip:10.0.${c >> 8}.${c & 255}`, `user:u${c}`]);
 
 interface Case {
@@ -113,6 +115,27 @@ const CASES: Case[] = [
   { name: 'events: one onEvent listener', options: { onEvent: countEvent }, request: check },
   { name: 'lists: 1,000 deny entries, not listed', options: { deny: DENY }, request: check },
   { name: 'lists: allow-listed (no store call)', options: { allow: ['10.0.0.0/16'] }, request: check, source: 'list' },
+  // Budgets: two rules of requests and one of tokens; the check's cost per unit, then a reservation at the
+  // same estimate settled below it (one more script call) or at it (none).
+  { name: 'units: requests + tokens, check', options: { limits: UNIT_LIMITS }, request: (l, ids) => l.check(ids, { cost: ESTIMATE }) },
+  {
+    name: 'units: reserve + settle below the estimate',
+    options: { limits: UNIT_LIMITS, refunds: true },
+    request: async (l, ids) => {
+      const r = await l.reserve(ids, { cost: ESTIMATE });
+      if (!(await r.settle({ requests: 1, tokens: 180 }))) throw new Error('the settle gave nothing back');
+      return r.decision;
+    },
+  },
+  {
+    name: 'units: reserve + settle at the estimate (no call)',
+    options: { limits: UNIT_LIMITS, refunds: true },
+    request: async (l, ids) => {
+      const r = await l.reserve(ids, { cost: ESTIMATE });
+      await r.settle(ESTIMATE);
+      return r.decision;
+    },
+  },
   { name: 'http: rateLimit', options: {}, request: (l, ids) => rateLimited(l, ids) },
   { name: 'http: rateLimit, 1,000 deny entries, not listed', options: { deny: DENY }, request: (l, ids) => rateLimited(l, ids) },
   { name: 'http: slowDown, not delayed', options: {}, request: (l, ids) => slowed(l, ids) },
