@@ -29,3 +29,17 @@ test('declarations use the type names of the source (no bundler-renamed `Name$1`
     .flatMap((f) => [...f.text.matchAll(/\b[A-Za-z_]\w*\$\d+\b/g)].map((m) => `${f.file}: ${m[0]}`));
   expect([...new Set(renamed)]).toEqual([]);
 });
+
+/*
+ * The CommonJS build runs the syntax Node 20 has: tsup's code-split CJS path (sucrase) would otherwise turn
+ * every `?.`, `??` and class field into helper calls (`_optionalChain([a, 'optionalAccess', _ => _.b])`
+ * allocates an array and closures per access) on the check's hot path, for every user who `require()`s.
+ */
+test('the CommonJS build keeps native optional chaining and nullish coalescing (no transpiler helpers)', () => {
+  const helpers = shipped()
+    .filter((f) => /\.c?js$/.test(f.file))
+    .flatMap((f) =>
+      [...f.text.matchAll(/function (_optionalChain|_nullishCoalesce|_optionalChainDelete)\b/g)].map((m) => `${f.file}: ${m[1]}`),
+    );
+  expect(helpers).toEqual([]);
+});
