@@ -198,7 +198,7 @@ export class FloodgateLimiter implements Limiter {
   /** `address`: the client's exact normalised address, for the lists' IP rules (the adapters pass it). */
   [checkNow](
     identifiers: string | readonly string[],
-    cost: number | undefined,
+    cost: Cost | undefined,
     plan?: string,
     address?: string,
   ): Decision | Promise<Decision> {
