@@ -86,8 +86,9 @@ export function budgetConformance(factory: AdapterFactory): void {
     });
     afterAll(closeClients);
 
-    const budget = (refunds = true): Limiter => {
+    const budget = (refunds = true, allow: string[] = []): Limiter => {
       const limiter = createLimiter({
+        allow,
         redis: store,
         prefix: uniquePrefix(`${factory.name}-budget`),
         algorithm: 'fixed-window',
@@ -225,6 +226,24 @@ export function budgetConformance(factory: AdapterFactory): void {
       expect(res).toEqual({ status: 200, events: 3 });
       expect(await until(() => warned.some((m) => m.includes('settle-failed')))).toBe(true);
       expect(await counted(limiter.prefix)).toEqual({ requests: 1, tokens: ESTIMATE });
+    });
+
+    test("the allow list's IP rules apply to a reserved request as to a checked one: never counted, settle asked nothing", async () => {
+      const limiter = budget(true, ['127.0.0.0/8', '::1/128']);
+      let settles = 0;
+      const app = await start({
+        global: options({
+          limiter,
+          settle: () => {
+            settles++;
+            return { requests: 1, tokens: 1 };
+          },
+        }),
+      });
+      for (let i = 0; i < REQUESTS + 2; i++) expect((await request(app.url).get('/')).status).toBe(200);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(await counted(limiter.prefix)).toEqual({ requests: 0, tokens: 0 });
+      expect(settles).toBe(0);
     });
 
     test('settle needs a refundable limiter and conflicts with skipSuccessfulRequests / skipFailedRequests', async () => {

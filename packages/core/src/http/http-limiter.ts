@@ -135,7 +135,7 @@ export function createHttpLimiter<Req>(
   }
 
   function check(ids: string[], units: Cost, address: string | undefined, name: string | undefined): MaybePromise<Decision> {
-    if (reserved !== undefined) return reserved.reserve(ids, units, name);
+    if (reserved !== undefined) return reserved.reserve(ids, units, name, address);
     return direct
       ? (limiter as FloodgateLimiter)[checkNow](ids, units, name, address)
       : limiter.check(ids, name === undefined ? { cost: units } : { cost: units, plan: name });

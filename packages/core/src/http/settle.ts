@@ -3,7 +3,7 @@ import type { Decision } from '../kernel/decision';
 import { isThenable } from '../kernel/thenable';
 import type { WarningName } from '../kernel/warnings';
 import { fnOption } from '../config/validate';
-import type { Cost, Limiter, Reservation } from '../engine/limiter';
+import { FloodgateLimiter, reserveAt, type Cost, type Limiter, type Reservation } from '../engine/limiter';
 import type { MaybePromise } from './option-types';
 import type { RefundOptions } from './refunds';
 
@@ -64,10 +64,11 @@ export function reservations(
   settle: SettleFn,
   warn: (name: WarningName, message: string) => void,
 ): {
-  reserve(ids: string[], cost: Cost, plan: string | undefined): Promise<Decision>;
+  reserve(ids: string[], cost: Cost, plan: string | undefined, address: string | undefined): Promise<Decision>;
   completed(own: Decision, args: readonly unknown[]): void;
 } {
   const open = new WeakMap<Decision, Reservation>();
+  const direct = FloodgateLimiter.isOwn(limiter);
   const failed = (error: unknown): void =>
     warn(
       'settle-failed',
@@ -77,9 +78,15 @@ export function reservations(
     reservation.settle(actual as Cost).then(undefined, failed);
   };
   return {
-    async reserve(ids, cost, plan) {
-      const reservation = await limiter.reserve(ids, plan === undefined ? { cost } : { cost, plan });
-      if (reservation.decision.allowed) open.set(reservation.decision, reservation);
+    async reserve(ids, cost, plan, address) {
+      // A limiter createLimiter() made matches the lists' IP rules with the client's exact address too;
+      // any other `limiter` (a wrapper of one) by its own reserve().
+      const reservation = direct
+        ? await (limiter as FloodgateLimiter)[reserveAt](ids, cost, plan, address)
+        : await limiter.reserve(ids, plan === undefined ? { cost } : { cost, plan });
+      // Only what the store counted has anything to settle: not an allow list's admission, nor the failure policy's.
+      const { allowed, source } = reservation.decision;
+      if (allowed && (source === 'redis' || source === 'memory')) open.set(reservation.decision, reservation);
       return reservation.decision;
     },
     completed(own, args) {
