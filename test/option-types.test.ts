@@ -75,6 +75,23 @@ export async function typeChecks(): Promise<void> {
   await app.register(fastifySlowDown, { limits, allow: ['10.0.0.0/8'], delayMs: (used, request) => (request.url === '/' ? used : 0) });
   // @ts-expect-error neither limits nor limiter
   await app.register(fastifySlowDown, { delayAfter: 1 });
+  // cost per unit and settle, with each framework's arguments (docs/budgets.md, "In an HTTP app").
+  const tokens = [limits, { limit: 10_000, window: '1m', unit: 'tokens' }];
+  expressRateLimit({ limits: tokens, cost: { requests: 1, tokens: 500 } });
+  expressRateLimit({
+    limits: tokens,
+    cost: (req) => ({ requests: 1, tokens: Number(req.get('x-max') ?? 500) }),
+    settle: (_req, res) => ({ requests: 1, tokens: res.statusCode }),
+  });
+  koaRateLimit({ limits: tokens, settle: async (ctx) => ({ requests: 1, tokens: ctx.status }) });
+  honoRateLimit({ limits: tokens, settle: (c) => ({ requests: 1, tokens: c.res.status }) });
+  await app.register(fastifyRateLimit, { limits: tokens, settle: (_request, reply) => ({ requests: 1, tokens: reply.statusCode }) });
+  // @ts-expect-error a cost per unit is numbers
+  expressRateLimit({ limits: tokens, cost: { requests: '1' } });
+  // @ts-expect-error settle answers a cost, not a boolean
+  expressRateLimit({ limits: tokens, settle: () => true });
+  // @ts-expect-error slowDown never reserves: no settle
+  expressSlowDown({ limits, settle: () => 1 });
   limiter.setLists({ allow: ['user:admin'], deny: ['203.0.113.0/24'] });
   // @ts-expect-error setLists takes { allow?, deny? }
   limiter.setLists({ allowed: [] });

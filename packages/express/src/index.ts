@@ -11,6 +11,7 @@ import {
   ownOptions,
   watchServerOf,
   whenResponseDone,
+  type Cost,
   type Decision,
   type HttpOptions,
   type HttpOutcome,
@@ -35,6 +36,8 @@ export interface RateLimitBaseOptions extends HttpOptions<Request> {
   handler?: (req: Request, res: Response, next: NextFunction, decision: Decision) => void | Promise<void>;
   /** Whether a finished response succeeded (skipSuccessfulRequests, skipFailedRequests). Default: status < 400. */
   requestWasSuccessful?: (req: Request, res: Response) => boolean | Promise<boolean>;
+  /** The actual cost once the response is over (docs/budgets.md, "In an HTTP app"): `cost` is then the estimate. */
+  settle?: (req: Request, res: Response) => Cost | Promise<Cost>;
 }
 
 /** `rateLimit()`'s options: `limits` (with any core option), or a shared `limiter`. */

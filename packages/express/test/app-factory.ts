@@ -1,6 +1,7 @@
+import { pipeline } from 'node:stream';
 import express, { type Request } from 'express';
 import express4 from 'express4';
-import { answerOf, serveHttp, type AdapterFactory, type RoutePath } from '@floodgate/testing';
+import { answerOf, serveHttp, sseReadable, type AdapterFactory, type RoutePath } from '@floodgate/testing';
 import { concurrency, rateLimit, slowDown } from '@floodgate/express';
 
 /**
@@ -28,6 +29,11 @@ function expressAppFactory(name: string, framework: typeof express): AdapterFact
       app.get('/slow', (_req, res) => {
         hits++;
         void (spec.slow?.() ?? Promise.resolve()).then(() => res.json({ ok: true }));
+      });
+      app.get('/stream', (req, res) => {
+        hits++;
+        res.setHeader('Content-Type', 'text/event-stream');
+        pipeline(sseReadable(req.headers, spec.stream), res, () => undefined);
       });
       const routes: [RoutePath, 'get' | 'post'][] = [
         ['/', 'get'],

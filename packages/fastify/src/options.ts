@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ConfigError, INHERITED_OPTION_KEYS, LIMITER_OPTION_KEYS, describeValue, ownOptions } from '@floodgate/core/adapter';
-import type { HttpOptions, LimitsOrLimiter } from '@floodgate/core/adapter';
+import type { Cost, HttpOptions, LimitsOrLimiter } from '@floodgate/core/adapter';
 
 export type RateLimitHook = 'onRequest' | 'preValidation' | 'preHandler';
 const HOOKS: readonly RateLimitHook[] = ['onRequest', 'preValidation', 'preHandler'];
@@ -11,6 +11,8 @@ export interface RouteRateLimitBaseOptions extends HttpOptions<FastifyRequest> {
   hook?: RateLimitHook;
   /** Whether a finished response succeeded (skipSuccessfulRequests, skipFailedRequests). Default: status < 400. */
   requestWasSuccessful?: (request: FastifyRequest, reply: FastifyReply) => boolean | Promise<boolean>;
+  /** The actual cost once the response is over (docs/budgets.md, "In an HTTP app"): `cost` is then the estimate. */
+  settle?: (request: FastifyRequest, reply: FastifyReply) => Cost | Promise<Cost>;
 }
 
 /** A route's own limiter, `config: { rateLimit: {...} }`: it ADDS to the global one. `limits` or `limiter`. */

@@ -1,5 +1,5 @@
 import Fastify, { type FastifyRequest } from 'fastify';
-import { answerOf, type AdapterFactory, type RoutePath } from '@floodgate/testing';
+import { answerOf, sseReadable, type AdapterFactory, type RoutePath } from '@floodgate/testing';
 import rateLimit, { concurrency, slowDown, type RateLimitHookHandler } from '@floodgate/fastify';
 
 /** The suite's app in Fastify: trustProxy '127.0.0.1' stands in for a reverse proxy on this host. */
@@ -27,6 +27,10 @@ export const fastifyFactory: AdapterFactory = {
         hits++;
         await spec.slow?.();
         return { ok: true };
+      });
+      app.get('/stream', async (request, reply) => {
+        hits++;
+        return reply.type('text/event-stream').send(sseReadable(request.headers, spec.stream));
       });
       const routes: [RoutePath, 'GET' | 'POST'][] = [
         ['/', 'GET'],

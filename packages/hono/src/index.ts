@@ -10,6 +10,7 @@ import {
   describeValue,
   ownOptions,
   whenResponseDone,
+  type Cost,
   type Decision,
   type HttpOptions,
   type HttpOutcome,
@@ -37,6 +38,8 @@ export interface RateLimitBaseOptions extends HttpOptions<Context>, ClientAddres
   handler?: (c: Context, next: Next, decision: Decision) => Response | void | Promise<Response | void>;
   /** Whether a finished response succeeded (skipSuccessfulRequests, skipFailedRequests). Default: status < 400. */
   requestWasSuccessful?: (c: Context) => boolean | Promise<boolean>;
+  /** The actual cost once the response is over (docs/budgets.md, "In an HTTP app"): `cost` is then the estimate. */
+  settle?: (c: Context) => Cost | Promise<Cost>;
 }
 
 /** `rateLimit()`'s options: `limits` (with any core option), or a shared `limiter`. */

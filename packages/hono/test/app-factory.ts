@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import { Hono, type Context } from 'hono';
 import { createAdaptorServer } from '@hono/node-server';
-import { answerOf, serveHttp, type AdapterFactory, type RoutePath } from '@floodgate/testing';
+import { answerOf, serveHttp, sseWebStream, type AdapterFactory, type RoutePath } from '@floodgate/testing';
 import { concurrency, rateLimit, slowDown, type ConcurrencyOptions, type RateLimitOptions, type SlowDownOptions } from '@floodgate/hono';
 
 /** What the suite's option functions read: the request's headers, as Node's IncomingHttpHeaders has them. */
@@ -22,7 +22,7 @@ function json(c: Context, body: object, status = 200): Response {
 }
 
 /** Option functions that take the request first; `delayMs` takes it second. */
-const REQUEST_FIRST = ['identify', 'user', 'skip', 'cost', 'plan', 'message', 'requestWasSuccessful'];
+const REQUEST_FIRST = ['identify', 'user', 'skip', 'cost', 'plan', 'message', 'requestWasSuccessful', 'settle'];
 
 /**
  * The suite's options for Hono: each function option the suite wrote (an own property: a polluted
@@ -68,6 +68,11 @@ export const honoFactory: AdapterFactory = {
       hits++;
       await spec.slow?.();
       return json(c, { ok: true });
+    });
+    app.get('/stream', (c) => {
+      hits++;
+      c.header('Content-Type', 'text/event-stream');
+      return c.body(sseWebStream(nodeView(c).headers, spec.stream));
     });
     const routes: [RoutePath, 'get' | 'post'][] = [
       ['/', 'get'],

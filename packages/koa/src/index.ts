@@ -12,6 +12,7 @@ import {
   rateLimitHeadersOn,
   watchServerOf,
   whenResponseDone,
+  type Cost,
   type Decision,
   type HttpOptions,
   type HttpOutcome,
@@ -31,6 +32,8 @@ declare module 'koa' {
 export interface RateLimitBaseOptions extends HttpOptions<Context> {
   /** Replaces the default denial response; headers (Retry-After included) are already set. */
   handler?: (ctx: Context, next: Next, decision: Decision) => unknown;
+  /** The actual cost once the response is over (docs/budgets.md, "In an HTTP app"): `cost` is then the estimate. */
+  settle?: (ctx: Context) => Cost | Promise<Cost>;
 }
 
 /** `rateLimit()`'s options: `limits` (with any core option), or a shared `limiter`. */

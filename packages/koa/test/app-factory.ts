@@ -1,7 +1,7 @@
 import Koa from 'koa';
 import Koa2 from 'koa2';
 import Router from '@koa/router';
-import { answerOf, serveHttp, type AdapterFactory, type RoutePath } from '@floodgate/testing';
+import { answerOf, serveHttp, sseReadable, type AdapterFactory, type RoutePath } from '@floodgate/testing';
 import { concurrency, rateLimit, slowDown } from '@floodgate/koa';
 
 /**
@@ -32,6 +32,11 @@ function koaAppFactory(name: string, framework: typeof Koa): AdapterFactory {
         hits++;
         await spec.slow?.();
         ctx.body = { ok: true };
+      });
+      router.get('/stream', (ctx) => {
+        hits++;
+        ctx.type = 'text/event-stream';
+        ctx.body = sseReadable(ctx.headers, spec.stream);
       });
       const routes: [RoutePath, 'get' | 'post'][] = [
         ['/', 'get'],

@@ -11,6 +11,7 @@ import {
   describeValue,
   ownOptions,
   type ConcurrencyHttpOptions,
+  type Cost,
   type HttpOptions,
   type LimitsOrLimiter,
   type SlowDownHttpOptions,
@@ -31,6 +32,12 @@ export interface FloodgateRequest {
 export interface RateLimitBaseOptions<Req = FloodgateRequest> extends HttpOptions<Req> {
   /** Whether a finished response succeeded (skipSuccessfulRequests, skipFailedRequests): `(req, res)`. Default: status < 400. */
   requestWasSuccessful?: (req: Req, res: unknown) => boolean | Promise<boolean>;
+  /**
+   * The actual cost once the response is over (docs/budgets.md, "In an HTTP app"): `(req, res)` as
+   * requestWasSuccessful gets them; `cost` is then the estimate. A WebSocket message has no response: its
+   * estimate stays counted.
+   */
+  settle?: (req: Req, res: unknown) => Cost | Promise<Cost>;
 }
 /** A rate limit: `limits` (with any core option), or a shared `limiter`. */
 export type RateLimitOptions<Req = FloodgateRequest> = LimitsOrLimiter<RateLimitBaseOptions<Req>>;

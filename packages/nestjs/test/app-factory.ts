@@ -1,10 +1,10 @@
 import 'reflect-metadata';
-import { Controller, Get, Post, Req, Res, type INestApplication, type Type } from '@nestjs/common';
+import { Controller, Get, Post, Req, Res, StreamableFile, type INestApplication, type Type } from '@nestjs/common';
 import { APP_GUARD, NestFactory } from '@nestjs/core';
 import { ExpressAdapter, type NestExpressApplication } from '@nestjs/platform-express';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Module } from '@nestjs/common';
-import { answerOf, type AdapterFactory, type AppSpec, type RoutePath } from '@floodgate/testing';
+import { answerOf, sseReadable, type AdapterFactory, type AppSpec, type RoutePath } from '@floodgate/testing';
 import { FloodgateGuard, FloodgateModule, RateLimit, SlowDown, type FloodgateModuleOptions } from '@floodgate/nestjs';
 
 export type Platform = 'express' | 'fastify';
@@ -24,6 +24,10 @@ function suiteController(spec: AppSpec, count: () => void): Type {
       await spec.slow?.();
       return { ok: true };
     }
+    stream(req: { headers: Record<string, string> }): StreamableFile {
+      count();
+      return new StreamableFile(sseReadable(req.headers, spec.stream), { type: 'text/event-stream' });
+    }
   }
   const proto = SuiteController.prototype as unknown as Record<string, unknown>;
   const route = (key: string, method: typeof Get, path: string, own?: object): void => {
@@ -32,6 +36,8 @@ function suiteController(spec: AppSpec, count: () => void): Type {
     if (own) RateLimit(own as never)(proto, key, descriptor);
   };
   route('slow', Get, '/slow');
+  Req()(proto, 'stream', 0);
+  route('stream', Get, '/stream');
   const routes: [RoutePath, typeof Get][] = [
     ['/', Get],
     ['/search', Get],

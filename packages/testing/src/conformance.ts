@@ -41,6 +41,11 @@ export interface AppSpec {
   rateLimitFirst?: boolean;
   /** `GET /slow` counts itself, then answers 200 `{ ok: true }` once this resolves (default: at once). */
   slow?: () => Promise<void>;
+  /**
+   * `GET /stream` counts itself, then answers 200 `text/event-stream` with the events of sseEvents() (the
+   * `global` limiter applies), calling this as each event is produced: `n` events so far for this request.
+   */
+  stream?: (headers: IncomingHttpHeaders, n: number) => void;
 }
 
 /** What a suite app's handler answers a request: the status of `x-status` (200), after `x-delay` ms (0). */

@@ -20,5 +20,7 @@ export { freePort, waitForPing, spawnRedis, RedisProcess } from './processes';
 export { runLoad, liveTimers, collectGarbage, type Sample, type LoadResult } from './load';
 export { startSentinels, forceFailover, ask, SENTINEL_MASTER, type SentinelSetup } from './sentinel';
 export { startCluster, serverCli, useCluster, type ClusterSetup } from './cluster';
+export { sseEvents, sseReadable, sseWebStream, streamPlan } from './sse';
+export { budgetConformance } from './budget-conformance';
 export { exampleSmoke } from './example-smoke';
 export { closeAfterEach, type Closable } from './lifecycle';

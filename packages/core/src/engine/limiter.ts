@@ -107,6 +107,12 @@ export const checkNow: unique symbol = Symbol('floodgate.checkNow');
  * neither list has them; `limiter[currentLists]` the lists in force.
  */
 export const listCheck: unique symbol = Symbol('floodgate.listCheck');
+
+/**
+ * Internal: `limiter[reserveAt](identifiers, cost, plan, address)` is reserve() with the client's exact
+ * address for the lists' IP rules, as checkNow takes it (the HTTP layer's `settle`).
+ */
+export const reserveAt: unique symbol = Symbol('floodgate.reserveAt');
 export const currentLists: unique symbol = Symbol('floodgate.currentLists');
 
 export function createLimiter(options: LimiterOptions): Limiter {
@@ -198,7 +204,7 @@ export class FloodgateLimiter implements Limiter {
   /** `address`: the client's exact normalised address, for the lists' IP rules (the adapters pass it). */
   [checkNow](
     identifiers: string | readonly string[],
-    cost: number | undefined,
+    cost: Cost | undefined,
     plan?: string,
     address?: string,
   ): Decision | Promise<Decision> {
@@ -261,10 +267,19 @@ export class FloodgateLimiter implements Limiter {
     return this.refunder.refund(decision);
   }
 
-  async reserve(identifiers: string | readonly string[], options?: ReserveOptions): Promise<Reservation> {
+  reserve(identifiers: string | readonly string[], options?: ReserveOptions): Promise<Reservation> {
+    return this[reserveAt](identifiers, options?.cost, options?.plan);
+  }
+
+  async [reserveAt](
+    identifiers: string | readonly string[],
+    cost: Cost | undefined,
+    planName?: string,
+    address?: string,
+  ): Promise<Reservation> {
     assertReservable(this.refunds, this.name);
-    const plan = this.planOf(options?.plan);
-    const decision = await this.check(identifiers, options);
+    const plan = this.planOf(planName);
+    const decision = await settle(() => this.start('c', identifiers, cost, planName, address));
     return reservation(decision, plan, this.refunder);
   }
 

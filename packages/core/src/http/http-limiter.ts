@@ -6,7 +6,7 @@ import { resolveWarnings, warnOnce, warned, type WarningName } from '../kernel/w
 import { assertKnownOptions, ownOptions } from '../config/own-options';
 import { checkOptions } from '../config/option-table';
 import { UNKNOWN_IP } from '../scripts/keys';
-import { FloodgateLimiter, checkNow, createLimiter, currentLists, listCheck, type Limiter } from '../engine/limiter';
+import { FloodgateLimiter, checkNow, createLimiter, currentLists, listCheck, type Cost, type Limiter } from '../engine/limiter';
 import { LIMITER_OPTION_KEYS, type LimiterOptions } from '../engine/options';
 import { bindsTighter, resolveHeaderModes, retryAfterSeconds } from './headers';
 import { omitHeaders, resolveOmitHeaders } from './header-filter';
@@ -17,6 +17,7 @@ import { isPaired, takeOver } from './pairing';
 import { ResponseHeaders } from './response-headers';
 import { Denials } from './denial';
 import { refunder, resolveRefunds, type RefundOptions } from './refunds';
+import { assertSettleable, reservations, resolveSettle, type SettleFn } from './settle';
 import type { MaybePromise } from './option-types';
 
 /*
@@ -41,27 +42,31 @@ export interface HttpLimiter<Req> {
   warn(name: WarningName, message: string): void;
   /**
    * After the response of a request whose outcome has `own`: gives its units back when the refund options
-   * say so. `finished`: the response was sent in full; when false (the connection closed first, whoever
-   * closed it) nothing is given back. `status` its status; `args` what requestWasSuccessful takes in this
+   * say so, or settles its reservation (`settle`). `finished`: the response was sent in full; when false
+   * (the connection closed first, whoever closed it) no refund is given, and a settle is still made (the
+   * work was done up to then). `status` its status; `args` what requestWasSuccessful takes in this
    * framework. Never throws; a refund the store cannot take is a warning (the units stay counted: never
    * more admissions).
    */
   completed(outcome: HttpOutcome, finished: boolean, status: number, args: readonly unknown[]): void;
 }
 
-/** The limiter a rateLimit() checks: its own (refundable when its refund options ask), or the shared one. */
-function resolveLimiter<Req>(options: HttpOptions<Req>, refunds: RefundOptions): Limiter {
+/** The limiter a rateLimit() checks: its own (refundable when its refund options or `settle` ask), or the shared one. */
+function resolveLimiter<Req>(options: HttpOptions<Req>, refunds: RefundOptions, settle: SettleFn | undefined): Limiter {
+  if (settle !== undefined && options.limiter === undefined) assertSettleable(undefined, options.refunds);
+  const refundable = refunds.option !== undefined || settle !== undefined;
   const limiter = ownOrShared<Limiter>(
     options as HttpOptions<Req> & Record<string, unknown>,
     LIMITER_OPTION_KEYS,
     // Giving units back needs the refundable script: this limiter's own, so it is made so.
-    (core) => createLimiter((refunds.option === undefined ? core : { ...core, refunds: true }) as unknown as LimiterOptions),
+    (core) => createLimiter((refundable ? { ...core, refunds: true } : core) as unknown as LimiterOptions),
     (shared) => typeof (shared as Partial<Limiter>).check === 'function',
     'createLimiter()',
   );
   if (options.limiter !== undefined && refunds.option !== undefined && limiter.refunds !== true) {
     throw new ConfigError(refunds.option, 'needs a shared limiter made with `refunds: true` (createLimiter({ ..., refunds: true }))');
   }
+  if (settle !== undefined && options.limiter !== undefined) assertSettleable(limiter, options.refunds);
   return limiter;
 }
 
@@ -88,7 +93,9 @@ export function createHttpLimiter<Req>(
   const { identify, skip, plan: planOf } = options;
   const user = options.user ?? defaultUser;
   const refunds = resolveRefunds(options);
-  const limiter = resolveLimiter(options, refunds);
+  const settle = resolveSettle(options, refunds);
+  if (settle !== undefined && role !== 'limit') throw new ConfigError('settle', "is rateLimit()'s option: a slowDown() never reserves");
+  const limiter = resolveLimiter(options, refunds, settle);
   checkCostFits(options.cost, limiter);
   const logger = safeLogger(options.logger);
   const unidentified: UnidentifiedPolicy = options.unidentified ?? 'shared';
@@ -100,6 +107,10 @@ export function createHttpLimiter<Req>(
   const denials = new Denials<Req>(options.statusCode ?? 429, options.denyStatusCode ?? 403, options.message);
   const shadow = limiter.mode === 'shadow';
   const warn = (name: WarningName, text: string): void => warnOnce(logger, warnings, name, text);
+  // With `settle`, a request is counted by a reservation, settled once its response is over.
+  const reserved = settle === undefined ? undefined : reservations(limiter, settle, warn);
+  // Whether an admitted request's outcome carries `own`, for completed() after its response.
+  const after = refunds.option !== undefined || reserved !== undefined;
   // A limiter from createLimiter() can answer a cached denial synchronously; any other `limiter` only by
   // check(), a wrapper of one (a Proxy, an object inheriting from it) included: its check() is its own policy.
   const direct = FloodgateLimiter.isOwn(limiter);
@@ -116,14 +127,15 @@ export function createHttpLimiter<Req>(
     const { set, append } = quiet ? { set: [], append: [] } : headers.of(req as object, planName, decision, previous);
     // slowDown: a request over the count is delayed, not refused (the other denials stand).
     if (role === 'slow' && (decision.allowed || decision.reason === 'limit'))
-      return { action: 'next', status: 200, set, append, self: decision, own: refunds.option === undefined ? undefined : decision };
+      return { action: 'next', status: 200, set, append, self: decision, own: after ? decision : undefined };
     if (!decision.allowed) return denials.denial(req, decision, retryAfterSeconds(decision.retryAfterMs), set, append);
     const tightest = previous === undefined || bindsTighter(decision, previous) ? decision : previous;
-    if (refunds.option === undefined) return { action: 'next', status: 200, set, append, decision: tightest };
+    if (!after) return { action: 'next', status: 200, set, append, decision: tightest };
     return { action: 'next', status: 200, set, append, decision: tightest, own: decision };
   }
 
-  function check(ids: string[], units: number, address: string | undefined, name: string | undefined): MaybePromise<Decision> {
+  function check(ids: string[], units: Cost, address: string | undefined, name: string | undefined): MaybePromise<Decision> {
+    if (reserved !== undefined) return reserved.reserve(ids, units, name, address);
     return direct
       ? (limiter as FloodgateLimiter)[checkNow](ids, units, name, address)
       : limiter.check(ids, name === undefined ? { cost: units } : { cost: units, plan: name });
@@ -132,7 +144,7 @@ export function createHttpLimiter<Req>(
   function limit(
     req: Req,
     ids: string[],
-    units: number,
+    units: Cost,
     previous: Decision | undefined,
     address: string | undefined,
     name?: string,
@@ -150,7 +162,7 @@ export function createHttpLimiter<Req>(
   function planned(
     req: Req,
     ids: string[],
-    units: number,
+    units: Cost,
     previous: Decision | undefined,
     address: string | undefined,
   ): MaybePromise<HttpOutcome> {
@@ -253,11 +265,17 @@ export function createHttpLimiter<Req>(
     }
   }
 
+  const refund = refunder(limiter, refunds, warn);
   return {
     limiter,
     warn,
     decide,
-    completed: refunder(limiter, refunds, warn),
+    completed:
+      reserved === undefined
+        ? refund
+        : (outcome, _finished, _status, args) => {
+            if (outcome.own !== undefined) reserved.completed(outcome.own, args);
+          },
     run: async (req, ip, previous) => decide(req, ip, previous),
   };
 }

@@ -21,7 +21,7 @@ import { assertKnownOptions, ownOptions } from '../config/own-options';
  */
 
 /** Options of every adapter's `slowDown()`, besides rateLimit's. `Req` is the framework's request. */
-export interface SlowDownHttpOptions<Req> extends HttpOptions<Req> {
+export interface SlowDownHttpOptions<Req> extends Omit<HttpOptions<Req>, 'settle'> {
   /** Requests in the window that go undelayed: a non-negative integer. Default 1. */
   delayAfter?: number;
   /**

@@ -3,8 +3,9 @@ import type { Decision } from '../kernel/decision';
 import { resolveWarnings, type WarningsOption } from '../kernel/warnings';
 import { inheritedNames, optionNames, type OptionTable } from '../config/option-table';
 import { checkBoolean, checkErrorStatus, checkFunction, oneOfCheck } from '../config/validate';
+import { unitOf } from '../config/rules';
 import { ALGORITHMS, type AlgorithmName } from '../scripts/algorithms';
-import type { Limiter } from '../engine/limiter';
+import type { Cost, Limiter } from '../engine/limiter';
 import { LIMITER_OPTIONS, type LimiterOptions } from '../engine/options';
 import { resolveHeaderModes, type HeadersOption } from './headers';
 import { resolveOmitHeaders, type OmittableHeader } from './header-filter';
@@ -28,8 +29,22 @@ export interface HttpOptions<Req> extends Partial<LimiterOptions> {
   user?: (req: Req) => unknown;
   /** true: not limited, no headers. */
   skip?: (req: Req) => MaybePromise<boolean>;
-  /** Units a request consumes: a non-negative integer or a function of the request. Default 1. */
-  cost?: number | ((req: Req) => MaybePromise<number>);
+  /**
+   * Units a request consumes: a non-negative integer (every rule's), a cost per unit the rules count
+   * (`{ requests: 1, tokens: 4096 }`, docs/budgets.md), or a function of the request giving either. Default
+   * 1. With `settle`, the estimate counted when the request is admitted. A function's invalid answer is an
+   * error the framework's error handling gets: never a cost of 0.
+   */
+  cost?: Cost | ((req: Req) => MaybePromise<Cost>);
+  /**
+   * The actual cost of an admitted request, once its response is over (sent in full, or the client left
+   * while it streamed): the request is then counted with `limiter.reserve()` at `cost` (the estimate), and
+   * this answer settles it (less gives back, more charges past the limit). Arguments as `requestWasSuccessful`
+   * gets them: Express (req, res), Fastify (request, reply), Koa (ctx), Hono (c). Needs `refunds: true` on a
+   * shared `limiter` (an own limiter is made so). One that throws or answers an invalid cost keeps the
+   * estimate counted. docs/budgets.md, "In an HTTP app".
+   */
+  settle?(req: Req, ...rest: unknown[]): MaybePromise<Cost>;
   /**
    * Which plan of `limits: { free: [...], pro: [...] }` applies to a request (undefined: the first). A
    * name the limiter does not have is an error the framework's error handling gets (next(err)).
@@ -73,10 +88,22 @@ export interface HttpOptions<Req> extends Partial<LimiterOptions> {
 
 const UNIDENTIFIED: readonly UnidentifiedPolicy[] = ['shared', 'deny', 'allow'];
 
+const isCount = (value: unknown): boolean => typeof value === 'number' && Number.isInteger(value) && value >= 0;
+
 function checkCost(value: unknown, option: string): void {
-  if (typeof value !== 'number') return checkFunction(value, option);
-  if (!Number.isInteger(value) || value < 0)
-    throw new ConfigError(option, `must be a non-negative integer or a function; got ${describeValue(value)}`);
+  if (typeof value === 'function') return;
+  if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+    for (const [unit, n] of Object.entries(value)) {
+      if (!isCount(n)) throw new ConfigError(`${option}.${unit}`, `must be a non-negative integer; got ${describeValue(n)}`);
+    }
+    return;
+  }
+  if (!isCount(value)) {
+    throw new ConfigError(
+      option,
+      `must be a non-negative integer, a cost per unit ({ requests: 1, tokens: 1200 }) or a function; got ${describeValue(value)}`,
+    );
+  }
 }
 
 function checkMessage(value: unknown, option: string): void {
@@ -93,6 +120,7 @@ export const HTTP_OPTIONS: OptionTable<Omit<HttpOptions<unknown>, keyof LimiterO
   skip: { check: checkFunction },
   cost: { check: checkCost },
   plan: { check: checkFunction },
+  settle: { check: checkFunction },
   headers: { check: resolveHeaderModes, inherited: true },
   statusCode: { check: checkErrorStatus, inherited: true },
   denyStatusCode: { check: checkErrorStatus, inherited: true },
@@ -118,19 +146,35 @@ export const INHERITED_OPTION_KEYS = inheritedNames(LIMITER_OPTIONS, HTTP_OPTION
 /**
  * `cost` against the limiter's rules: a static cost above an unscoped rule's capacity could never pass, so
  * it is refused now, not on every request. Capacity is the algorithm's: a token bucket holds `burst`,
- * whatever its limit.
+ * whatever its limit. A cost per unit is held to each rule of its unit, and must name every unit of every
+ * plan and no other (as a check reads it: never a unit silently read as 0).
  */
 export function checkCostFits(cost: unknown, limiter: Limiter): void {
-  if (typeof cost !== 'number') return;
+  if (typeof cost === 'function' || cost === undefined) return;
   const algorithm = ALGORITHMS[limiter.algorithm as AlgorithmName];
   const plans = limiter.plans?.length > 0 ? limiter.plans.map((p) => limiter.rulesOf(p)) : [limiter.rules];
-  const capacity = Math.min(
-    ...plans
-      .flat()
-      .filter((r) => r.for === undefined)
-      .map((r) => (algorithm ? algorithm.capacity(r) : r.limit)),
-  );
-  if (cost > capacity) throw new ConfigError('cost', `${cost} exceeds the capacity ${capacity} of a rule, so no request could ever pass`);
+  const rules = plans.flat();
+  const perUnit = typeof cost === 'object' && cost !== null ? (cost as Record<string, number>) : undefined;
+  if (perUnit !== undefined) {
+    const units = new Set(rules.map(unitOf));
+    for (const unit of Object.keys(perUnit)) {
+      if (!units.has(unit))
+        throw new ConfigError(`cost.${unit}`, `names a unit no rule of the limiter counts (units: ${[...units].join(', ')})`);
+    }
+    for (const unit of units) {
+      if (!Object.hasOwn(perUnit, unit))
+        throw new ConfigError('cost', `leaves out the unit '${unit}', which rules count (give each: ${[...units].join(', ')})`);
+    }
+  }
+  for (const rule of rules) {
+    if (rule.for !== undefined) continue;
+    const n = perUnit === undefined ? (cost as number) : perUnit[unitOf(rule)];
+    const capacity = algorithm ? algorithm.capacity(rule) : rule.limit;
+    if (n !== undefined && n > capacity) {
+      const what = perUnit === undefined ? 'cost' : `cost.${unitOf(rule)}`;
+      throw new ConfigError(what, `${n} exceeds the capacity ${capacity} of a rule, so no request could ever pass`);
+    }
+  }
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { Decision } from '../kernel/decision';
 import { shared } from '../kernel/state';
-import type { Limiter } from '../engine/limiter';
+import type { Cost, Limiter } from '../engine/limiter';
 import type { MaybePromise } from './option-types';
 import type { HttpRole } from './outcome';
 
@@ -42,11 +42,11 @@ export function takeOver(
   limiter: Limiter,
   role: HttpRole,
   ids: readonly string[],
-  units: number,
+  units: Cost,
   plan: string | undefined,
   check: () => MaybePromise<Decision>,
 ): MaybePromise<Decision> {
-  const key = `${plan ?? ''}\n${units}\n${ids.join('\n')}`;
+  const key = `${plan ?? ''}\n${typeof units === 'number' ? units : JSON.stringify(units)}\n${ids.join('\n')}`;
   const list = made.get(req);
   const at = list === undefined ? -1 : list.findIndex((m) => m.limiter === limiter && m.role !== role && m.key === key);
   if (at !== -1) return list!.splice(at, 1)[0]!.decision;

@@ -16,6 +16,8 @@ export const WARNING_NAMES = [
   'identify-empty',
   /** A refund (skipSuccessfulRequests, skipFailedRequests) could not be made: those units stay counted. */
   'refund-failed',
+  /** A request's `settle` threw, answered an invalid cost, or could not reach the store: its estimate stays counted. */
+  'settle-failed',
 ] as const;
 
 export type WarningName = (typeof WARNING_NAMES)[number];

@@ -43,6 +43,7 @@ test('the published key lists, in declaration order', () => {
     'skip',
     'cost',
     'plan',
+    'settle',
     'headers',
     'statusCode',
     'denyStatusCode',
@@ -143,7 +144,11 @@ test("every table entry's check names its option and shows the value", () => {
     expect(() => checkOptions(LIMITER_OPTIONS, { [option]: value })).toThrow(ConfigError);
     expect(() => checkOptions(LIMITER_OPTIONS, { [option]: value })).toThrow(new RegExp(`\`${option}\``));
   }
-  expect(() => checkOptions(HTTP_OPTIONS, { cost: -1 })).toThrow(/`cost` must be a non-negative integer or a function; got -1/);
+  expect(() => checkOptions(HTTP_OPTIONS, { cost: -1 })).toThrow(
+    /`cost` must be a non-negative integer, a cost per unit .* or a function; got -1/,
+  );
+  expect(() => checkOptions(HTTP_OPTIONS, { cost: { tokens: 1.5 } })).toThrow(/`cost.tokens` must be a non-negative integer; got 1.5/);
+  expect(() => checkOptions(HTTP_OPTIONS, { settle: 5 })).toThrow(/`settle` must be a function; got 5/);
   expect(() => checkOptions(HTTP_OPTIONS, { statusCode: 200 })).toThrow(/`statusCode` must be an integer HTTP error status/);
   expect(() => checkOptions(HTTP_OPTIONS, { unidentified: 'drop' })).toThrow(/`unidentified` must be one of 'shared', 'deny', 'allow'/);
   // Undefined is "not given": never checked.

@@ -1,0 +1,4 @@
+import { budgetConformance } from '@floodgate/testing';
+import { expressFactory } from './app-factory';
+
+budgetConformance(expressFactory);

@@ -1,0 +1,4 @@
+import { budgetConformance } from '@floodgate/testing';
+import { fastifyFactory } from './app-factory';
+
+budgetConformance(fastifyFactory);

@@ -1,0 +1,4 @@
+import { budgetConformance } from '@floodgate/testing';
+import { honoFactory } from './app-factory';
+
+budgetConformance(honoFactory);

@@ -1,0 +1,4 @@
+import { budgetConformance } from '@floodgate/testing';
+import { koaFactory } from './app-factory';
+
+budgetConformance(koaFactory);

@@ -1,0 +1,4 @@
+import { budgetConformance } from '@floodgate/testing';
+import { nestExpressFactory } from './app-factory';
+
+budgetConformance(nestExpressFactory);

@@ -1,0 +1,4 @@
+import { budgetConformance } from '@floodgate/testing';
+import { nestFastifyFactory } from './app-factory';
+
+budgetConformance(nestFastifyFactory);

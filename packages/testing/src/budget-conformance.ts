@@ -1,0 +1,342 @@
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import request from 'supertest';
+import { createLimiter, type Limiter, type RedisClient } from '@floodgate/core';
+import { resetWarnings, type Logger } from '@floodgate/core/adapter';
+import { closeClients, connect, keysUnder, storeClient, uniquePrefix } from './clients';
+import type { AdapterFactory, AppSpec, NeutralOptions, TestApp } from './conformance';
+
+/*
+ * `cost` per unit and `settle` (docs/budgets.md, "In an HTTP app") as every adapter must behave, over real
+ * sockets against a real redis-server: a request counted at its estimate at once, settled when its
+ * response ends (a streamed one too, however long), settled still when the client resets mid-stream (at what
+ * settle says, never cancelled), and its estimate kept when settle throws. Then the bound under concurrency:
+ * ~100 concurrent streamed requests of 300 estimated tokens against 20 requests and 2,000 tokens a minute,
+ * settling at random actual costs in [50, 400]. The limiters count in a fixed window on a clock held still,
+ * so the counts read from Redis are exact.
+ */
+
+const TOKENS = 2_000;
+const REQUESTS = 20;
+const ESTIMATE = 300;
+const NOW = 1_700_000_040_000;
+
+type Req = { headers: IncomingHttpHeaders };
+
+/** Polls `probe` until it holds (or 3 s pass); returns its last answer. */
+async function until(probe: () => Promise<boolean> | boolean, ms = 3_000): Promise<boolean> {
+  const end = Date.now() + ms;
+  for (;;) {
+    if (await probe()) return true;
+    if (Date.now() > end) return false;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** GET /stream, reading until `stopAfter` events arrived, then resetting the connection; resolves with what it read. */
+function readStream(
+  url: string,
+  headers: Record<string, string>,
+  stopAfter = Infinity,
+  onFirst?: () => void,
+): Promise<{ status: number; events: number }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${url}/stream`, { headers });
+    req.on('error', reject);
+    req.on('response', (res) => {
+      let events = 0;
+      let body = '';
+      res.on('data', (chunk: Buffer) => {
+        body += chunk.toString();
+        const seen = (body.match(/\n\n/g) ?? []).length;
+        if (seen > 0 && events === 0) onFirst?.();
+        events = seen;
+        if (events >= stopAfter) {
+          req.destroy();
+          resolve({ status: res.statusCode ?? 0, events });
+        }
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, events }));
+      res.on('error', () => resolve({ status: res.statusCode ?? 0, events }));
+    });
+    req.end();
+  });
+}
+
+/** A seeded generator of integers in [lo, hi] (a linear congruential one): the same run each time. */
+function seeded(seed: number): (lo: number, hi: number) => number {
+  let state = seed >>> 0;
+  return (lo, hi) => {
+    state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0;
+    return lo + (state % (hi - lo + 1));
+  };
+}
+
+export function budgetConformance(factory: AdapterFactory): void {
+  describe(`${factory.name} conformance: budgets (cost per unit, settle)`, () => {
+    const redis = connect();
+    let store: RedisClient;
+    beforeAll(async () => {
+      store = await storeClient();
+    });
+    const apps: TestApp[] = [];
+    const limiters: Limiter[] = [];
+    afterEach(async () => {
+      await Promise.all(apps.splice(0).map((a) => a.close()));
+      await Promise.all(limiters.splice(0).map((l) => l.close()));
+    });
+    afterAll(closeClients);
+
+    const budget = (refunds = true, allow: string[] = []): Limiter => {
+      const limiter = createLimiter({
+        allow,
+        redis: store,
+        prefix: uniquePrefix(`${factory.name}-budget`),
+        algorithm: 'fixed-window',
+        limits: [
+          { limit: REQUESTS, window: '1m' },
+          { limit: TOKENS, window: '1m', unit: 'tokens' },
+        ],
+        refunds,
+        clock: () => NOW,
+        timeoutMs: 10_000,
+      });
+      limiters.push(limiter);
+      return limiter;
+    };
+    const start = async (spec: AppSpec): Promise<TestApp> => {
+      const app = await factory.makeApp(spec);
+      apps.push(app);
+      return app;
+    };
+    /** Requests and tokens counted for `key:budget` in the window, read from Redis. */
+    const counted = async (prefix: string): Promise<{ requests: number; tokens: number }> => {
+      const key = (await keysUnder(redis, prefix)).find((k) => k.endsWith('{key:budget}'));
+      if (key === undefined) return { requests: 0, tokens: 0 };
+      const [requests, tokens] = await redis.hmget(key, '60000', '60000@tokens');
+      return { requests: Number(requests ?? 0), tokens: Number(tokens ?? 0) };
+    };
+    const estimate = { cost: () => ({ requests: 1, tokens: ESTIMATE }), identify: () => 'key:budget' };
+    const options = (extra: object): NeutralOptions => ({ ...estimate, ...extra }) as unknown as NeutralOptions;
+
+    test('the estimate is counted at once, and a streamed response settles when it ends, giving back what it did not use', async () => {
+      const limiter = budget();
+      const answers: { produced: number }[] = [];
+      const produced = new Map<string, number>();
+      const app = await start({
+        global: options({
+          limiter,
+          settle: (req: Req) => {
+            const n = produced.get(String(req.headers['x-id'])) ?? 0;
+            answers.push({ produced: n });
+            return { requests: 1, tokens: 10 * n };
+          },
+        }),
+        stream: (headers, n) => produced.set(String(headers['x-id']), n),
+      });
+      let during: { requests: number; tokens: number } | undefined;
+      const first = new Promise<void>((resolve) => {
+        void readStream(app.url, { 'x-id': 'a', 'x-events': '20', 'x-every-ms': '15' }, Infinity, () => {
+          void counted(limiter.prefix).then((c) => {
+            during = c;
+            resolve();
+          });
+        });
+      });
+      await first;
+      expect(during).toEqual({ requests: 1, tokens: ESTIMATE });
+      expect(answers).toEqual([]);
+      expect(await until(() => answers.length === 1)).toBe(true);
+      // Settled once, after the last event: 20 events, 200 tokens; 100 of the estimate given back.
+      expect(answers).toEqual([{ produced: 20 }]);
+      expect(await until(async () => (await counted(limiter.prefix)).tokens === 200)).toBe(true);
+      expect(await counted(limiter.prefix)).toEqual({ requests: 1, tokens: 200 });
+    });
+
+    test('an own limiter with settle is made refundable; a settle above the estimate charges past the limit and denies the next', async () => {
+      const prefix = uniquePrefix(`${factory.name}-budget-own`);
+      let settled = 0;
+      const app = await start({
+        global: options({
+          redis: store,
+          prefix,
+          algorithm: 'fixed-window',
+          limits: [
+            { limit: REQUESTS, window: '1m' },
+            { limit: TOKENS, window: '1m', unit: 'tokens' },
+          ],
+          settle: () => {
+            settled++;
+            return { requests: 1, tokens: TOKENS + 500 };
+          },
+        }),
+      });
+      expect((await request(app.url).get('/')).status).toBe(200);
+      expect(await until(() => settled === 1)).toBe(true);
+      expect(await until(async () => (await counted(prefix)).tokens === TOKENS + 500)).toBe(true);
+      const next = await request(app.url).get('/');
+      expect(next.status).toBe(429);
+      expect(app.hits()).toBe(1);
+    });
+
+    test('a client that resets mid-stream is still settled, at what settle says: nothing given back beyond it', async () => {
+      const limiter = budget();
+      const produced = new Map<string, number>();
+      const answers: number[] = [];
+      const app = await start({
+        global: options({
+          limiter,
+          settle: (req: Req) => {
+            const tokens = 10 * (produced.get(String(req.headers['x-id'])) ?? 0);
+            answers.push(tokens);
+            return { requests: 1, tokens };
+          },
+        }),
+        stream: (headers, n) => produced.set(String(headers['x-id']), n),
+      });
+      const read = await readStream(app.url, { 'x-id': 'r', 'x-events': '200', 'x-every-ms': '10' }, 3);
+      expect(read).toEqual({ status: 200, events: 3 });
+      expect(await until(() => answers.length === 1)).toBe(true);
+      const [answer] = answers;
+      // Settled at what was produced when the connection closed: some, far from the 200 events asked for.
+      expect(answer).toBeGreaterThanOrEqual(30);
+      expect(answer).toBeLessThan(ESTIMATE);
+      expect(await until(async () => (await counted(limiter.prefix)).tokens === answer)).toBe(true);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await counted(limiter.prefix)).toEqual({ requests: 1, tokens: answer });
+      expect(answers).toHaveLength(1);
+    });
+
+    test.each([
+      [
+        'throws',
+        () => {
+          throw new Error('upstream usage missing');
+        },
+      ],
+      ['rejects', () => Promise.reject(new Error('upstream usage missing'))],
+      ['answers an invalid cost', () => ({ requests: 1, tokens: -5 })],
+      ['leaves out a unit', () => ({ tokens: 10 })],
+    ])('a settle that %s keeps the estimate counted, logged, never an admission', async (_what, settle) => {
+      resetWarnings();
+      const limiter = budget();
+      const warned: string[] = [];
+      const logger: Logger = { warn: (m: string) => void warned.push(m) };
+      const app = await start({ global: options({ limiter, settle, logger }) });
+      const res = await readStream(app.url, { 'x-events': '3' });
+      expect(res).toEqual({ status: 200, events: 3 });
+      expect(await until(() => warned.some((m) => m.includes('settle-failed')))).toBe(true);
+      expect(await counted(limiter.prefix)).toEqual({ requests: 1, tokens: ESTIMATE });
+    });
+
+    test("the allow list's IP rules apply to a reserved request as to a checked one: never counted, settle asked nothing", async () => {
+      const limiter = budget(true, ['127.0.0.0/8', '::1/128']);
+      let settles = 0;
+      const app = await start({
+        global: options({
+          limiter,
+          settle: () => {
+            settles++;
+            return { requests: 1, tokens: 1 };
+          },
+        }),
+      });
+      for (let i = 0; i < REQUESTS + 2; i++) expect((await request(app.url).get('/')).status).toBe(200);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(await counted(limiter.prefix)).toEqual({ requests: 0, tokens: 0 });
+      expect(settles).toBe(0);
+    });
+
+    test('settle needs a refundable limiter and conflicts with skipSuccessfulRequests / skipFailedRequests', async () => {
+      const plain = budget(false);
+      await expect(factory.makeApp({ global: options({ limiter: plain, settle: () => 1 }) })).rejects.toMatchObject({ option: 'settle' });
+      const refundable = budget();
+      for (const skip of ['skipSuccessfulRequests', 'skipFailedRequests']) {
+        await expect(factory.makeApp({ global: options({ limiter: refundable, settle: () => 1, [skip]: true }) })).rejects.toMatchObject({
+          option: 'settle',
+        });
+      }
+      await expect(factory.makeApp({ global: options({ limiter: refundable, settle: 'all' }) })).rejects.toMatchObject({
+        option: 'settle',
+      });
+    });
+
+    test('a cost per unit without settle: counted per unit, headers written; a bad per-request cost is an error, never admitted', async () => {
+      const limiter = budget();
+      const app = await start({
+        global: options({ limiter, cost: (req: Req) => ({ requests: 1, tokens: Number(req.headers['x-tokens'] ?? 100) }) }),
+      });
+      const ok = await request(app.url).get('/').set('x-tokens', '700');
+      expect(ok.status).toBe(200);
+      expect(ok.headers['ratelimit-policy']).toEqual(expect.any(String));
+      expect(ok.headers['ratelimit']).toEqual(expect.any(String));
+      expect(await counted(limiter.prefix)).toEqual({ requests: 1, tokens: 700 });
+      for (const bad of ['-1', '1.5', 'x']) {
+        const res = await request(app.url).get('/').set('x-tokens', bad);
+        expect(res.status).toBe(500);
+      }
+      expect(app.hits()).toBe(1);
+      expect(await counted(limiter.prefix)).toEqual({ requests: 1, tokens: 700 });
+      await expect(factory.makeApp({ global: options({ limiter, cost: { requests: 1 } }) })).rejects.toMatchObject({ option: 'cost' });
+      await expect(factory.makeApp({ global: options({ limiter, cost: { requests: 1, tokens: 1, bytes: 1 } }) })).rejects.toMatchObject({
+        option: 'cost.bytes',
+      });
+      await expect(factory.makeApp({ global: options({ limiter, cost: { requests: 1, tokens: 5_000 } }) })).rejects.toMatchObject({
+        option: 'cost.tokens',
+      });
+    });
+
+    test(`the bound: 100 concurrent streamed requests estimating ${ESTIMATE} tokens, settling in [50, 400] while 100 more race them, against ${REQUESTS} requests and ${TOKENS} tokens`, async () => {
+      const limiter = budget();
+      const random = seeded(7);
+      const actual = new Map<string, number>();
+      const settled = new Map<string, number>();
+      // The first wave's settles wait for the gate: its admissions are all made before any settle.
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      const app = await start({
+        global: options({
+          limiter,
+          settle: async (req: Req) => {
+            const id = String(req.headers['x-id']);
+            if (id.startsWith('1-')) await gate;
+            const tokens = actual.get(id)!;
+            settled.set(id, tokens);
+            return { requests: 1, tokens };
+          },
+        }),
+      });
+      const wave = async (w: number): Promise<string[]> => {
+        const ids = Array.from({ length: 100 }, (_, i) => `${w}-${i}`);
+        for (const id of ids) actual.set(id, random(50, 400));
+        const done = await Promise.all(ids.map((id) => readStream(app.url, { 'x-id': id, 'x-events': '5', 'x-every-ms': '10' })));
+        expect(done.every((d) => d.status === 200 || d.status === 429)).toBe(true);
+        return ids.filter((_, i) => done[i]!.status === 200);
+      };
+      const first = await wave(1);
+      // Admitted estimates, with nothing settled yet: as many as fit, never past the limit.
+      expect(first.length * ESTIMATE).toBeLessThanOrEqual(TOKENS);
+      expect(first).toHaveLength(Math.floor(TOKENS / ESTIMATE));
+      expect(await counted(limiter.prefix)).toEqual({ requests: first.length, tokens: first.length * ESTIMATE });
+      // The first wave settles while a second wave of 100 races the settles.
+      open();
+      const second = await wave(2);
+      const admitted = [...first, ...second];
+      expect(await until(() => settled.size === admitted.length)).toBe(true);
+      const excess = admitted.reduce((sum, id) => sum + Math.max(actual.get(id)! - ESTIMATE, 0), 0);
+      const sum = admitted.reduce((s, id) => s + actual.get(id)!, 0);
+      // What is counted is exactly what the admitted requests settled at: within the limit plus their excess.
+      expect(await until(async () => (await counted(limiter.prefix)).tokens === sum)).toBe(true);
+      const total = await counted(limiter.prefix);
+      expect(total.requests).toBe(admitted.length);
+      expect(total.requests).toBeLessThanOrEqual(REQUESTS);
+      expect(total.tokens).toBeLessThanOrEqual(TOKENS + excess);
+      if (process.env.FLOODGATE_BUDGET_FIGURES === '1') {
+        process.stdout.write(
+          `${factory.name} budget bound: 200 requests, ${admitted.length} admitted (${first.length} before any settle, ` +
+            `${first.length * ESTIMATE} tokens of estimates), ${total.tokens} tokens counted at the end ` +
+            `(limit ${TOKENS}, settled excess of admitted ${excess}), ${total.requests} requests counted (limit ${REQUESTS})\n`,
+        );
+      }
+    }, 20_000);
+  });
+}
