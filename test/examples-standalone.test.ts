@@ -66,16 +66,58 @@ async function listening(child: ChildProcess, output: () => string): Promise<str
   }
 }
 
+/** Copies examples/<name> out of the repository, points it at the tarballs and runs `npm install` there. */
+function install(name: string): string {
+  const dir = join(work, name);
+  cpSync(join(root, 'examples', name), dir, {
+    recursive: true,
+    filter: (source) => !/[\\/](node_modules|dist)$/.test(source),
+  });
+  standalone(name, dir);
+  npm(['install', '--prefer-offline', '--no-audit', '--no-fund'], dir);
+  return dir;
+}
+
+/** `npm start` in `dir` on a free PORT, with REDIS_URL at a redis-server of its own; resolves once it listens. */
+async function start(dir: string, env: Record<string, string> = {}) {
+  const redis = await startRedis();
+  const port = await freePort();
+  let output = '';
+  const child = spawn('npm', ['start'], {
+    cwd: dir,
+    env: { ...npmEnv(), REDIS_URL: redis.url, PORT: String(port), ...env },
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  started.push({ child, redis });
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  expect(await listening(child, () => output)).toBe(`http://localhost:${port}`);
+  return { port, redis, child, output: () => output };
+}
+
+/** SIGTERM (to npm, its shell and node, as Ctrl-C reaches them all) stops it: the port closes. */
+async function stops({ port, child, output }: Awaited<ReturnType<typeof start>>): Promise<void> {
+  process.kill(-child.pid!, 'SIGTERM');
+  const closed = Date.now() + 10_000;
+  while (
+    await fetch(`http://127.0.0.1:${port}/`).then(
+      () => Date.now() < closed,
+      () => false,
+    )
+  )
+    await new Promise((r) => setTimeout(r, 100));
+  const after = await fetch(`http://127.0.0.1:${port}/`).then(
+    (res) => `still served (${res.status}) 10 s after SIGTERM; exit code ${child.exitCode}; output:\n${output()}`,
+    () => 'closed',
+  );
+  expect(after).toBe('closed');
+}
+
 test.each(FRAMEWORKS)(
   'examples/%s copied out of the repository: npm install && npm start, then 200 with RateLimit headers and the 21st request in 10 s is 429',
   async (framework) => {
-    const dir = join(work, framework);
-    cpSync(join(root, 'examples', framework), dir, {
-      recursive: true,
-      filter: (source) => !/[\\/](node_modules|dist)$/.test(source),
-    });
-    standalone(framework, dir);
-    npm(['install', '--prefer-offline', '--no-audit', '--no-fund'], dir);
+    const dir = install(framework);
     // Its adapter is the installed tarball, inside the copy: nothing resolves to the workspace.
     // (Node's resolution, from the copy: jest's own maps @floodgate/* to the workspace.)
     const adapter = realpathSync(
@@ -83,25 +125,13 @@ test.each(FRAMEWORKS)(
     );
     expect(adapter.startsWith(`${dir}${sep}node_modules${sep}`)).toBe(true);
 
-    const redis = await startRedis();
-    const port = await freePort();
-    let output = '';
-    const child = spawn('npm', ['start'], {
-      cwd: dir,
-      env: { ...npmEnv(), REDIS_URL: redis.url, PORT: String(port) },
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    started.push({ child, redis });
-    child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-    expect(await listening(child, () => output)).toBe(`http://localhost:${port}`);
-    expect(output).toContain(`(store: Redis at ${redis.url})`);
+    const app = await start(dir);
+    expect(app.output()).toContain(`(store: Redis at ${app.redis.url})`);
 
     const begun = Date.now();
     const replies: { status: number; limit: string | null; policy: string | null }[] = [];
     for (let i = 0; i < 21; i++) {
-      const res = await fetch(`http://127.0.0.1:${port}/`);
+      const res = await fetch(`http://127.0.0.1:${app.port}/`);
       await res.arrayBuffer();
       replies.push({ status: res.status, limit: res.headers.get('ratelimit'), policy: res.headers.get('ratelimit-policy') });
     }
@@ -109,22 +139,30 @@ test.each(FRAMEWORKS)(
     expect(replies[0]).toEqual({ status: 200, limit: expect.stringMatching(/^"api-10s";r=19;t=\d+$/), policy: expect.any(String) });
     expect(replies.map((r) => r.status)).toEqual([...Array<number>(20).fill(200), 429]);
     expect(elapsedMs).toBeLessThan(10_000);
+    await stops(app);
+  },
+  8 * MINUTE,
+);
 
-    // SIGTERM (to npm, its shell and node, as Ctrl-C reaches them all) stops it: the port closes.
-    process.kill(-child.pid!, 'SIGTERM');
-    const closed = Date.now() + 10_000;
-    while (
-      await fetch(`http://127.0.0.1:${port}/`).then(
-        () => Date.now() < closed,
-        () => false,
-      )
-    )
-      await new Promise((r) => setTimeout(r, 100));
-    const after = await fetch(`http://127.0.0.1:${port}/`).then(
-      (res) => `still served (${res.status}) 10 s after SIGTERM; exit code ${child.exitCode}; output:\n${output}`,
-      () => 'closed',
-    );
-    expect(after).toBe('closed');
+test(
+  "examples/ai-proxy copied out of the repository: npm install && npm start, then its README's curl streams a completion, counted in tokens",
+  async () => {
+    const dir = install('ai-proxy');
+    const app = await start(dir, { UPSTREAM_PORT: String(await freePort()) });
+    expect(app.output()).toContain('the fake one');
+    // The README's curl, as fetch.
+    const res = await fetch(`http://127.0.0.1:${app.port}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer team-7', 'content-type': 'application/json' },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 200, stream: true }),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(res.headers.get('ratelimit-policy')).toMatch(/tokens/);
+    const events = (await res.text()).split('\n\n').filter((e) => e.startsWith('data: '));
+    expect(events.length).toBeGreaterThan(2);
+    expect(events.at(-1)).toBe('data: [DONE]');
+    await stops(app);
   },
   8 * MINUTE,
 );
