@@ -257,6 +257,12 @@ test("through core's HTTP layer: 'openai' beside draft-8, a number cost charged 
     expect(denied.action).toBe('deny');
     expect(denied.set).toContainEqual(['x-ratelimit-remaining-tokens', '0']);
     expect(denied.set).toContainEqual(['Retry-After', '10']);
+    // The next denial comes from the block cache, which keeps every unit's pair: the same headers.
+    const cached = (await http.decide({}, '10.0.0.9')) as HttpOutcome;
+    expect(cached.decision?.source).toBe('cache');
+    expect(cached.set).toEqual(denied.set);
+    expect(cached.append).toEqual(denied.append);
+    expect(cached.set).toContainEqual(['x-ratelimit-remaining-requests', '2']);
   } finally {
     await http.limiter.close();
   }
