@@ -167,6 +167,38 @@ export function conformance(factory: AdapterFactory): void {
       });
     });
 
+    test("rules of two units: a draft-8 item per unit and, with 'openai', x-ratelimit-*-requests and -tokens", async () => {
+      // The adapters' `cost` is one number, charged to every unit: 2 requests and 2 tokens a request.
+      const twoUnits = [
+        { limit: 10, window: '1m' },
+        { limit: 6, window: '1m', unit: 'tokens' },
+      ];
+      const app = await start({
+        global: base({ limits: twoUnits, cost: 2, headers: ['draft-8', 'openai'], omitHeaders: ['x-ratelimit-reset-requests'] }),
+      });
+      const first = await request(app.url).get('/');
+      expect(first.status).toBe(200);
+      expect(header(first, 'RateLimit-Policy')).toBe('"1m-requests";q=10;w=60, "1m-tokens";q=6;w=60');
+      expect(header(first, 'RateLimit')).toMatch(/^"1m-requests";r=8;t=\d+, "1m-tokens";r=4;t=\d+$/);
+      const goDuration = /^(\d+ms|(\d+h)?(\d+m)?\d+(\.\d+)?s)$/;
+      expect(header(first, 'x-ratelimit-limit-requests')).toBe('10');
+      expect(header(first, 'x-ratelimit-remaining-requests')).toBe('8');
+      expect(header(first, 'x-ratelimit-reset-requests')).toBeUndefined();
+      expect(header(first, 'x-ratelimit-limit-tokens')).toBe('6');
+      expect(header(first, 'x-ratelimit-remaining-tokens')).toBe('4');
+      expect(header(first, 'x-ratelimit-reset-tokens')).toMatch(goDuration);
+      expect(await burst(app.url, 3)).toEqual([200, 200, 429]);
+      // The tokens rule denies (6 tokens spent); the requests rule still has 4 left.
+      const denied = await request(app.url).get('/');
+      expect(denied.status).toBe(429);
+      expect(header(denied, 'Retry-After')).toMatch(/^\d+$/);
+      expect(header(denied, 'x-ratelimit-remaining-tokens')).toBe('0');
+      expect(header(denied, 'x-ratelimit-remaining-requests')).toBe('4');
+      expect(header(denied, 'x-ratelimit-reset-tokens')).toMatch(goDuration);
+      expect(header(denied, 'RateLimit')).toMatch(/^"1m-requests";r=4;t=\d+, "1m-tokens";r=0;t=\d+$/);
+      expect(app.hits()).toBe(3);
+    });
+
     test('a route limit adds to the global one, and each is counted on its own', async () => {
       const app = await start({
         global: base({ limits: { limit: 5, window: '1m' } }),

@@ -189,6 +189,15 @@ export class BlockCache {
     }
     const s = e.state!;
     const state: PairState = { ...s, resetMs: left(s.resetMs), retryAfterMs: left(s.retryAfterMs) };
+    // With rules of several units, the other units' pairs as the store last saw them (aged), so a cached
+    // denial reports every unit as the store's own denial did (the headers per unit, docs/budgets.md).
+    const unit = s.unit ?? DEFAULT_UNIT;
+    const others =
+      e.decision.costs === undefined
+        ? []
+        : e.decision.states
+            .filter((o) => (o.unit ?? DEFAULT_UNIT) !== unit)
+            .map((o) => ({ ...o, resetMs: left(o.resetMs), retryAfterMs: left(o.retryAfterMs) }));
     return {
       allowed: false,
       source: 'cache',
@@ -202,7 +211,7 @@ export class BlockCache {
       resetAt: e.decision.resetAt === undefined ? undefined : e.decision.resetAt - e.decision.resetMs + s.resetMs,
       retryAfterMs: state.retryAfterMs,
       cost,
-      states: [state],
+      states: others.length === 0 ? [state] : [state, ...others],
     };
   }
 }

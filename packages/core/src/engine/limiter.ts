@@ -375,9 +375,15 @@ export class FloodgateLimiter implements Limiter {
     }
     let decision: Decision;
     let latencyMs: number | undefined;
+    // Other checks of these identifiers still in flight when this reply came: their replies may have come in
+    // the same read and left before this check resumes, so asking only then would miss the flood.
+    let crowdedAtReply = false;
     try {
       const settled = (reply: Reply | undefined, late: boolean): void => {
-        if (counted) inflight.leave(ids, cost);
+        if (counted) {
+          inflight.leave(ids, cost);
+          crowdedAtReply = this.uncounted !== undefined && inflight.busy(ids);
+        }
         // A reply after the deadline still teaches the cache: the next check of a denied client stays local.
         if (late && reply !== undefined) cache?.remember(decodeCall(call, reply, 'redis'), cacheCost(call));
       };
@@ -393,7 +399,10 @@ export class FloodgateLimiter implements Limiter {
         // Admitted by Redis, which never counted what the policy admitted for these identifiers: those first.
         const over = uncountedByUnit.over(this.uncounted, decision.states, op === 'p' ? cost : 0, units);
         if (over !== undefined) return this.enforce(noRoom(over, call.cost), plan, latencyMs, op);
-        if (counted) uncountedByUnit.counted(this.uncounted, ids, cost, units, plan.planner.rooms, crowded || inflight.busy(ids));
+        if (counted) {
+          const flood = crowded || crowdedAtReply || inflight.busy(ids);
+          uncountedByUnit.counted(this.uncounted, ids, cost, units, plan.planner.rooms, flood);
+        }
       }
       return this.refunder.keep(call, reply, this.enforce(decision, plan, latencyMs, op));
     } catch (err) {

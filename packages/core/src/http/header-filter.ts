@@ -13,9 +13,13 @@ export const OMITTABLE_HEADERS = [
   'X-RateLimit-Remaining',
   'X-RateLimit-Reset',
 ] as const;
-export type OmittableHeader = (typeof OMITTABLE_HEADERS)[number];
+/** The AI API dialect's headers (`headers: 'openai'`), one of each per unit: `x-ratelimit-remaining-tokens`. */
+export type UnitHeader = `x-ratelimit-${'limit' | 'remaining' | 'reset'}-${string}`;
+export type OmittableHeader = (typeof OMITTABLE_HEADERS)[number] | UnitHeader;
 
 const KNOWN = new Map<string, string>(OMITTABLE_HEADERS.map((h) => [h.toLowerCase(), h]));
+/** A unit name is [A-Za-z0-9_-]{1,32} (config/rules.ts): every character is a header-name token character (RFC 9110 §5.6.2). */
+const UNIT_HEADER = /^x-ratelimit-(?:limit|remaining|reset)-[a-z0-9_-]{1,32}$/;
 
 /** `omitHeaders` as a set of lower-case names, or undefined when nothing is left out (the common case: no work per request). */
 export function resolveOmitHeaders(value: unknown): ReadonlySet<string> | undefined {
@@ -23,8 +27,11 @@ export function resolveOmitHeaders(value: unknown): ReadonlySet<string> | undefi
   if (!Array.isArray(value)) throw new ConfigError('omitHeaders', `must be an array of header names; got ${describeValue(value)}`);
   const names = new Set<string>();
   for (const name of value) {
-    if (typeof name !== 'string' || !KNOWN.has(name.toLowerCase())) {
-      throw new ConfigError('omitHeaders', `${describeValue(name)} is not a header Floodgate writes (${OMITTABLE_HEADERS.join(', ')})`);
+    if (typeof name !== 'string' || !(KNOWN.has(name.toLowerCase()) || UNIT_HEADER.test(name.toLowerCase()))) {
+      throw new ConfigError(
+        'omitHeaders',
+        `${describeValue(name)} is not a header Floodgate writes (${OMITTABLE_HEADERS.join(', ')}, x-ratelimit-{limit,remaining,reset}-<unit>)`,
+      );
     }
     names.add(name.toLowerCase());
   }
@@ -44,9 +51,11 @@ export function omitHeaders<T extends { set: HeaderList; append: HeaderList }>(o
  */
 export function rateLimitHeadersOn(res: {
   getHeader(name: string): number | string | string[] | undefined;
+  getHeaderNames?(): string[];
 }): Record<string, string | string[]> {
   const found: Record<string, string | string[]> = {};
-  for (const name of OMITTABLE_HEADERS) {
+  const units = res.getHeaderNames?.().filter((n) => UNIT_HEADER.test(n)) ?? [];
+  for (const name of [...OMITTABLE_HEADERS, ...units]) {
     const value = res.getHeader(name);
     if (value !== undefined) found[name] = typeof value === 'number' ? String(value) : value;
   }

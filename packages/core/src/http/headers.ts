@@ -1,12 +1,16 @@
 import { ConfigError, describeValue } from '../kernel/errors';
 import type { Decision } from '../kernel/decision';
 import { identifierKind } from '../scripts/keys';
-import { formatWindow, type Rule } from '../config/rules';
+import { formatWindow, unitOf, unitsOf, type Rule } from '../config/rules';
 import { STATUS_CODES } from './node';
+import { unitBindings, unitDialectHeaders } from './unit-headers';
 
-/** Which rate-limit response headers to send. */
-export type HeaderMode = 'draft-8' | 'draft-7' | 'draft-6' | 'legacy' | false;
-export const HEADER_MODES: readonly HeaderMode[] = ['draft-8', 'draft-7', 'draft-6', 'legacy', false];
+/**
+ * Which rate-limit response headers to send: an IETF draft, the X-RateLimit-* ones ('legacy'), the AI API
+ * dialect of x-ratelimit-{limit,remaining,reset}-<unit> ('openai'), or none.
+ */
+export type HeaderMode = 'draft-8' | 'draft-7' | 'draft-6' | 'legacy' | 'openai' | false;
+export const HEADER_MODES: readonly HeaderMode[] = ['draft-8', 'draft-7', 'draft-6', 'legacy', 'openai', false];
 
 export type HeaderList = [name: string, value: string][];
 
@@ -15,17 +19,23 @@ export interface HeaderPlan {
   readonly mode: HeaderMode;
   /** The RateLimit-Policy value, or '' when the mode has none. */
   readonly policy: string;
-  /** draft-8 policy item name per rule, keyed by `limit/windowMs/for`. */
+  /** draft-8 policy item name per rule, keyed by `limit/windowMs/for/unit`. */
   readonly itemNames: ReadonlyMap<string, string>;
+  /** The units the rules count, in the order of their first rule. */
+  readonly units: readonly string[];
   /** The last draft-8 item this plan wrote (rateLimitHeaders' memo). */
   last?: LastItem;
 }
 
-/** The `headers` option: one mode, or one draft and 'legacy' together (`['draft-8', 'legacy']`). */
+/**
+ * The `headers` option: one mode, or a list of at most one draft, 'legacy' and 'openai' together
+ * (`['draft-8', 'legacy']`, `['draft-8', 'openai']`).
+ */
 export type HeadersOption = HeaderMode | readonly Exclude<HeaderMode, false>[];
 
 const HEADERS_EXPECTED =
-  "must be one of 'draft-8', 'draft-7', 'draft-6', 'legacy' or false, or a draft with 'legacy' (['draft-8', 'legacy'])";
+  "must be one of 'draft-8', 'draft-7', 'draft-6', 'legacy', 'openai' or false, or a list of one draft with 'legacy' and/or 'openai' (['draft-8', 'legacy'])";
+const BESIDE = ['legacy', 'openai'];
 
 export function resolveHeaderMode(value: unknown): HeaderMode {
   if (value === undefined || value === true) return 'draft-8';
@@ -35,15 +45,17 @@ export function resolveHeaderMode(value: unknown): HeaderMode {
 
 /**
  * `headers` resolved: `mode` the dialect that negotiates with other limiters (a draft, or 'legacy', or
- * false), and `legacy` true when the X-RateLimit-* headers go out beside a draft. Two drafts cannot share a
- * response (draft-7 and draft-8 both write `RateLimit`, each draft its own `RateLimit-Policy`), so a list
- * holds at most one, and 'legacy', whose names no draft uses: express-rate-limit's `standardHeaders` with
- * `legacyHeaders`, from one middleware that counts the request once.
+ * 'openai', or false), `legacy` true when the X-RateLimit-* headers go out beside it, `openai` true when
+ * the x-ratelimit-*-<unit> ones do. Two drafts cannot share a response (draft-7 and draft-8 both write
+ * `RateLimit`, each draft its own `RateLimit-Policy`), so a list holds at most one, with 'legacy' and
+ * 'openai', whose names no draft uses (nor each other: `X-RateLimit-Limit` against
+ * `x-ratelimit-limit-requests`): express-rate-limit's `standardHeaders` with `legacyHeaders`, from one
+ * middleware that counts the request once.
  */
-export function resolveHeaderModes(value: unknown): { mode: HeaderMode; legacy: boolean } {
-  if (!Array.isArray(value)) return { mode: resolveHeaderMode(value), legacy: false };
+export function resolveHeaderModes(value: unknown): { mode: HeaderMode; legacy: boolean; openai: boolean } {
+  if (!Array.isArray(value)) return { mode: resolveHeaderMode(value), legacy: false, openai: false };
   const modes = value as unknown[];
-  const drafts = modes.filter((m) => m !== 'legacy');
+  const drafts = modes.filter((m) => !BESIDE.includes(m as string));
   if (
     modes.length === 0 ||
     new Set(modes).size !== modes.length ||
@@ -58,34 +70,45 @@ export function resolveHeaderModes(value: unknown): { mode: HeaderMode; legacy: 
         .join(', ')}${modes.length > 5 ? ', ...' : ''}]`,
     );
   }
-  if (drafts.length === 0) return { mode: 'legacy', legacy: false };
-  return { mode: drafts[0] as HeaderMode, legacy: modes.includes('legacy') };
+  const mode = (drafts[0] ?? (modes.includes('legacy') ? 'legacy' : 'openai')) as HeaderMode;
+  return { mode, legacy: mode !== 'legacy' && modes.includes('legacy'), openai: mode !== 'openai' && modes.includes('openai') };
 }
 
-const ruleKey = (limit: number, windowMs: number, kind: string | undefined): string => `${limit}/${windowMs}/${kind ?? ''}`;
+const ruleKey = (limit: number, windowMs: number, kind: string | undefined, unit: string): string =>
+  `${limit}/${windowMs}/${kind ?? ''}/${unit}`;
 /** Structured-field seconds: the drafts want integers; a sub-second window still lasts "1". */
 const seconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));
 
 /**
  * Precomputes a limiter's RateLimit-Policy. draft-8 items are named after the window (`"1m"`), with the
- * limiter's name in front when it is not 'default' (`"search-1m"`) and the rule's `for` after
- * (`"1m-user"`), so that the items of several limiters on one response stay apart.
+ * limiter's name in front when it is not 'default' (`"search-1m"`), the rule's `for` after (`"1m-user"`)
+ * and its unit last when it is not requests or the rules count several (`"1m-tokens"`, `"1m-requests"`),
+ * so that the items of several limiters, and of several units, on one response stay apart. The unit is in
+ * the name, not in draft-8's `qu` parameter: that parameter takes only the draft's registered quota units
+ * (requests, content bytes, concurrent requests).
  */
 export function planHeaders(limiter: { name: string; rules: readonly Rule[] }, mode: HeaderMode): HeaderPlan {
   const itemNames = new Map<string, string>();
   const used = new Set<string>();
   const items: string[] = [];
+  const units = unitsOf(limiter.rules);
   for (const rule of limiter.rules) {
-    const key = ruleKey(rule.limit, rule.windowMs, rule.for);
+    const unit = unitOf(rule);
+    const key = ruleKey(rule.limit, rule.windowMs, rule.for, unit);
     if (itemNames.has(key)) continue;
-    const parts = [limiter.name === 'default' ? '' : limiter.name, formatWindow(rule.windowMs), rule.for ?? ''];
+    const parts = [
+      limiter.name === 'default' ? '' : limiter.name,
+      formatWindow(rule.windowMs),
+      rule.for ?? '',
+      units.length > 1 || rule.unit !== undefined ? unit : '',
+    ];
     let name = parts.filter(Boolean).join('-');
     for (let n = 2; used.has(name); n++) name = `${parts.filter(Boolean).join('-')}-${n}`;
     used.add(name);
     itemNames.set(key, name);
     items.push(mode === 'draft-8' ? `"${name}";q=${rule.limit};w=${seconds(rule.windowMs)}` : `${rule.limit};w=${seconds(rule.windowMs)}`);
   }
-  return { mode, policy: mode === false || mode === 'legacy' ? '' : items.join(', '), itemNames };
+  return { mode, policy: mode === false || mode === 'legacy' || mode === 'openai' ? '' : items.join(', '), itemNames, units };
 }
 
 /** Retry-After in whole seconds: rounded up, never 0 (RFC 9110 §10.2.3; 0 invites an instant retry). */
@@ -109,9 +132,17 @@ export function rateLimitHeaders(
   if (plan.mode === false) return { set, append };
   if (plan.policy) append.push(['RateLimit-Policy', plan.policy]);
   if (decision.states.length === 0 || !Number.isFinite(decision.limit)) return { set, append };
+  if (plan.mode === 'openai') return { set: unitDialectHeaders(plan.units, decision, previous), append };
   const remaining = Math.max(0, Math.floor(decision.remaining));
   const reset = Math.max(0, Math.ceil(decision.resetMs / 1000));
   if (plan.mode === 'draft-8') {
+    if (plan.units.length > 1) {
+      for (const b of unitBindings(decision, plan.units)) {
+        const name = itemName(plan, b.state.limit, b.state.windowMs, b.state.identifier, b.unit);
+        if (name !== undefined) append.push(['RateLimit', `"${name}";r=${b.remaining};t=${Math.max(0, Math.ceil(b.resetMs / 1000))}`]);
+      }
+      return { set, append };
+    }
     const item = draft8Item(plan, decision, remaining, reset);
     if (item !== undefined) append.push(['RateLimit', item]);
     return { set, append };
@@ -155,11 +186,16 @@ function draft8Item(plan: HeaderPlan, decision: Decision, remaining: number, res
     last.t === reset
   )
     return last.item;
-  const kind = id === undefined ? undefined : identifierKind(id);
-  const name = plan.itemNames.get(ruleKey(limit, windowMs, kind)) ?? plan.itemNames.get(ruleKey(limit, windowMs, undefined));
+  const name = itemName(plan, limit, windowMs, id, plan.units[0]!);
   const item = name === undefined ? undefined : `"${name}";r=${remaining};t=${reset}`;
   plan.last = { id, limit, windowMs, r: remaining, t: reset, item };
   return item;
+}
+
+/** The policy item name of the rule of `limit`, `windowMs` and `unit` that applies to `id` (scoped by kind first). */
+function itemName(plan: HeaderPlan, limit: number, windowMs: number, id: string | undefined, unit: string): string | undefined {
+  const kind = id === undefined ? undefined : identifierKind(id);
+  return plan.itemNames.get(ruleKey(limit, windowMs, kind, unit)) ?? plan.itemNames.get(ruleKey(limit, windowMs, undefined, unit));
 }
 
 /** Denied beats allowed; then fewer remaining; a decision with no rule states never binds. */

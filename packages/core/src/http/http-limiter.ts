@@ -86,7 +86,7 @@ export function createHttpLimiter<Req>(
   assertKnownOptions(options, [...LIMITER_OPTION_KEYS, ...HTTP_OPTION_KEYS, ...extraKeys]);
   options = ownOptions(options);
   checkOptions(HTTP_OPTIONS, options);
-  const { mode: headerMode, legacy: alsoLegacy } = resolveHeaderModes(options.headers);
+  const { mode: headerMode, legacy: alsoLegacy, openai: alsoOpenai } = resolveHeaderModes(options.headers);
   const ipv6Subnet = resolveIpv6Subnet(options.ipv6Subnet);
   const warnings = resolveWarnings(options.warnings);
   const omitted = resolveOmitHeaders(options.omitHeaders);
@@ -102,7 +102,7 @@ export function createHttpLimiter<Req>(
   if (planOf !== undefined && !(limiter.plans?.length > 0)) {
     throw new ConfigError('plan', 'needs `limits` that name plans, e.g. { free: [...], pro: [...] }');
   }
-  const headers = new ResponseHeaders(limiter, headerMode, alsoLegacy);
+  const headers = new ResponseHeaders(limiter, headerMode, alsoLegacy, alsoOpenai);
   const cost = options.cost ?? 1;
   const denials = new Denials<Req>(options.statusCode ?? 429, options.denyStatusCode ?? 403, options.message);
   const shadow = limiter.mode === 'shadow';

@@ -50,7 +50,7 @@ export interface HttpOptions<Req> extends Partial<LimiterOptions> {
    * name the limiter does not have is an error the framework's error handling gets (next(err)).
    */
   plan?: (req: Req) => MaybePromise<string | undefined>;
-  /** Which rate-limit headers: a draft, 'legacy', false, or a draft and 'legacy' together (`['draft-8', 'legacy']`). Default 'draft-8'. */
+  /** Which rate-limit headers: a draft, 'legacy', 'openai', false, or a draft with 'legacy' and/or 'openai' (`['draft-8', 'openai']`). Default 'draft-8'. */
   headers?: HeadersOption;
   /** Status of a denial. Default 429. */
   statusCode?: number;

@@ -6,7 +6,7 @@ import { planHeaders, rateLimitHeaders, type HeaderList, type HeaderMode, type H
 /*
  * Which rate-limit headers one limiter writes on a response: per plan, in its header mode; in the draft
  * another limiter already wrote on the same response (two limiters never overwrite each other's items nor
- * mix two syntaxes in one header); and the legacy headers beside a draft when both were asked for.
+ * mix two syntaxes in one header); and the legacy or AI API headers beside a draft when asked for.
  */
 
 type Draft = 'draft-6' | 'draft-7' | 'draft-8';
@@ -32,6 +32,7 @@ interface HeaderPlans {
   own: HeaderPlan;
   drafts: Record<Draft, HeaderPlan> | undefined;
   legacy: HeaderPlan | undefined;
+  openai: HeaderPlan | undefined;
 }
 
 /** A limiter's response headers, planned once per plan at construction. */
@@ -43,22 +44,29 @@ export class ResponseHeaders {
     limiter: Limiter,
     private readonly mode: HeaderMode,
     alsoLegacy: boolean,
+    alsoOpenai = false,
   ) {
     for (const name of [undefined, ...(limiter.plans ?? [])]) {
       const rules = name === undefined ? limiter.rules : limiter.rulesOf(name);
       const of = (m: HeaderMode): HeaderPlan => planHeaders({ name: limiter.name, rules }, m);
       const drafts = isDraft(mode) ? { 'draft-6': of('draft-6'), 'draft-7': of('draft-7'), 'draft-8': of('draft-8') } : undefined;
-      this.plans.set(name, { own: of(mode), drafts, legacy: alsoLegacy ? of('legacy') : undefined });
+      this.plans.set(name, {
+        own: of(mode),
+        drafts,
+        legacy: alsoLegacy ? of('legacy') : undefined,
+        openai: alsoOpenai ? of('openai') : undefined,
+      });
     }
     // Legacy reset headers are a time of day: only they need the clock.
     this.stamped = mode === 'legacy';
   }
 
-  /** A decision's rate-limit headers: in the request's draft (or this limiter's mode), and the legacy ones beside it when asked. */
+  /** A decision's rate-limit headers: in the request's draft (or this limiter's mode), and the legacy and AI API ones beside it when asked. */
   of(req: object, plan: string | undefined, decision: Decision, previous: Decision | undefined): { set: HeaderList; append: HeaderList } {
     const plans = this.plans.get(plan) ?? this.plans.get(undefined)!;
     const out = rateLimitHeaders(this.planFor(req, plans), decision, previous, this.stamped ? Date.now() : 0);
     if (plans.legacy !== undefined) out.set.push(...rateLimitHeaders(plans.legacy, decision, previous, Date.now()).set);
+    if (plans.openai !== undefined) out.set.push(...rateLimitHeaders(plans.openai, decision, previous, 0).set);
     return out;
   }
 

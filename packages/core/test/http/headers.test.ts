@@ -108,14 +108,28 @@ test('bodies and header modes', () => {
   expect(() => resolveHeaderMode('draft-9')).toThrow(expect.objectContaining({ option: 'headers' }));
 });
 
-test("headers as a list: one draft and 'legacy' together; anything else is a ConfigError naming `headers`", () => {
-  expect(resolveHeaderModes('draft-7')).toEqual({ mode: 'draft-7', legacy: false });
-  expect(resolveHeaderModes(['draft-8', 'legacy'])).toEqual({ mode: 'draft-8', legacy: true });
-  expect(resolveHeaderModes(['legacy', 'draft-6'])).toEqual({ mode: 'draft-6', legacy: true });
-  expect(resolveHeaderModes(['draft-7'])).toEqual({ mode: 'draft-7', legacy: false });
-  expect(resolveHeaderModes(['legacy'])).toEqual({ mode: 'legacy', legacy: false });
+test("headers as a list: one draft with 'legacy' and/or 'openai'; anything else is a ConfigError naming `headers`", () => {
+  expect(resolveHeaderModes('draft-7')).toEqual({ mode: 'draft-7', legacy: false, openai: false });
+  expect(resolveHeaderModes(['draft-8', 'legacy'])).toEqual({ mode: 'draft-8', legacy: true, openai: false });
+  expect(resolveHeaderModes(['legacy', 'draft-6'])).toEqual({ mode: 'draft-6', legacy: true, openai: false });
+  expect(resolveHeaderModes(['draft-7'])).toEqual({ mode: 'draft-7', legacy: false, openai: false });
+  expect(resolveHeaderModes(['legacy'])).toEqual({ mode: 'legacy', legacy: false, openai: false });
+  expect(resolveHeaderModes('openai')).toEqual({ mode: 'openai', legacy: false, openai: false });
+  expect(resolveHeaderModes(['openai', 'draft-8'])).toEqual({ mode: 'draft-8', legacy: false, openai: true });
+  expect(resolveHeaderModes(['draft-8', 'legacy', 'openai'])).toEqual({ mode: 'draft-8', legacy: true, openai: true });
+  expect(resolveHeaderModes(['openai', 'legacy'])).toEqual({ mode: 'legacy', legacy: false, openai: true });
   // Two drafts would write `RateLimit` (or `RateLimit-Policy`) twice in two syntaxes.
-  for (const bad of [[], ['draft-7', 'draft-8'], ['legacy', 'legacy'], [false], [true], ['draft-8', 'legacy', 'draft-6'], ['x-rate']]) {
+  for (const bad of [
+    [],
+    ['draft-7', 'draft-8'],
+    ['legacy', 'legacy'],
+    ['openai', 'openai'],
+    [false],
+    [true],
+    ['draft-8', 'legacy', 'draft-6'],
+    ['x-rate'],
+    ['anthropic'],
+  ]) {
     expect(() => resolveHeaderModes(bad)).toThrow(
       expect.objectContaining({ option: 'headers', message: expect.stringContaining("['draft-8', 'legacy']") }),
     );
