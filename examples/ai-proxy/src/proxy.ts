@@ -6,6 +6,11 @@ import { promptTokens } from './upstream';
 export interface ProxyOptions {
   /** Where the counts live. */
   redis: Redis;
+  /**
+   * The API keys this proxy accepts. The budget is per key, so a key must be one you issued: if any string
+   * were a key, a client could name a new one per request and get a fresh budget each time.
+   */
+  apiKeys: Iterable<string>;
   /** The OpenAI-compatible API this proxy forwards to, e.g. http://127.0.0.1:4000. */
   upstreamUrl: string;
   /** Key namespace, so several copies of the example can share one Redis. */
@@ -45,12 +50,17 @@ const apiKey = (req: Request): string | undefined => /^Bearer (\S{1,200})$/.exec
  * or, when the client left mid-stream, at the prompt and the tokens relayed until then.
  */
 export function createProxy(options: ProxyOptions): Express & { limiter: RateLimitMiddleware } {
-  const { redis, upstreamUrl, prefix = 'floodgate-ai-proxy', requestsPerMinute = 60, tokensPerMinute = 20_000 } = options;
+  const { redis, apiKeys, upstreamUrl, prefix = 'floodgate-ai-proxy', requestsPerMinute = 60, tokensPerMinute = 20_000 } = options;
+  const known = new Set(apiKeys);
   const produced = new WeakMap<Request, Produced>();
   const app = express();
   app.use(express.json({ limit: '1mb' }));
   app.use('/v1', (req, res, next) => {
-    if (apiKey(req) === undefined) res.status(401).json({ error: { message: 'Missing API key', type: 'invalid_request_error' } });
+    const key = apiKey(req);
+    if (key === undefined || !known.has(key))
+      res
+        .status(401)
+        .json({ error: { message: key === undefined ? 'Missing API key' : 'Incorrect API key', type: 'invalid_request_error' } });
     else next();
   });
   const limit = rateLimit({
@@ -68,6 +78,8 @@ export function createProxy(options: ProxyOptions): Express & { limiter: RateLim
       if (p === undefined || !p.answered) return { requests: 1, tokens: 0 };
       return { requests: 1, tokens: p.usage ?? promptTokens(req.body) + p.relayed };
     },
+    // The RateLimit headers, and the x-ratelimit-*-requests/-tokens that OpenAI's client libraries read.
+    headers: ['draft-8', 'openai'],
     message: { error: { message: 'Rate limit reached for requests or tokens per minute', type: 'rate_limit_exceeded' } },
   });
 

@@ -6,7 +6,14 @@ import { Redis } from 'ioredis';
 import { createProxy } from './proxy';
 import { createUpstream } from './upstream';
 
-const { PORT = '3000', REDIS_URL = 'redis://127.0.0.1:6379', UPSTREAM_URL, UPSTREAM_PORT = '4000', PREFIX } = process.env;
+const {
+  PORT = '3000',
+  REDIS_URL = 'redis://127.0.0.1:6379',
+  UPSTREAM_URL,
+  UPSTREAM_PORT = '4000',
+  PREFIX,
+  API_KEYS = 'team-7,team-8',
+} = process.env;
 
 const listen = (server: Server, port: number): Promise<number> =>
   new Promise((resolve, reject) => {
@@ -20,7 +27,7 @@ async function main(): Promise<void> {
   const upstream = UPSTREAM_URL === undefined ? createUpstream() : undefined;
   const upstreamUrl = UPSTREAM_URL ?? `http://127.0.0.1:${await listen(upstream!, Number(UPSTREAM_PORT))}`;
   const redis = new Redis(REDIS_URL);
-  const proxy = createServer(createProxy({ redis, upstreamUrl, prefix: PREFIX }));
+  const proxy = createServer(createProxy({ redis, apiKeys: API_KEYS.split(','), upstreamUrl, prefix: PREFIX }));
   const port = await listen(proxy, Number(PORT));
   console.log(`Floodgate AI proxy example on http://localhost:${port} (upstream ${upstreamUrl}${upstream ? ', the fake one' : ''})`);
 

@@ -21,7 +21,13 @@ afterAll(async () => {
 });
 
 async function startProxy(tokensPerMinute = 20_000, upstreamUrl = upstream.url) {
-  const app = createProxy({ redis, upstreamUrl, prefix: uniquePrefix('ai-proxy'), tokensPerMinute });
+  const app = createProxy({
+    redis,
+    apiKeys: ['team-a', 'team-b', 'team-c', 'team-d', 'team-e'],
+    upstreamUrl,
+    prefix: uniquePrefix('ai-proxy'),
+    tokensPerMinute,
+  });
   const served = await serveHttp(createServer(app).listen(0, '127.0.0.1'));
   /** Tokens counted for an API key in this minute. */
   const tokens = async (key: string): Promise<number> => {
@@ -123,4 +129,25 @@ test('a request without an API key is refused with 401, before the limiter', asy
   proxy = await startProxy();
   const res = await post(proxy.url, undefined, { messages: PROMPT });
   expect(res.status).toBe(401);
+});
+
+test('a key it did not issue is refused with 401: naming a fresh key per request buys no fresh budget', async () => {
+  proxy = await startProxy(2_000);
+  const answers = await Promise.all(
+    Array.from({ length: 10 }, (_, i) => post(proxy!.url, `made-up-${i}`, { messages: PROMPT, max_tokens: 300 }).then((r) => r.status)),
+  );
+  expect(answers).toEqual(Array(10).fill(401));
+});
+
+test("the answer carries OpenAI's x-ratelimit-* headers per unit beside the RateLimit ones", async () => {
+  proxy = await startProxy(2_000);
+  const res = await post(proxy.url, 'team-e', { messages: PROMPT, max_tokens: 100 });
+  expect(res.status).toBe(200);
+  await res.arrayBuffer();
+  expect(res.headers.get('x-ratelimit-limit-requests')).toBe('60');
+  expect(res.headers.get('x-ratelimit-limit-tokens')).toBe('2000');
+  // The estimate (10 + 100) is what was counted when the headers were written.
+  expect(res.headers.get('x-ratelimit-remaining-tokens')).toBe('1890');
+  expect(res.headers.get('x-ratelimit-reset-tokens')).toMatch(/^(\d+m)?[\d.]+m?s$/);
+  expect(res.headers.get('ratelimit-policy')).toContain('tokens');
 });
