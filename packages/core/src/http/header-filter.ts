@@ -38,6 +38,20 @@ export function resolveOmitHeaders(value: unknown): ReadonlySet<string> | undefi
   return names.size === 0 ? undefined : names;
 }
 
+/**
+ * The AI dialect's headers in `omitHeaders` must be ones this limiter can write: `headers` includes 'openai'
+ * and a rule counts the unit. A misspelt unit (`x-ratelimit-limit-tokns`) would otherwise leave out nothing.
+ */
+export function checkOmittedUnits(omitted: ReadonlySet<string> | undefined, openai: boolean, units: ReadonlySet<string>): void {
+  for (const name of omitted ?? []) {
+    if (!UNIT_HEADER.test(name)) continue;
+    if (!openai) throw new ConfigError('omitHeaders', `${name} is a header of headers: 'openai', which this limiter does not send`);
+    const unit = name.replace(/^x-ratelimit-(?:limit|remaining|reset)-/, '');
+    const known = [...units].find((u) => u.toLowerCase() === unit);
+    if (known === undefined) throw new ConfigError('omitHeaders', `${name} names a unit no rule counts (units: ${[...units].join(', ')})`);
+  }
+}
+
 /** An outcome without the omitted headers (a new object: outcomes may be shared and frozen). */
 export function omitHeaders<T extends { set: HeaderList; append: HeaderList }>(outcome: T, omit: ReadonlySet<string>): T {
   const keep = ([name]: [string, string]): boolean => !omit.has(name.toLowerCase());

@@ -9,9 +9,17 @@ import { UNKNOWN_IP } from '../scripts/keys';
 import { FloodgateLimiter, checkNow, createLimiter, currentLists, listCheck, type Cost, type Limiter } from '../engine/limiter';
 import { LIMITER_OPTION_KEYS, type LimiterOptions } from '../engine/options';
 import { bindsTighter, resolveHeaderModes, retryAfterSeconds } from './headers';
-import { omitHeaders, resolveOmitHeaders } from './header-filter';
+import { checkOmittedUnits, omitHeaders, resolveOmitHeaders } from './header-filter';
 import { defaultIdentifiers, identifiersFrom, normaliseIp, resolveIpv6Subnet } from './identity';
-import { HTTP_OPTIONS, HTTP_OPTION_KEYS, checkCostFits, ownOrShared, type HttpOptions, type UnidentifiedPolicy } from './options';
+import {
+  HTTP_OPTIONS,
+  HTTP_OPTION_KEYS,
+  checkCostFits,
+  ownOrShared,
+  unitsOfLimiter,
+  type HttpOptions,
+  type UnidentifiedPolicy,
+} from './options';
 import { NOTHING, failedOutcome, type HttpOutcome, type HttpRole } from './outcome';
 import { isPaired, takeOver } from './pairing';
 import { ResponseHeaders } from './response-headers';
@@ -97,6 +105,7 @@ export function createHttpLimiter<Req>(
   if (settle !== undefined && role !== 'limit') throw new ConfigError('settle', "is rateLimit()'s option: a slowDown() never reserves");
   const limiter = resolveLimiter(options, refunds, settle);
   checkCostFits(options.cost, limiter);
+  checkOmittedUnits(omitted, headerMode === 'openai' || alsoOpenai, unitsOfLimiter(limiter));
   const logger = safeLogger(options.logger);
   const unidentified: UnidentifiedPolicy = options.unidentified ?? 'shared';
   if (planOf !== undefined && !(limiter.plans?.length > 0)) {

@@ -3,7 +3,7 @@ import type { Decision } from '../kernel/decision';
 import { resolveWarnings, type WarningsOption } from '../kernel/warnings';
 import { inheritedNames, optionNames, type OptionTable } from '../config/option-table';
 import { checkBoolean, checkErrorStatus, checkFunction, oneOfCheck } from '../config/validate';
-import { unitOf } from '../config/rules';
+import { unitOf, type Rule } from '../config/rules';
 import { ALGORITHMS, type AlgorithmName } from '../scripts/algorithms';
 import type { Cost, Limiter } from '../engine/limiter';
 import { LIMITER_OPTIONS, type LimiterOptions } from '../engine/options';
@@ -149,11 +149,18 @@ export const INHERITED_OPTION_KEYS = inheritedNames(LIMITER_OPTIONS, HTTP_OPTION
  * whatever its limit. A cost per unit is held to each rule of its unit, and must name every unit of every
  * plan and no other (as a check reads it: never a unit silently read as 0).
  */
+/** The rules of every plan of a limiter (its one rule set when it has no plans). */
+export function rulesOfEveryPlan(limiter: Limiter): readonly Rule[] {
+  return (limiter.plans?.length > 0 ? limiter.plans.map((p) => limiter.rulesOf(p)) : [limiter.rules]).flat();
+}
+
+/** The units a limiter's rules count, over every plan. */
+export const unitsOfLimiter = (limiter: Limiter): ReadonlySet<string> => new Set(rulesOfEveryPlan(limiter).map(unitOf));
+
 export function checkCostFits(cost: unknown, limiter: Limiter): void {
   if (typeof cost === 'function' || cost === undefined) return;
   const algorithm = ALGORITHMS[limiter.algorithm as AlgorithmName];
-  const plans = limiter.plans?.length > 0 ? limiter.plans.map((p) => limiter.rulesOf(p)) : [limiter.rules];
-  const rules = plans.flat();
+  const rules = rulesOfEveryPlan(limiter);
   const perUnit = typeof cost === 'object' && cost !== null ? (cost as Record<string, number>) : undefined;
   if (perUnit !== undefined) {
     const units = new Set(rules.map(unitOf));

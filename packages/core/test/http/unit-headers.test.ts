@@ -267,3 +267,19 @@ test("through core's HTTP layer: 'openai' beside draft-8, a number cost charged 
     await http.limiter.close();
   }
 });
+
+test("omitHeaders naming an AI dialect header this limiter cannot write is a ConfigError: a misspelt unit, or 'openai' not sent", () => {
+  const make = (headers: unknown, omit: string[]) => () =>
+    createHttpLimiter<object>({ limits: LIMITS, name: uniquePrefix('omit'), headers, omitHeaders: omit } as never, [], () => undefined);
+  expect(make(['draft-8', 'openai'], ['x-ratelimit-limit-tokns'])).toThrow(
+    expect.objectContaining({
+      option: 'omitHeaders',
+      message: expect.stringContaining('names a unit no rule counts (units: requests, tokens)'),
+    }),
+  );
+  expect(make('draft-8', ['x-ratelimit-limit-tokens'])).toThrow(
+    expect.objectContaining({ option: 'omitHeaders', message: expect.stringContaining("headers: 'openai'") }),
+  );
+  // Any case, as the names are matched.
+  expect(make('openai', ['X-RateLimit-Reset-Tokens', 'x-ratelimit-limit-requests'])).not.toThrow();
+});
