@@ -6,7 +6,19 @@
  * @module @floodgate/core
  */
 export { createLimiter } from './engine/limiter';
-export type { Limiter, CheckOptions, BlockOptions, Cost, Reservation, ReserveOptions } from './engine/limiter';
+export type {
+  Limiter,
+  CheckOptions,
+  BlockOptions,
+  Cost,
+  Reservation,
+  ReserveOptions,
+  LimiterOverrides,
+  Override,
+  OverrideInput,
+  OverrideSetOptions,
+} from './engine/limiter';
+export type { OverridesOptions } from './engine/options/nested';
 export type { AcquireOptions } from './engine/acquire';
 export { createConcurrencyLimiter } from './engine/concurrency/limiter';
 export type { ConcurrencyLimiter, Lease, LeaseSource, LeaseDenyReason } from './engine/concurrency/limiter';

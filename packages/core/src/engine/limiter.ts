@@ -18,7 +18,9 @@ import { Lists, type ListsInput } from './lists';
 import { Events, type EventListener } from './events';
 import { HealthRecorder, limiterHealth, type LimiterHealth } from './health';
 import { OperatorRecords } from './operator';
-import { cacheCost, callCost, createPlans, decodeCall, nowOf, type Call, type PlanState } from './plan';
+import { OverrideTable, type LimiterOverrides } from './overrides';
+import { RuleSets } from './rule-sets';
+import { cacheCost, callCost, createPlan, createPlans, decodeCall, nowOf, type Call, type PlanState } from './plan';
 import { costPositive, costScalar, uncountedByUnit, type CallCost } from './units';
 import { StoreFailures, noRoom } from './failure';
 import { Refunds } from './refund';
@@ -26,6 +28,7 @@ import { assertReservable, reservation, type Cost, type Reservation, type Reserv
 import { block, reset, unblock, type AdminParts, type BlockOptions } from './admin';
 
 export type { BlockOptions } from './admin';
+export type { LimiterOverrides, Override, OverrideInput, OverrideSetOptions } from './overrides';
 export type { Cost, Reservation, ReserveOptions } from './reserve';
 
 export interface CheckOptions {
@@ -51,6 +54,12 @@ export interface Limiter {
   rulesOf(plan?: string): readonly Rule[];
   readonly failure: ResolvedOptions['failure'];
   readonly mode: ResolvedOptions['mode'];
+  /**
+   * Per-identifier overrides (the `overrides` option, docs/overrides.md): a plan or rules of their own for one
+   * identifier, which every check whose identifiers include it uses (the first such identifier's, in the
+   * check's order), before the check's own `plan`.
+   */
+  readonly overrides: LimiterOverrides;
   /** Checks every rule for every identifier in one store call; consumes only if all admit the cost. */
   check(identifiers: string | readonly string[], options?: CheckOptions): Promise<Decision>;
   /** Whether refund() can give anything back (the `refunds` option). */
@@ -131,6 +140,11 @@ export class FloodgateLimiter implements Limiter {
   readonly failure: ResolvedOptions['failure'];
   readonly mode: ResolvedOptions['mode'];
   readonly refunds: boolean;
+  readonly overrides: LimiterOverrides;
+  /** The overrides in force (undefined with the option off: a check then pays nothing for them). */
+  private readonly overrideTable: OverrideTable | undefined;
+  /** Rule sets compiled besides the plans: overrides' limits, request-dependent limits (rule-sets.ts). */
+  private readonly ruleSets: RuleSets;
   private readonly opts: ResolvedOptions;
   /** The default plan, and every plan by name. */
   private readonly main: PlanState;
@@ -185,6 +199,10 @@ export class FloodgateLimiter implements Limiter {
     this.failures = new StoreFailures(opts, this.recorder, this.events, this.uncounted);
     this.refunder = new Refunds(opts, this.store, this.events);
     this.parts = { opts, store: this.store, keys: this.keys, main: this.main, uncounted: this.uncounted };
+    this.ruleSets = new RuleSets((rules) => createPlan(opts, this.keys, this.store, '', rules));
+    const table = new OverrideTable(opts, this.byName, this.ruleSets, this.store);
+    this.overrides = table;
+    this.overrideTable = table.enabled ? table : undefined;
   }
 
   check(identifiers: string | readonly string[], options?: CheckOptions): Promise<Decision> {
@@ -263,7 +281,11 @@ export class FloodgateLimiter implements Limiter {
 
   async reserve(identifiers: string | readonly string[], options?: ReserveOptions): Promise<Reservation> {
     assertReservable(this.refunds, this.name);
-    const plan = this.planOf(options?.plan);
+    let plan = this.planOf(options?.plan);
+    if (this.overrideTable !== undefined) {
+      await this.overrideTable.pending();
+      plan = this.overrideTable.planFor(plan.planner.identifiers(identifiers)) ?? plan;
+    }
     const decision = await this.check(identifiers, options);
     return reservation(decision, plan, this.refunder);
   }
@@ -292,6 +314,8 @@ export class FloodgateLimiter implements Limiter {
     if (this.closed) return;
     this.closed = true;
     for (const plan of this.byName.values()) plan.cache?.dispose();
+    this.overrideTable?.close();
+    this.ruleSets.dispose();
     unregisterLimiter(this, this.opts);
     await this.records?.flush();
   }
@@ -304,8 +328,14 @@ export class FloodgateLimiter implements Limiter {
     planInput: unknown,
     address?: string,
   ): Decision | Promise<Decision> {
-    const plan = this.planOf(planInput);
+    let plan = this.planOf(planInput);
     const ids = plan.planner.identifiers(input);
+    if (this.overrideTable !== undefined) {
+      // The limiter's first check waits for the first read of the overrides (once); then none does.
+      const first = this.overrideTable.pending();
+      if (first !== undefined) return first.then(() => this.start(op, input, costInput, planInput, address));
+      plan = this.overrideTable.planFor(ids) ?? plan;
+    }
     const cost = plan.planner.cost(costInput);
     // The lists before anything else: in process, and deny wins over every other answer (a block included).
     if (!this.lists.empty) {
