@@ -4,7 +4,7 @@ import type { Decision } from '../kernel/decision';
 import type { Reply } from '../scripts/reply';
 import { keyScheme, type KeyScheme } from '../scripts/keys';
 import { resolveOptions, type LimiterOptions, type ResolvedOptions } from './options';
-import type { Rule } from '../config/rules';
+import type { Rule, RuleInput } from '../config/rules';
 import { privateMemoryStore, sharedMemoryStore } from '../stores/memory';
 import { RedisStore } from '../stores/redis';
 import { adapterOf, checkRequestTimeout } from '../stores/clients';
@@ -19,7 +19,7 @@ import { Events, type EventListener } from './events';
 import { HealthRecorder, limiterHealth, type LimiterHealth } from './health';
 import { OperatorRecords } from './operator';
 import { OverrideTable, type LimiterOverrides } from './overrides';
-import { RuleSets } from './rule-sets';
+import { RuleSets, resolveExtraRules } from './rule-sets';
 import { cacheCost, callCost, createPlan, createPlans, decodeCall, nowOf, type Call, type PlanState } from './plan';
 import { costPositive, costScalar, uncountedByUnit, type CallCost } from './units';
 import { StoreFailures, noRoom } from './failure';
@@ -115,6 +115,18 @@ export const checkNow: unique symbol = Symbol('floodgate.checkNow');
  * reported like any decision) for a check's identifiers and the client's exact address, or undefined when
  * neither list has them; `limiter[currentLists]` the lists in force.
  */
+export const ruleSetPlan: unique symbol = Symbol('floodgate.ruleSetPlan');
+
+/** Internal: a rule set compiled besides the plans (`limiter[ruleSetPlan](limits)`), for `limiter[checkNow]`. */
+export type RuleSetHandle = PlanState;
+
+/**
+ * The rules a decision was made under, when they may differ from the plan its check named (an override's,
+ * a request's rule set): kept only for limiters that have either. The HTTP layer's headers describe them.
+ */
+const decisionRules = new WeakMap<Decision, readonly Rule[]>();
+export const rulesOfDecision = (decision: Decision): readonly Rule[] | undefined => decisionRules.get(decision);
+
 export const listCheck: unique symbol = Symbol('floodgate.listCheck');
 export const currentLists: unique symbol = Symbol('floodgate.currentLists');
 
@@ -219,8 +231,17 @@ export class FloodgateLimiter implements Limiter {
     cost: number | undefined,
     plan?: string,
     address?: string,
+    ruleSet?: RuleSetHandle,
   ): Decision | Promise<Decision> {
-    return this.start('c', identifiers, cost, plan, address);
+    return this.start('c', identifiers, cost, plan, address, ruleSet);
+  }
+
+  /**
+   * Internal: the plan of `limits` (rules as `limits` takes them, a request's: http/request-limits.ts),
+   * compiled at its first use; an ArgumentError past the bound on distinct rule sets (rule-sets.ts).
+   */
+  [ruleSetPlan](limits: readonly RuleInput[]): RuleSetHandle {
+    return this.ruleSets.plan(resolveExtraRules(this.opts, limits, 'limits'), 'request');
   }
 
   /** The list decision for these identifiers and address (see listCheck), or undefined. */
@@ -327,13 +348,14 @@ export class FloodgateLimiter implements Limiter {
     costInput: unknown,
     planInput: unknown,
     address?: string,
+    ruleSet?: RuleSetHandle,
   ): Decision | Promise<Decision> {
-    let plan = this.planOf(planInput);
+    let plan = ruleSet ?? this.planOf(planInput);
     const ids = plan.planner.identifiers(input);
     if (this.overrideTable !== undefined) {
       // The limiter's first check waits for the first read of the overrides (once); then none does.
       const first = this.overrideTable.pending();
-      if (first !== undefined) return first.then(() => this.start(op, input, costInput, planInput, address));
+      if (first !== undefined) return first.then(() => this.start(op, input, costInput, planInput, address, ruleSet));
       plan = this.overrideTable.planFor(ids) ?? plan;
     }
     const cost = plan.planner.cost(costInput);
@@ -437,6 +459,7 @@ export class FloodgateLimiter implements Limiter {
       decision = { ...decision, allowed: true, reason: undefined, retryAfterMs: 0, shadowDenied: true };
     }
     if (this.events.active) this.events.decision(decision, plan.name === '' ? undefined : plan.name, latencyMs);
+    if (this.overrideTable !== undefined || this.ruleSets.size > 0) decisionRules.set(decision, plan.rules);
     return decision;
   }
 }

@@ -1,11 +1,10 @@
 import { ArgumentError, ConfigError, describeValue } from '../kernel/errors';
-import { parseDuration, unitsOf, type Rule, type RuleInput } from '../config/rules';
+import { parseDuration, type Rule, type RuleInput } from '../config/rules';
 import { overridesKey, overridesVersionKey } from '../scripts/keys';
 import { RedisStore } from '../stores/redis';
 import type { Store } from '../stores/types';
 import type { ResolvedOptions } from './options';
-import { resolveRuleSet } from './options/plans';
-import { RuleSets } from './rule-sets';
+import { RuleSets, resolveExtraRules } from './rule-sets';
 import { describeRules } from './operator';
 import type { PlanState } from './plan';
 
@@ -258,15 +257,8 @@ export class OverrideTable implements LimiterOverrides {
     return { stored: { limits: describeRules(rules, this.opts.algorithm.name) }, rules };
   }
 
-  /** An override's rules, validated for the limiter's algorithm; only the units the limiter's plans count. */
   private rulesOf(limits: unknown, path: string): Rule[] {
-    const rules = resolveRuleSet(limits, this.opts.algorithm, path);
-    const known = new Set(this.opts.plans.flatMap((p) => unitsOf(p.rules)));
-    const other = unitsOf(rules).find((u) => !known.has(u));
-    if (other !== undefined) {
-      throw new ConfigError(path, `counts unit '${other}', which no plan of this limiter counts (${[...known].join(', ')})`);
-    }
-    return rules;
+    return resolveExtraRules(this.opts, limits, path);
   }
 
   /**

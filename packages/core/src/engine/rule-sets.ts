@@ -1,6 +1,22 @@
-import { ArgumentError } from '../kernel/errors';
-import type { Rule } from '../config/rules';
+import { ArgumentError, ConfigError } from '../kernel/errors';
+import { unitsOf, type Rule } from '../config/rules';
+import type { ResolvedOptions } from './options';
+import { resolveRuleSet } from './options/plans';
 import type { PlanState } from './plan';
+
+/**
+ * Rules besides the plans (an override's, a request's), validated as `limits` is for the limiter's algorithm;
+ * only units its plans count (a check's cost names those). Errors name `path`.
+ */
+export function resolveExtraRules(opts: ResolvedOptions, limits: unknown, path: string): Rule[] {
+  const rules = resolveRuleSet(limits, opts.algorithm, path);
+  const known = new Set(opts.plans.flatMap((p) => unitsOf(p.rules)));
+  const other = unitsOf(rules).find((u) => !known.has(u));
+  if (other !== undefined) {
+    throw new ConfigError(path, `counts unit '${other}', which no plan of this limiter counts (${[...known].join(', ')})`);
+  }
+  return rules;
+}
 
 /** Who asked for a rule set: an override's `limits` (overrides.ts) or a request-dependent limit (the HTTP layer). */
 export type RuleSetSource = 'override' | 'request';
