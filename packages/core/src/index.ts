@@ -37,7 +37,8 @@ export { FloodgateError, ConfigError, ArgumentError, StoreError } from './kernel
 export type { FloodgateErrorCode, StoreErrorKind } from './kernel/errors';
 export { normaliseIp } from './http/identity';
 export type { HeaderMode } from './http/headers';
-export type { HttpOptions, UnidentifiedPolicy } from './http/options';
+export type { HttpOptions, HttpLimits, UnidentifiedPolicy } from './http/options';
+export type { HttpRuleInput } from './http/request-limits';
 export type { SlowDownHttpOptions, SlowDownInfo } from './http/http-slow-down';
 export type { ListsInput } from './engine/lists';
 export type { OmittableHeader } from './http/header-filter';
