@@ -49,6 +49,9 @@ export interface LimiterOverrides {
   refresh(): Promise<void>;
 }
 
+/** The deadline of set, get, list and delete: an operator's call, as block() and unblock() have (stores/redis.ts). */
+const ADMIN_BUDGET_MS = 2_000;
+
 /** Longest identifier an override takes (the hash field is the identifier itself). */
 export const MAX_OVERRIDE_IDENTIFIER = 512;
 
@@ -173,7 +176,7 @@ export class OverrideTable implements LimiterOverrides {
     if (value.rules !== undefined) this.ruleSets.prune('override', await this.assertRoom(id, value.rules));
     const json = JSON.stringify(stored);
     if (this.redis === undefined) this.local.set(id, json);
-    else await this.redis.script('overrides', WRITE_LUA, [this.hashKey, this.versionKey], [id, json, this.now()], this.opts.timeoutMs);
+    else await this.redis.script('overrides', WRITE_LUA, [this.hashKey, this.versionKey], [id, json, this.now()], ADMIN_BUDGET_MS);
     // This process at once; the others at their next refresh.
     const plan = value.rules === undefined ? this.byName.get(value.stored.plan!) : this.ruleSets.plan(value.rules, 'override');
     if (plan !== undefined) this.inForce.set(id, { plan, expiresAt });
@@ -199,7 +202,7 @@ export class OverrideTable implements LimiterOverrides {
       this.local.delete(id);
       return had;
     }
-    const had = await this.redis.script('overrides', WRITE_LUA, [this.hashKey, this.versionKey], [id, '', this.now()], this.opts.timeoutMs);
+    const had = await this.redis.script('overrides', WRITE_LUA, [this.hashKey, this.versionKey], [id, '', this.now()], ADMIN_BUDGET_MS);
     return Number(had) === 1;
   }
 
@@ -289,13 +292,7 @@ export class OverrideTable implements LimiterOverrides {
     let pairs: [string, string][];
     if (this.redis === undefined) pairs = [...this.local];
     else {
-      const reply = (await this.redis.script(
-        'overrides',
-        READ_LUA,
-        [this.hashKey, this.versionKey],
-        [''],
-        this.opts.timeoutMs,
-      )) as string[];
+      const reply = (await this.redis.script('overrides', READ_LUA, [this.hashKey, this.versionKey], [''], ADMIN_BUDGET_MS)) as string[];
       pairs = [];
       for (let i = 1; i + 1 < reply.length; i += 2) pairs.push([String(reply[i]), String(reply[i + 1])]);
     }

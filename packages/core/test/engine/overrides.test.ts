@@ -1,5 +1,5 @@
 import { ArgumentError, ConfigError, createLimiter, type Limiter, type LimiterOptions, type RedisClient } from '@floodgate/core';
-import { closeClients, connect, keysUnder, storeClient, uniquePrefix } from '@floodgate/testing';
+import { closeClients, connect, keysUnder, spawnRedis, storeClient, uniquePrefix } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
 
 /*
@@ -210,4 +210,31 @@ test('in memory (no redis): the same API, in this process', async () => {
   expect((await limiter.overrides.get('user:1'))?.plan).toBe('pro');
   expect(await limiter.overrides.delete('user:1')).toBe(true);
   expect((await limiter.check('user:1')).limit).toBe(2);
+});
+
+test('Redis down: the overrides last loaded stay in force, the failure policy running under them', async () => {
+  const server = await spawnRedis();
+  try {
+    const limiter = createLimiter({
+      redis: connect(server.url),
+      prefix: uniquePrefix('overrides'),
+      limits: { free: { limit: 2, window: '1h' }, pro: { limit: 5, window: '1h' } },
+      overrides: { refreshMs: REFRESH_MS },
+      failure: 'local',
+      logger: { warn: () => undefined },
+    });
+    open.push(limiter);
+    await limiter.overrides.set('user:1', { plan: 'pro' });
+    expect(await limiter.check('user:1')).toMatchObject({ source: 'redis', limit: 5 });
+    await server.kill();
+    await sleep(REFRESH_MS * 3);
+    const during = [];
+    for (let i = 0; i < 6; i++) during.push(await limiter.check('user:1'));
+    expect(during.every((d) => d.source !== 'redis')).toBe(true);
+    // The local fallback under the override's rules: 5 an hour, not the default plan's 2.
+    expect(during.map((d) => d.allowed)).toEqual([true, true, true, true, true, false]);
+    expect((await limiter.check('user:2')).allowed).toBe(true);
+  } finally {
+    await server.kill().catch(() => undefined);
+  }
 });
