@@ -211,7 +211,9 @@ export class FloodgateLimiter implements Limiter {
     this.failures = new StoreFailures(opts, this.recorder, this.events, this.uncounted);
     this.refunder = new Refunds(opts, this.store, this.events);
     this.parts = { opts, store: this.store, keys: this.keys, main: this.main, uncounted: this.uncounted };
-    this.ruleSets = new RuleSets((rules) => createPlan(opts, this.keys, this.store, '', rules));
+    // Over locals, not `this`: the overrides' refresh timer reaches this closure, and must not keep the limiter alive.
+    const { keys, store } = this;
+    this.ruleSets = new RuleSets((rules) => createPlan(opts, keys, store, '', rules));
     const table = new OverrideTable(opts, this.byName, this.ruleSets, this.store);
     this.overrides = table;
     this.overrideTable = table.enabled ? table : undefined;

@@ -323,12 +323,19 @@ export class OverrideTable implements LimiterOverrides {
     return this.reading;
   }
 
+  /**
+   * The next refresh. The timer holds the table weakly: a limiter nobody references (never closed) is
+   * collected with its table, and its refreshes stop (registry.ts frees its name the same way).
+   */
   private schedule(): void {
     if (this.closed) return;
-    this.timer = setTimeout(() => {
-      void this.read(false).finally(() => this.schedule());
-    }, this.opts.overridesRefreshMs);
+    const ref = new WeakRef(this);
+    this.timer = setTimeout(() => ref.deref()?.refreshNow(), this.opts.overridesRefreshMs);
     this.timer.unref?.();
+  }
+
+  private refreshNow(): void {
+    void this.read(false).finally(() => this.schedule());
   }
 
   /** A read's reply: the map rebuilt from the hash (entries this version cannot apply are skipped, with a warning). */
