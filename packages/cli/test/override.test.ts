@@ -1,6 +1,6 @@
 import { createLimiter, type Limiter } from '@floodgate/core';
 import { registryKey } from '@floodgate/core/admin';
-import { closeClients, connect, testRedisUrl, uniquePrefix } from '@floodgate/testing';
+import { closeClients, connect, eventually, testRedisUrl, uniquePrefix } from '@floodgate/testing';
 import { floodgate, floodgateBin, floodgateJson, sleep } from './helpers';
 
 /*
@@ -27,6 +27,8 @@ beforeAll(async () => {
     algorithm: 'fixed-window',
     limits: { free: { limit: 2, window: '1h' }, pro: { limit: 50, window: '1h' } },
     overrides: { refreshMs: 100 },
+    failure: 'closed',
+    timeoutMs: 5_000,
     logger: quiet,
   });
   login = createLimiter({ redis, prefix, name: 'login', limits: { limit: 5, window: '15m' }, logger: quiet });
@@ -44,7 +46,7 @@ test('set --plan with --ttl: the running limiter applies it within refreshMs; ge
   expect(set.stderr).toBe('');
   expect(set.code).toBe(0);
   expect(set.stdout).toMatch(/^override of user:42 in api: plan pro, until \d{4}-\d\d-\d\dT\S+Z \(in (59m \d+s|1h)\)\n$/);
-  await sleep(350);
+  expect(await eventually(async () => (await api.peek('user:42')).limit, 50, 1_000)).toBe(50);
   const d = await api.check('user:42');
   expect([d.allowed, d.limit, d.remaining]).toEqual([true, 50, 49]);
 
@@ -83,15 +85,13 @@ test('set --limits, list, delete: exit codes 0 and 1 as the other commands give 
   expect(list.code).toBe(0);
   expect(list.stdout).toMatch(/^LIMITER\s+IDENTIFIER\s+OVERRIDE\s+EXPIRES$/m);
   expect(list.stdout).toMatch(/^api\s+key:team-7\s+limits 3\/1h, 1000\/1d\s+-$/m);
-  await sleep(350);
-  expect((await api.peek('key:team-7')).limit).toBe(3);
+  expect(await eventually(async () => (await api.peek('key:team-7')).limit, 3, 1_000)).toBe(3);
 
   expect((await floodgate(args('override', 'delete', 'key:team-7'))).stdout).toBe('deleted the override of key:team-7 in api\n');
   const again = await floodgateJson(args('override', 'delete', 'key:team-7'));
   expect(again).toEqual({ code: 1, json: { limiter: 'api', identifier: 'key:team-7', deleted: false } });
   expect((await floodgate(args('override', 'get', 'key:team-7'))).code).toBe(1);
-  await sleep(350);
-  expect((await api.peek('key:team-7')).limit).toBe(2);
+  expect(await eventually(async () => (await api.peek('key:team-7')).limit, 2, 1_000)).toBe(2);
 });
 
 test.each<[string[], RegExp]>([

@@ -22,4 +22,4 @@ export { runLoad, liveTimers, collectGarbage, type Sample, type LoadResult } fro
 export { startSentinels, forceFailover, ask, SENTINEL_MASTER, type SentinelSetup } from './sentinel';
 export { startCluster, serverCli, useCluster, type ClusterSetup } from './cluster';
 export { exampleSmoke } from './example-smoke';
-export { closeAfterEach, type Closable } from './lifecycle';
+export { closeAfterEach, eventually, type Closable } from './lifecycle';

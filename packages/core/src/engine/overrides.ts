@@ -175,8 +175,11 @@ export class OverrideTable implements LimiterOverrides {
     // The rule sets the stored overrides use once this one is set: room for them, and the others dropped.
     if (value.rules !== undefined) this.ruleSets.prune('override', await this.assertRoom(id, value.rules));
     const json = JSON.stringify(stored);
-    if (this.redis === undefined) this.local.set(id, json);
-    else await this.redis.script('overrides', WRITE_LUA, [this.hashKey, this.versionKey], [id, json, this.now()], ADMIN_BUDGET_MS);
+    if (this.redis === undefined) {
+      // What the Redis script does: the expired entries go first.
+      for (const [other, stored] of this.local) if (!this.live(stored)) this.local.delete(other);
+      this.local.set(id, json);
+    } else await this.redis.script('overrides', WRITE_LUA, [this.hashKey, this.versionKey], [id, json, this.now()], ADMIN_BUDGET_MS);
     // This process at once; the others at their next refresh.
     const plan = value.rules === undefined ? this.byName.get(value.stored.plan!) : this.ruleSets.plan(value.rules, 'override');
     if (plan !== undefined) this.inForce.set(id, { plan, expiresAt });
@@ -209,7 +212,8 @@ export class OverrideTable implements LimiterOverrides {
   async refresh(): Promise<void> {
     this.assertEnabled();
     if (this.redis === undefined) return;
-    this.started = true;
+    // Before any check: the first read, which starts the refreshes.
+    if (!this.started) return this.pending();
     await this.read(true);
   }
 

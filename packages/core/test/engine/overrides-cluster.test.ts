@@ -1,5 +1,5 @@
 import { createLimiter, type Limiter } from '@floodgate/core';
-import { closeClients, uniquePrefix, useCluster } from '@floodgate/testing';
+import { closeClients, eventually, uniquePrefix, useCluster } from '@floodgate/testing';
 
 /*
  * Overrides on a real local Redis Cluster (docs/overrides.md): the hash and its version share the prefix's
@@ -27,13 +27,12 @@ test('set on one limiter, applied by another within refreshMs, for checks spanni
     expect((await b.peek(['ip:10.0.0.1', 'user:alice'])).limit).toBe(2);
     await a.overrides.set('user:alice', { plan: 'pro' });
     await a.overrides.set('tenant:t1', { limits: { limit: 4, window: '1h' } });
-    await new Promise((r) => setTimeout(r, 400));
+    expect(await eventually(async () => (await b.peek('user:alice')).limit, 9, 2_000)).toBe(9);
     expect((await b.check(['ip:10.0.0.1', 'user:alice'])).states.map((s) => s.limit)).toEqual([9, 9]);
     expect((await b.check(['tenant:t1', 'user:alice'])).states.map((s) => s.limit)).toEqual([4, 4]);
     expect((await b.overrides.list()).map((o) => o.identifier)).toEqual(['tenant:t1', 'user:alice']);
     expect(await a.overrides.delete('user:alice')).toBe(true);
-    await new Promise((r) => setTimeout(r, 400));
-    expect((await b.peek('user:alice')).limit).toBe(2);
+    expect(await eventually(async () => (await b.peek('user:alice')).limit, 2, 2_000)).toBe(2);
   } finally {
     await Promise.all([a.close(), b.close()]);
   }
