@@ -120,6 +120,8 @@ export class OverrideTable implements LimiterOverrides {
   private first: Promise<void> | undefined;
   private started = false;
   private reading: Promise<void> | undefined;
+  /** This process's writes so far: a read sent before one of them may miss it, and is not applied. */
+  private writes = 0;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
 
@@ -182,6 +184,7 @@ export class OverrideTable implements LimiterOverrides {
     } else await this.redis.script('overrides', WRITE_LUA, [this.hashKey, this.versionKey], [id, json, this.now()], ADMIN_BUDGET_MS);
     // This process at once; the others at their next refresh.
     const plan = value.rules === undefined ? this.byName.get(value.stored.plan!) : this.ruleSets.plan(value.rules, 'override');
+    this.writes++;
     if (plan !== undefined) this.inForce.set(id, { plan, expiresAt });
   }
 
@@ -199,6 +202,7 @@ export class OverrideTable implements LimiterOverrides {
   async delete(identifier: string): Promise<boolean> {
     this.assertEnabled();
     const id = checkOverrideIdentifier(identifier);
+    this.writes++;
     this.inForce.delete(id);
     if (this.redis === undefined) {
       const had = this.live(this.local.get(id));
@@ -318,8 +322,10 @@ export class OverrideTable implements LimiterOverrides {
     const reply = first
       ? redis.script('overrides', READ_LUA, keys, [this.version], this.opts.timeoutMs)
       : redis.sideWrite(READ_LUA, keys, [this.version]);
+    const writes = this.writes;
+    // A reply sent before this process's own write may not hold it: the next refresh reads again.
     this.reading = reply
-      .then((r) => this.apply(r as string[]))
+      .then((r) => (writes === this.writes ? this.apply(r as string[]) : undefined))
       .catch(() => undefined)
       .finally(() => {
         this.reading = undefined;
