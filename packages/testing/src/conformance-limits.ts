@@ -55,6 +55,27 @@ export function limitsConformance(factory: AdapterFactory): void {
       expect(app.hits()).toBe(2 + 4 + 1);
     });
 
+    test("limit(req) on a route's own limiter", async () => {
+      const app = await factory.makeApp({
+        routes: {
+          '/search': {
+            redis: store,
+            prefix: uniquePrefix(`${factory.name}-rl`),
+            identify: byKey,
+            limits: { limit: (req) => (req.headers['x-tier'] === 'premium' ? 3 : 1), window: '1m' },
+          },
+        },
+      });
+      apps.push(app);
+      const search = async (headers: Record<string, string>): Promise<number> =>
+        (await request(app.url).get('/search').set(headers)).status;
+      expect([await search({ 'x-key': 'a' }), await search({ 'x-key': 'a' })]).toEqual([200, 429]);
+      const premium = { 'x-key': 'b', 'x-tier': 'premium' };
+      expect([await search(premium), await search(premium), await search(premium), await search(premium)]).toEqual([200, 200, 200, 429]);
+      // Other routes are not limited by it.
+      expect((await request(app.url).get('/').set({ 'x-key': 'a' })).status).toBe(200);
+    });
+
     test('limit(req) that throws or answers no positive integer: an error for the framework, the handler never reached', async () => {
       const app = await start({
         redis: store,
