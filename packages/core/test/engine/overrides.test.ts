@@ -253,3 +253,14 @@ test('Redis down: the overrides last loaded stay in force, the failure policy ru
     await server.kill().catch(() => undefined);
   }
 });
+
+test("reserve() under an override: counted and settled under the override's rules", async () => {
+  const prefix = uniquePrefix('overrides');
+  const limiter = make(prefix, { refunds: true, limits: { limit: 4, window: '1h' } });
+  // Another window than the default plan's: a settle under the wrong plan would give back to another field.
+  await limiter.overrides.set('user:1', { limits: { limit: 10, window: '1m' } });
+  const reservation = await limiter.reserve('user:1', { cost: 6 });
+  expect(reservation.decision).toMatchObject({ allowed: true, limit: 10, remaining: 4 });
+  await reservation.settle(2);
+  expect(await limiter.peek('user:1', { cost: 0 })).toMatchObject({ limit: 10, remaining: 8 });
+});
