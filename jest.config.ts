@@ -61,6 +61,7 @@ const PER_CLIENT = [
   'packages/core/test/algorithms.test.ts',
   'packages/core/test/model.test.ts',
   'packages/core/test/undo-receipts.test.ts',
+  'packages/core/test/engine/overrides.test.ts',
   'packages/express/test/conformance.test.ts',
 ];
 const clientProjects = (['iovalkey', 'node-redis', 'glide'] as const).map((kind) =>

@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { normaliseIp } from '@floodgate/core';
 import { closestName, DEFAULT_PREFIX, parseDuration } from '@floodgate/core/admin';
-import { COMMANDS, DEFAULT_URL, DEFAULTS, GENERAL_OPTIONS, OPTIONS, generalOptionsOf } from './commands';
+import { COMMANDS, DEFAULT_URL, DEFAULTS, GENERAL_OPTIONS, OPTIONS, OVERRIDE_SUBCOMMANDS, generalOptionsOf } from './commands';
 import { CliError, EXIT } from './errors';
 
 /*
@@ -12,6 +12,8 @@ import { CliError, EXIT } from './errors';
 
 export interface Parsed {
   command: string;
+  /** override's: set, get, delete or list ('' for other commands). */
+  subcommand: string;
   identifier: string;
   url: string;
   prefix: string;
@@ -108,18 +110,24 @@ function kindless(identifier: string): string | undefined {
   return `ip:${normaliseIp(identifier, 56) ?? identifier}`;
 }
 
-function checkIdentifier(command: string, words: readonly string[], values: Parsed['values'], afterTerminator: boolean): string {
+function checkIdentifier(
+  command: string,
+  words: readonly string[],
+  values: Parsed['values'],
+  afterTerminator: boolean,
+  helpOf = command,
+): string {
   const example = `floodgate ${command} ip:203.0.113.7${command === 'block' ? ' --for 10m' : ''}`;
-  if (words.length === 0) throw usage(`${command} needs an identifier (kind:value), e.g. ${example}`, command);
+  if (words.length === 0) throw usage(`${command} needs an identifier (kind:value), e.g. ${example}`, helpOf);
   if (words.length > 1) {
     const [id, extra] = words;
     const got = `${command} takes one identifier; got ${words.length}: ${words.map((w) => `'${w}'`).join(' ')}`;
     if (command === 'block' && values.for === undefined && isDuration(extra!))
       throw mistake(`${got}; did you mean 'floodgate block ${id} --for ${extra}'?`);
-    throw usage(`${got} (quote an identifier that holds spaces)`, command);
+    throw usage(`${got} (quote an identifier that holds spaces)`, helpOf);
   }
   const identifier = words[0]!;
-  if (identifier === '') throw usage('the identifier is empty', command);
+  if (identifier === '') throw usage('the identifier is empty', helpOf);
   const meant = afterTerminator ? undefined : kindless(identifier);
   if (meant !== undefined) {
     throw mistake(
@@ -127,6 +135,40 @@ function checkIdentifier(command: string, words: readonly string[], values: Pars
     );
   }
   return identifier;
+}
+
+/**
+ * `override <subcommand> [<identifier>]`: the subcommand, its identifier when it takes one, and the options
+ * only `set` takes (--plan or --limits, exactly one; --ttl a duration).
+ */
+function checkSubcommand(command: string, words: readonly string[], values: Parsed['values'], afterTerminator: boolean): [string, string] {
+  const subs = Object.keys(OVERRIDE_SUBCOMMANDS);
+  const [sub, ...rest] = words;
+  if (sub === undefined)
+    throw usage(`${command} needs one of ${subs.join(', ')}, e.g. floodgate ${command} set user:42 --plan pro`, command);
+  if (!Object.hasOwn(OVERRIDE_SUBCOMMANDS, sub)) {
+    const close = closest(sub, subs);
+    throw usage(`unknown ${command} subcommand '${sub}'${close ? `; did you mean '${close}'?` : ` (known: ${subs.join(', ')})`}`, command);
+  }
+  const identifier = OVERRIDE_SUBCOMMANDS[sub as keyof typeof OVERRIDE_SUBCOMMANDS]
+    ? checkIdentifier(`${command} ${sub}`, rest, values, afterTerminator, command)
+    : '';
+  if (!OVERRIDE_SUBCOMMANDS[sub as keyof typeof OVERRIDE_SUBCOMMANDS] && rest.length > 0) {
+    throw usage(`${command} ${sub} takes no identifier; got ${rest.map((w) => `'${w}'`).join(' ')}`, command);
+  }
+  const given = (['plan', 'limits', 'ttl'] as const).filter((o) => values[o] !== undefined);
+  if (sub !== 'set' && given.length > 0) throw usage(`--${given[0]} is an option of '${command} set', not of '${command} ${sub}'`, command);
+  if (sub === 'set' && (values.plan === undefined) === (values.limits === undefined)) {
+    throw usage(`${command} set needs --plan <plan> or --limits <rules>, one of them`, command);
+  }
+  if (typeof values.ttl === 'string') {
+    try {
+      parseDuration(values.ttl, '--ttl');
+    } catch (err) {
+      throw usage(`--ttl ${(err as Error).message.replace(/^.*?must/s, 'must')}`, command);
+    }
+  }
+  return [sub, identifier];
 }
 
 function isDuration(text: string): boolean {
@@ -165,9 +207,12 @@ export function parse(args: string[], env: Record<string, string | undefined>): 
     throw usage(`${command} has no option --${option}${hint.length > 0 ? `; ${hint.join('; ')}` : ''}`, command);
   }
   let identifier = '';
-  if (spec.positional === 1) {
-    const terminator = tokens.find((t) => t.kind === 'option-terminator')?.index ?? Infinity;
-    const last = tokens.filter((t) => t.kind === 'positional').at(-1)?.index ?? -1;
+  let subcommand = '';
+  const terminator = tokens.find((t) => t.kind === 'option-terminator')?.index ?? Infinity;
+  const last = tokens.filter((t) => t.kind === 'positional').at(-1)?.index ?? -1;
+  if (spec.positional === 'sub') {
+    [subcommand, identifier] = checkSubcommand(command, rest, values, last > terminator);
+  } else if (spec.positional === 1) {
     identifier = checkIdentifier(command, rest, values, last > terminator);
   } else if (rest.length > 0) {
     throw usage(`${command} takes no arguments; got ${rest.map((w) => `'${w}'`).join(' ')}`, command);
@@ -186,6 +231,7 @@ export function parse(args: string[], env: Record<string, string | undefined>): 
   }
   return {
     command,
+    subcommand,
     identifier,
     url: (values.url as string | undefined) ?? env.REDIS_URL ?? DEFAULT_URL,
     prefix,

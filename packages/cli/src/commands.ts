@@ -52,7 +52,7 @@ export const OPTIONS: Record<string, OptionSpec> = {
   limits: {
     type: 'string',
     flag: '--limits <rules>',
-    text: "the rules, comma-separated: '<limit>/<window> [for <kind>] [burst <n>] [precision <n>] [unit <name>]' (required)",
+    text: "the rules, comma-separated: '<limit>/<window> [for <kind>] [burst <n>] [precision <n>] [unit <name>]' (script: required)",
   },
   lockout: {
     type: 'string',
@@ -63,14 +63,24 @@ export const OPTIONS: Record<string, OptionSpec> = {
   batch: { type: 'boolean', flag: '--batch', text: "the batch script: a turn's checks in one call, on a standalone Redis" },
   split: { type: 'boolean', flag: '--split', text: 'the split script: what each Cluster slot runs for a check spanning slots' },
   settle: { type: 'boolean', flag: '--settle', text: "the settle script: what a reservation's settle runs (give back, charge past)" },
+  // override's.
+  plan: { type: 'string', flag: '--plan <plan>', text: "override set: one of the limiter's plans (or --limits)" },
+  ttl: {
+    type: 'string',
+    flag: '--ttl <duration>',
+    text: 'override set: how long it applies, e.g. 1h, up to a year (default: until deleted)',
+  },
 };
+
+/** The subcommands of `override`, and whether each takes an identifier. */
+export const OVERRIDE_SUBCOMMANDS = { set: true, get: true, delete: true, list: false } as const;
 
 /** The options every command takes. */
 export const GENERAL_OPTIONS = ['url', 'prefix', 'json', 'timeout', 'help', 'version'] as const;
 
 export interface CommandSpec {
-  /** 1: one identifier; 0: no arguments. */
-  positional: 0 | 1;
+  /** 1: one identifier; 0: no arguments; 'sub': a subcommand, then an identifier when it takes one (override). */
+  positional: 0 | 1 | 'sub';
   /** It never connects: of the general options it takes only --json, --help and --version. */
   offline?: true;
   /** Its own options (the general ones apply too). */
@@ -168,6 +178,19 @@ export const COMMANDS: Record<string, CommandSpec> = {
     description: 'The limiters registered under the prefix: name, algorithm, rules per plan, lockout.',
     exits: [[EXIT.ok, 'listed']],
     example: 'floodgate limiters --prefix myapp',
+  },
+  override: {
+    positional: 'sub',
+    options: ['plan', 'limits', 'ttl', 'name'],
+    synopsis: 'set <identifier> (--plan <plan> | --limits <rules>) [--ttl <duration>] | get <identifier> | delete <identifier> | list',
+    summary: 'give one identifier another plan or rules of its own, without a deploy',
+    description:
+      "Sets, shows or deletes per-identifier overrides, as limiter.overrides does: the identifier is checked under\none of the limiter's plans (--plan) or rules of its own (--limits, as script takes them) until --ttl ends or\nthe override is deleted. The application's processes apply a change within the limiter's overrides.refreshMs\n(default 1 s). Only limiters created with `overrides: true` read them. set and delete need --name when the\nprefix has several limiters; get and list read every limiter that reads overrides, or --name's.",
+    exits: [
+      [EXIT.ok, 'set; deleted; get or list found an override'],
+      [EXIT.nothing, 'get or list found none; delete: it had none; --name names no limiter of the prefix'],
+    ],
+    example: 'floodgate override set user:42 --plan pro --ttl 1h --name api',
   },
   script: {
     positional: 0,

@@ -83,6 +83,8 @@ export class Floodgate {
         blockCache: false,
         logger: silent,
         ...(description.colocate ? { cluster: { colocate: true } } : {}),
+        // Its overrides: what override writes and reads, and what an inspect's peeks apply, as the app's limiter does.
+        ...(description.overrides === true ? { overrides: true } : {}),
         // This limiter never makes a consuming check, so what a lockout may lock does not matter here: any
         // kind a rule applies to will do (the entry's own scope may name a kind only the app declared, and
         // entries written before `lockout.scope` have none).

@@ -39,7 +39,7 @@ function render(name: string, c: CommandSpec): string {
     `Usage: ${usage}`,
     '',
     c.description,
-    ...(c.positional === 1 ? ['', IDENTIFIERS] : []),
+    ...(c.positional === 0 ? [] : ['', IDENTIFIERS]),
     '',
     'Options:',
     columns(optionRows([...c.options, ...generalOptionsOf(c)])),

@@ -4,7 +4,7 @@
  *
  * @module @floodgate/cli
  */
-import { ArgumentError, ConfigError, type Decision } from '@floodgate/core';
+import { ArgumentError, ConfigError, type Decision, type RuleInput } from '@floodgate/core';
 import { formatWindow, parseDuration } from '@floodgate/core/admin';
 import { integer, parse, scan, type Parsed } from './args';
 import { DEFAULTS } from './commands';
@@ -13,6 +13,7 @@ import { CliError, EXIT, exitName, type ExitCode } from './errors';
 import { Floodgate, redisCall, toCliError } from './floodgate';
 import { human, isoTime, jsonText, printable, safe, table } from './format';
 import { helpFor } from './help';
+import { override, overrideText, rowOf, untilText, type OverrideRow } from './override';
 import { script } from './script';
 import { maskUrl, secretMasker, urlsIn } from './secrets';
 import { versionText } from './version';
@@ -118,12 +119,18 @@ const inspect: Runner = async (fg, options, io) => {
       Promise.all([fg.client.exists(fg.stateKeyOf(name, id)), fg.client.hgetall(fg.lockoutKeyOf(name, id))]),
     );
     const limiter = fg.limiter(name);
+    // An override in force replaces every plan for this identifier: one peek, under it.
+    const found = description.overrides === true ? await limiter.overrides.get(id) : undefined;
+    const override: OverrideRow | null = found === undefined ? null : rowOf(name, found);
     const rules = new Map<
       string,
       { plans: string[]; limit: number; windowMs: number; for: string | null; remaining: number; resetMs: number }
     >();
-    for (const [plan, list] of Object.entries(description.plans)) {
-      const decision = checked(await limiter.peek(id, plan === '' ? {} : { plan }));
+    const plans: [string, RuleInput[]][] = override
+      ? [[override.plan ?? 'override', override.plan !== null ? description.plans[override.plan]! : override.limits!]]
+      : Object.entries(description.plans);
+    for (const [plan, list] of plans) {
+      const decision = checked(await limiter.peek(id, plan === '' || override ? {} : { plan }));
       const applicable = list.filter((r) => r.for === undefined || r.for === kindOf(id));
       decision.states.forEach((s, k) => {
         const rule = applicable[k];
@@ -156,9 +163,15 @@ const inspect: Runner = async (fg, options, io) => {
     limiters.push({
       name,
       algorithm: description.algorithm,
-      hasState: state === 1 || lockout !== null,
+      hasState: state === 1 || lockout !== null || override !== null,
       rules: [...rules.values()].map(({ plans, ...r }) => ({ ...r, plans: plans.filter((p) => p !== '') })),
       lockout,
+      override: override && {
+        plan: override.plan,
+        limits: override.limits,
+        expiresAt: override.expiresAt,
+        expiresAtMs: override.expiresAtMs,
+      },
     });
   }
   const holding = limiters.filter((l) => l.hasState);
@@ -189,6 +202,9 @@ const inspect: Runner = async (fg, options, io) => {
       ]),
     );
     lines.push('', table(['LIMITER', 'PLAN', 'RULE', 'REMAINING', 'RESET'], rows));
+    for (const l of holding) {
+      if (l.override !== null) lines.push('', safe`override in ${l.name}: ${overrideText(l.override)}, ${untilText(l.override)}`);
+    }
     const locked = holding.filter((l) => l.lockout !== null);
     if (locked.length > 0) {
       const lockRows = locked.map((l) => {
@@ -323,4 +339,4 @@ const limiters: Runner = async (fg, options, io) => {
   return EXIT.ok;
 };
 
-const COMMAND_RUNNERS: Record<string, Runner> = { inspect, block: blockCommand, unblock, reset, blocks, top, limiters };
+const COMMAND_RUNNERS: Record<string, Runner> = { inspect, block: blockCommand, unblock, reset, blocks, top, limiters, override };

@@ -20,21 +20,21 @@ const LOCKOUT_EXAMPLE = 'after=5,within=15m,duration=1h,scope=ip';
 /** A value as typed: a whole number as a number (ms, a count), anything else as text for core to judge. */
 const valueOf = (text: string): number | string => (/^\d+(\.\d+)?$/.test(text) ? Number(text) : text);
 
-/** `--limits '20/10s, 100/1h for user'` as `limits`; a rule that is not of the shape is a usage error. */
-function parseLimits(text: string): { rules: string[]; limits: RuleInput[] } {
+/** `--limits '20/10s, 100/1h for user'` as `limits`; a rule that is not of the shape is a usage error of `command`. */
+export function parseLimits(text: string, command = 'script'): { rules: string[]; limits: RuleInput[] } {
   const rules = text.split(',').map((r) => r.trim());
   const limits = rules.map((rule, i) => {
     const at = `--limits rule ${i + 1} ('${rule}')`;
     const [head = '', ...words] = rule.split(/\s+/);
     const slash = head.indexOf('/');
-    if (slash <= 0 || slash === head.length - 1) throw usage(`${at} is not a rule: ${RULE_SHAPE}`, 'script');
+    if (slash <= 0 || slash === head.length - 1) throw usage(`${at} is not a rule: ${RULE_SHAPE}`, command);
     const input: Record<string, number | string> = { limit: valueOf(head.slice(0, slash)), window: valueOf(head.slice(slash + 1)) };
     for (let k = 0; k < words.length; k += 2) {
       const [word, value] = [words[k]!, words[k + 1]];
       if (!(MODIFIERS as readonly string[]).includes(word))
-        throw usage(`${at}: '${word}' is not one of ${MODIFIERS.join(', ')}; a rule is ${RULE_SHAPE}`, 'script');
-      if (value === undefined) throw usage(`${at}: '${word}' needs a value; a rule is ${RULE_SHAPE}`, 'script');
-      if (Object.hasOwn(input, word)) throw usage(`${at} gives '${word}' twice`, 'script');
+        throw usage(`${at}: '${word}' is not one of ${MODIFIERS.join(', ')}; a rule is ${RULE_SHAPE}`, command);
+      if (value === undefined) throw usage(`${at}: '${word}' needs a value; a rule is ${RULE_SHAPE}`, command);
+      if (Object.hasOwn(input, word)) throw usage(`${at} gives '${word}' twice`, command);
       input[word] = word === 'for' || word === 'unit' ? value : valueOf(value);
     }
     return input as unknown as RuleInput;
@@ -58,15 +58,15 @@ function parseLockout(text: string): LimiterOptions['lockout'] {
 }
 
 /** Core's ConfigError in the command line's words: `limits[1].window` is the second rule of --limits. */
-function fromConfigError(err: ConfigError, rules: readonly string[]): Error {
+export function fromConfigError(err: ConfigError, rules: readonly string[], command = 'script'): Error {
   const what = err.message.replace(/^floodgate: option `[^`]*` /, '');
   const rule = /^limits\[(\d+)\](?:\.(.+))?$/.exec(err.option);
   if (rule) {
     const n = Number(rule[1]);
-    return usage(`--limits rule ${n + 1} ('${rules[n]}'): ${rule[2] ? `${rule[2]} ` : ''}${what}`, 'script');
+    return usage(`--limits rule ${n + 1} ('${rules[n]}'): ${rule[2] ? `${rule[2]} ` : ''}${what}`, command);
   }
   const [option, ...path] = err.option.split('.');
-  return usage(`--${option}${path.length > 0 ? ` ${path.join('.')}` : ''} ${what}`, 'script');
+  return usage(`--${option}${path.length > 0 ? ` ${path.join('.')}` : ''} ${what}`, command);
 }
 
 /** Prints the script; a usage error (exit 2) for options a limiter would refuse. */

@@ -15,6 +15,8 @@ export {
   colocatedIndexKey,
   registryKey,
   topKey,
+  overridesKey,
+  overridesVersionKey,
   keyScheme,
   SLOTS,
   DEFAULT_PREFIX,

@@ -6,7 +6,19 @@
  * @module @floodgate/core
  */
 export { createLimiter } from './engine/limiter';
-export type { Limiter, CheckOptions, BlockOptions, Cost, Reservation, ReserveOptions } from './engine/limiter';
+export type {
+  Limiter,
+  CheckOptions,
+  BlockOptions,
+  Cost,
+  Reservation,
+  ReserveOptions,
+  LimiterOverrides,
+  Override,
+  OverrideInput,
+  OverrideSetOptions,
+} from './engine/limiter';
+export type { OverridesOptions } from './engine/options/nested';
 export type { AcquireOptions } from './engine/acquire';
 export { createConcurrencyLimiter } from './engine/concurrency/limiter';
 export type { ConcurrencyLimiter, Lease, LeaseSource, LeaseDenyReason } from './engine/concurrency/limiter';
@@ -25,7 +37,8 @@ export { FloodgateError, ConfigError, ArgumentError, StoreError } from './kernel
 export type { FloodgateErrorCode, StoreErrorKind } from './kernel/errors';
 export { normaliseIp } from './http/identity';
 export type { HeaderMode } from './http/headers';
-export type { HttpOptions, UnidentifiedPolicy } from './http/options';
+export type { HttpOptions, HttpLimits, UnidentifiedPolicy } from './http/options';
+export type { HttpRuleInput } from './http/request-limits';
 export type { SlowDownHttpOptions, SlowDownInfo } from './http/http-slow-down';
 export type { ListsInput } from './engine/lists';
 export type { OmittableHeader } from './http/header-filter';

@@ -1,7 +1,7 @@
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { EventEmitter } from 'node:events';
-import { ConfigError, createLimiter, type Decision } from '@floodgate/core';
+import { ConfigError, createLimiter, type Decision, type LimiterOptions } from '@floodgate/core';
 import { createHttpLimiter, createHttpSlowDown, type SlowDownHttpOptions, type SlowDownOutcome } from '@floodgate/core/adapter';
 import { delayOf, usedOf } from '../src/http/http-slow-down';
 import { abandon, closeClients, connect, liveTimers, spawnRedis, uniquePrefix, type RedisProcess } from '@floodgate/testing';
@@ -135,7 +135,7 @@ describe('over real sockets', () => {
   test('a flood of clients that leave during their delays: every timer cleared, no handler, every request counted', async () => {
     const options = base({ limits: { limit: 100, window: '1m' }, delayAfter: 0, delayMs: 20_000, maxDelayMs: 60_000 });
     const app = await serve(options);
-    const probe = createLimiter({ redis, prefix: options.prefix!, limits: options.limits!, blockCache: false });
+    const probe = createLimiter({ redis, prefix: options.prefix!, limits: options.limits as LimiterOptions['limits'], blockCache: false });
     try {
       const before = liveTimers();
       await Promise.all(Array.from({ length: 40 }, () => abandon(app.url, {}, 150)));

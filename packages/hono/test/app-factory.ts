@@ -35,6 +35,12 @@ function forHono<R>(options: object, trustProxy: boolean | undefined): R {
     const fn = out[key];
     if (Object.hasOwn(options, key) && typeof fn === 'function') out[key] = (c: Context, ...rest: unknown[]) => fn(nodeView(c), ...rest);
   }
+  // A rule's limit as a function of the request (one rule or a list).
+  const viewed = (rule: unknown): unknown => {
+    const limit = (rule as { limit?: unknown } | null)?.limit;
+    return typeof limit === 'function' ? { ...(rule as object), limit: (c: Context) => limit(nodeView(c)) } : rule;
+  };
+  if (Object.hasOwn(options, 'limits')) out.limits = Array.isArray(out.limits) ? out.limits.map(viewed) : viewed(out.limits);
   const delayMs = out.delayMs;
   if (Object.hasOwn(options, 'delayMs') && typeof delayMs === 'function')
     out.delayMs = (used: number, c: Context) => delayMs(used, nodeView(c));

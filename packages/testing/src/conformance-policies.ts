@@ -1,7 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import type Redis from 'ioredis';
 import request from 'supertest';
-import { createLimiter, type Limiter } from '@floodgate/core';
+import { createLimiter, type Limiter, type LimiterOptions } from '@floodgate/core';
 import { resetWarnings } from '@floodgate/core/adapter';
 import { closeClients, connect, uniquePrefix } from './clients';
 import type { AdapterFactory, AppSpec, NeutralOptions, NeutralSlowDownOptions, TestApp } from './conformance';
@@ -55,7 +55,7 @@ export function policyConformance(factory: AdapterFactory): void {
     const start = (global: NeutralOptions): Promise<TestApp> => startSpec({ global });
     /** A limiter over the same keys as an app's own (same prefix, name and rules), to read its counts. */
     const probe = (options: { prefix: string; limits: NeutralOptions['limits'] }): Limiter => {
-      const l = createLimiter({ redis, prefix: options.prefix, limits: options.limits! });
+      const l = createLimiter({ redis, prefix: options.prefix, limits: options.limits as LimiterOptions['limits'] });
       probes.push(l);
       return l;
     };

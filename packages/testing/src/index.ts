@@ -15,6 +15,7 @@ export {
 } from './clients';
 export { adversarial } from './adversarial';
 export { abandon, policyConformance } from './conformance-policies';
+export { limitsConformance } from './conformance-limits';
 export { conformance, answerOf, type AdapterFactory, type AppSpec, type TestApp, type NeutralOptions, type RoutePath } from './conformance';
 export { freePort, waitForPing, spawnRedis, RedisProcess } from './processes';
 export { runLoad, liveTimers, collectGarbage, type Sample, type LoadResult } from './load';
@@ -23,4 +24,4 @@ export { startCluster, serverCli, useCluster, type ClusterSetup } from './cluste
 export { sseEvents, sseReadable, sseWebStream, streamPlan } from './sse';
 export { budgetConformance } from './budget-conformance';
 export { exampleSmoke } from './example-smoke';
-export { closeAfterEach, type Closable } from './lifecycle';
+export { closeAfterEach, eventually, type Closable } from './lifecycle';

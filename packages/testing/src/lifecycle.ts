@@ -20,3 +20,17 @@ export function closeAfterEach(): <T extends Closable>(item: T) => T {
     return item;
   };
 }
+
+/**
+ * What `read` answers once it equals `expected`, polling every 20 ms for at most `withinMs`; else its last
+ * answer (for the test's assertion to show). For state other processes learn in the background (a refresh).
+ */
+export async function eventually<T>(read: () => Promise<T>, expected: T, withinMs: number): Promise<T> {
+  const deadline = Date.now() + withinMs;
+  let got = await read();
+  while (got !== expected && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 20));
+    got = await read();
+  }
+  return got;
+}

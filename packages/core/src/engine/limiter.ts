@@ -4,7 +4,7 @@ import type { Decision } from '../kernel/decision';
 import type { Reply } from '../scripts/reply';
 import { keyScheme, type KeyScheme } from '../scripts/keys';
 import { resolveOptions, type LimiterOptions, type ResolvedOptions } from './options';
-import type { Rule } from '../config/rules';
+import type { Rule, RuleInput } from '../config/rules';
 import { privateMemoryStore, sharedMemoryStore } from '../stores/memory';
 import { RedisStore } from '../stores/redis';
 import { adapterOf, checkRequestTimeout } from '../stores/clients';
@@ -18,7 +18,9 @@ import { Lists, type ListsInput } from './lists';
 import { Events, type EventListener } from './events';
 import { HealthRecorder, limiterHealth, type LimiterHealth } from './health';
 import { OperatorRecords } from './operator';
-import { cacheCost, callCost, createPlans, decodeCall, nowOf, type Call, type PlanState } from './plan';
+import { OverrideTable, type LimiterOverrides } from './overrides';
+import { RuleSets, resolveExtraRules } from './rule-sets';
+import { cacheCost, callCost, createPlan, createPlans, decodeCall, nowOf, type Call, type PlanState } from './plan';
 import { costPositive, costScalar, uncountedByUnit, type CallCost } from './units';
 import { StoreFailures, noRoom } from './failure';
 import { Refunds } from './refund';
@@ -26,6 +28,7 @@ import { assertReservable, reservation, type Cost, type Reservation, type Reserv
 import { block, reset, unblock, type AdminParts, type BlockOptions } from './admin';
 
 export type { BlockOptions } from './admin';
+export type { LimiterOverrides, Override, OverrideInput, OverrideSetOptions } from './overrides';
 export type { Cost, Reservation, ReserveOptions } from './reserve';
 
 export interface CheckOptions {
@@ -51,6 +54,12 @@ export interface Limiter {
   rulesOf(plan?: string): readonly Rule[];
   readonly failure: ResolvedOptions['failure'];
   readonly mode: ResolvedOptions['mode'];
+  /**
+   * Per-identifier overrides (the `overrides` option, docs/overrides.md): a plan or rules of their own for one
+   * identifier, which every check whose identifiers include it uses (the first such identifier's, in the
+   * check's order), before the check's own `plan`.
+   */
+  readonly overrides: LimiterOverrides;
   /** Checks every rule for every identifier in one store call; consumes only if all admit the cost. */
   check(identifiers: string | readonly string[], options?: CheckOptions): Promise<Decision>;
   /** Whether refund() can give anything back (the `refunds` option). */
@@ -106,6 +115,18 @@ export const checkNow: unique symbol = Symbol('floodgate.checkNow');
  * reported like any decision) for a check's identifiers and the client's exact address, or undefined when
  * neither list has them; `limiter[currentLists]` the lists in force.
  */
+export const ruleSetPlan: unique symbol = Symbol('floodgate.ruleSetPlan');
+
+/** Internal: a rule set compiled besides the plans (`limiter[ruleSetPlan](limits)`), for `limiter[checkNow]`. */
+export type RuleSetHandle = PlanState;
+
+/**
+ * The rules a decision was made under, when they may differ from the plan its check named (an override's,
+ * a request's rule set): kept only for limiters that have either. The HTTP layer's headers describe them.
+ */
+const decisionRules = new WeakMap<Decision, readonly Rule[]>();
+export const rulesOfDecision = (decision: Decision): readonly Rule[] | undefined => decisionRules.get(decision);
+
 export const listCheck: unique symbol = Symbol('floodgate.listCheck');
 
 /**
@@ -137,6 +158,11 @@ export class FloodgateLimiter implements Limiter {
   readonly failure: ResolvedOptions['failure'];
   readonly mode: ResolvedOptions['mode'];
   readonly refunds: boolean;
+  readonly overrides: LimiterOverrides;
+  /** The overrides in force (undefined with the option off: a check then pays nothing for them). */
+  private readonly overrideTable: OverrideTable | undefined;
+  /** Rule sets compiled besides the plans: overrides' limits, request-dependent limits (rule-sets.ts). */
+  private readonly ruleSets: RuleSets;
   private readonly opts: ResolvedOptions;
   /** The default plan, and every plan by name. */
   private readonly main: PlanState;
@@ -191,6 +217,12 @@ export class FloodgateLimiter implements Limiter {
     this.failures = new StoreFailures(opts, this.recorder, this.events, this.uncounted);
     this.refunder = new Refunds(opts, this.store, this.events);
     this.parts = { opts, store: this.store, keys: this.keys, main: this.main, uncounted: this.uncounted };
+    // Over locals, not `this`: the overrides' refresh timer reaches this closure, and must not keep the limiter alive.
+    const { keys, store } = this;
+    this.ruleSets = new RuleSets((rules) => createPlan(opts, keys, store, '', rules));
+    const table = new OverrideTable(opts, this.byName, this.ruleSets, this.store);
+    this.overrides = table;
+    this.overrideTable = table.enabled ? table : undefined;
   }
 
   check(identifiers: string | readonly string[], options?: CheckOptions): Promise<Decision> {
@@ -207,8 +239,17 @@ export class FloodgateLimiter implements Limiter {
     cost: Cost | undefined,
     plan?: string,
     address?: string,
+    ruleSet?: RuleSetHandle,
   ): Decision | Promise<Decision> {
-    return this.start('c', identifiers, cost, plan, address);
+    return this.start('c', identifiers, cost, plan, address, ruleSet);
+  }
+
+  /**
+   * Internal: the plan of `limits` (rules as `limits` takes them, a request's: http/request-limits.ts),
+   * compiled at its first use; an ArgumentError past the bound on distinct rule sets (rule-sets.ts).
+   */
+  [ruleSetPlan](limits: readonly RuleInput[]): RuleSetHandle {
+    return this.ruleSets.plan(resolveExtraRules(this.opts, limits, 'limits'), 'request');
   }
 
   /** The list decision for these identifiers and address (see listCheck), or undefined. */
@@ -278,7 +319,11 @@ export class FloodgateLimiter implements Limiter {
     address?: string,
   ): Promise<Reservation> {
     assertReservable(this.refunds, this.name);
-    const plan = this.planOf(planName);
+    let plan = this.planOf(planName);
+    if (this.overrideTable !== undefined) {
+      await this.overrideTable.pending();
+      plan = this.overrideTable.planFor(plan.planner.identifiers(identifiers)) ?? plan;
+    }
     const decision = await settle(() => this.start('c', identifiers, cost, planName, address));
     return reservation(decision, plan, this.refunder);
   }
@@ -307,6 +352,8 @@ export class FloodgateLimiter implements Limiter {
     if (this.closed) return;
     this.closed = true;
     for (const plan of this.byName.values()) plan.cache?.dispose();
+    this.overrideTable?.close();
+    this.ruleSets.dispose();
     unregisterLimiter(this, this.opts);
     await this.records?.flush();
   }
@@ -318,9 +365,16 @@ export class FloodgateLimiter implements Limiter {
     costInput: unknown,
     planInput: unknown,
     address?: string,
+    ruleSet?: RuleSetHandle,
   ): Decision | Promise<Decision> {
-    const plan = this.planOf(planInput);
+    let plan = ruleSet ?? this.planOf(planInput);
     const ids = plan.planner.identifiers(input);
+    if (this.overrideTable !== undefined) {
+      // The limiter's first check waits for the first read of the overrides (once); then none does.
+      const first = this.overrideTable.pending();
+      if (first !== undefined) return first.then(() => this.start(op, input, costInput, planInput, address, ruleSet));
+      plan = this.overrideTable.planFor(ids) ?? plan;
+    }
     const cost = plan.planner.cost(costInput);
     // The lists before anything else: in process, and deny wins over every other answer (a block included).
     if (!this.lists.empty) {
@@ -431,6 +485,7 @@ export class FloodgateLimiter implements Limiter {
       decision = { ...decision, allowed: true, reason: undefined, retryAfterMs: 0, shadowDenied: true };
     }
     if (this.events.active) this.events.decision(decision, plan.name === '' ? undefined : plan.name, latencyMs);
+    if (this.overrideTable !== undefined || this.ruleSets.size > 0) decisionRules.set(decision, plan.rules);
     return decision;
   }
 }

@@ -1,6 +1,6 @@
 import { encodeIdentifier, registryKey, topKey } from '../scripts/keys';
 import type { ResolvedOptions } from './options';
-import type { RuleInput } from '../config/rules';
+import type { Rule, RuleInput } from '../config/rules';
 import type { RedisStore } from '../stores/redis';
 
 /*
@@ -42,20 +42,26 @@ export interface LimiterDescription {
   /** `scope`: the identifier kinds it may lock (absent in entries written by versions without `lockout.scope`). */
   lockout: { after: number; within: number; duration: number; backoff: number; maxDuration: number; scope?: string[] } | null;
   colocate: boolean;
+  /** Present (true) when the limiter applies overrides (the `overrides` option; docs/overrides.md). */
+  overrides?: true;
+}
+
+/** Resolved rules as `limits` takes them (window in ms), with what the algorithm reads of each. */
+export function describeRules(rules: readonly Rule[], algorithm: string): RuleInput[] {
+  return rules.map((r) => ({
+    limit: r.limit,
+    window: r.windowMs,
+    ...(r.for === undefined ? {} : { for: r.for }),
+    ...(algorithm === 'token-bucket' ? { burst: r.burst } : {}),
+    ...(algorithm === 'sliding-window' ? { precision: r.precision } : {}),
+    ...(r.unit === undefined ? {} : { unit: r.unit }),
+  }));
 }
 
 export function describeLimiter(opts: ResolvedOptions): LimiterDescription {
   const algorithm = opts.algorithm.name;
   const plans: Record<string, RuleInput[]> = {};
-  for (const plan of opts.plans) {
-    plans[plan.name] = plan.rules.map((r) => ({
-      limit: r.limit,
-      window: r.windowMs,
-      ...(r.for === undefined ? {} : { for: r.for }),
-      ...(algorithm === 'token-bucket' ? { burst: r.burst } : {}),
-      ...(algorithm === 'sliding-window' ? { precision: r.precision } : {}),
-    }));
-  }
+  for (const plan of opts.plans) plans[plan.name] = describeRules(plan.rules, algorithm);
   const lo = opts.lockout;
   return {
     v: REGISTRY_VERSION,
@@ -72,6 +78,7 @@ export function describeLimiter(opts: ResolvedOptions): LimiterDescription {
         }
       : null,
     colocate: opts.colocate,
+    ...(opts.overridesRefreshMs === undefined ? {} : { overrides: true as const }),
   };
 }
 

@@ -48,21 +48,24 @@ export interface Call extends Prepared {
  */
 export function createPlans(opts: ResolvedOptions, keys: KeyScheme, store: Store): Map<string, PlanState> {
   const byName = new Map<string, PlanState>();
-  for (const plan of opts.plans) {
-    const planner = new CallPlanner(opts, keys, plan.rules);
-    byName.set(plan.name, {
-      name: plan.name,
-      rules: plan.rules,
-      planner,
-      program: createProgram(opts.algorithm, plan.rules, opts.refunds, opts.lockout),
-      cache:
-        store.remote && opts.blockCacheMax > 0
-          ? new BlockCache(opts.prefix, opts.name, opts.blockCacheMax, opts.clock ?? (() => performance.now()), opts.lockout !== undefined)
-          : undefined,
-      inflight: store.remote ? flightOf(planner) : undefined,
-    });
-  }
+  for (const plan of opts.plans) byName.set(plan.name, createPlan(opts, keys, store, plan.name, plan.rules));
   return byName;
+}
+
+/** One plan: its script built now, its block cache and units in flight its own (also an override's rule set). */
+export function createPlan(opts: ResolvedOptions, keys: KeyScheme, store: Store, name: string, rules: readonly Rule[]): PlanState {
+  const planner = new CallPlanner(opts, keys, rules);
+  return {
+    name,
+    rules,
+    planner,
+    program: createProgram(opts.algorithm, rules, opts.refunds, opts.lockout),
+    cache:
+      store.remote && opts.blockCacheMax > 0
+        ? new BlockCache(opts.prefix, opts.name, opts.blockCacheMax, opts.clock ?? (() => performance.now()), opts.lockout !== undefined)
+        : undefined,
+    inflight: store.remote ? flightOf(planner) : undefined,
+  };
 }
 
 /** Units in flight for a plan: one count when its rules count one unit, else one per unit. */

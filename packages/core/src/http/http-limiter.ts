@@ -6,7 +6,17 @@ import { resolveWarnings, warnOnce, warned, type WarningName } from '../kernel/w
 import { assertKnownOptions, ownOptions } from '../config/own-options';
 import { checkOptions } from '../config/option-table';
 import { UNKNOWN_IP } from '../scripts/keys';
-import { FloodgateLimiter, checkNow, createLimiter, currentLists, listCheck, type Cost, type Limiter } from '../engine/limiter';
+import {
+  FloodgateLimiter,
+  checkNow,
+  createLimiter,
+  currentLists,
+  listCheck,
+  type Cost,
+  type Limiter,
+  type RuleSetHandle,
+} from '../engine/limiter';
+import { resolveRequestLimits, type RequestLimits } from './request-limits';
 import { LIMITER_OPTION_KEYS, type LimiterOptions } from '../engine/options';
 import { bindsTighter, resolveHeaderModes, retryAfterSeconds } from './headers';
 import { checkOmittedUnits, omitHeaders, resolveOmitHeaders } from './header-filter';
@@ -60,11 +70,16 @@ export interface HttpLimiter<Req> {
 }
 
 /** The limiter a rateLimit() checks: its own (refundable when its refund options or `settle` ask), or the shared one. */
-function resolveLimiter<Req>(options: HttpOptions<Req>, refunds: RefundOptions, settle: SettleFn | undefined): Limiter {
+function resolveLimiter<Req>(
+  options: HttpOptions<Req>,
+  refunds: RefundOptions,
+  settle: SettleFn | undefined,
+  limits: RequestLimits<Req> | undefined,
+): Limiter {
   if (settle !== undefined && options.limiter === undefined) assertSettleable(undefined, options.refunds);
   const refundable = refunds.option !== undefined || settle !== undefined;
   const limiter = ownOrShared<Limiter>(
-    options as HttpOptions<Req> & Record<string, unknown>,
+    (limits === undefined ? options : { ...options, limits: limits.placeholder }) as HttpOptions<Req> & Record<string, unknown>,
     LIMITER_OPTION_KEYS,
     // Giving units back needs the refundable script: this limiter's own, so it is made so.
     (core) => createLimiter((refundable ? { ...core, refunds: true } : core) as unknown as LimiterOptions),
@@ -103,8 +118,13 @@ export function createHttpLimiter<Req>(
   const refunds = resolveRefunds(options);
   const settle = resolveSettle(options, refunds);
   if (settle !== undefined && role !== 'limit') throw new ConfigError('settle', "is rateLimit()'s option: a slowDown() never reserves");
-  const limiter = resolveLimiter(options, refunds, settle);
-  checkCostFits(options.cost, limiter);
+  const requestLimits = resolveRequestLimits<Req>(options.limits, options.plan);
+  // A reservation is settled under the rules it was checked under: a plan's, an override's; not a request's own.
+  if (settle !== undefined && requestLimits !== undefined)
+    throw new ConfigError('settle', 'cannot be combined with a limit that is a function of the request (use plans or overrides)');
+  const limiter = resolveLimiter(options, refunds, settle, requestLimits);
+  // A request's limit is known per request: a cost that could never fit is refused then, by the check.
+  if (requestLimits === undefined) checkCostFits(options.cost, limiter);
   checkOmittedUnits(omitted, headerMode === 'openai' || alsoOpenai, unitsOfLimiter(limiter));
   const logger = safeLogger(options.logger);
   const unidentified: UnidentifiedPolicy = options.unidentified ?? 'shared';
@@ -143,10 +163,16 @@ export function createHttpLimiter<Req>(
     return { action: 'next', status: 200, set, append, decision: tightest, own: decision };
   }
 
-  function check(ids: string[], units: Cost, address: string | undefined, name: string | undefined): MaybePromise<Decision> {
+  function check(
+    ids: string[],
+    units: Cost,
+    address: string | undefined,
+    name: string | undefined,
+    ruleSet?: RuleSetHandle,
+  ): MaybePromise<Decision> {
     if (reserved !== undefined) return reserved.reserve(ids, units, name, address);
     return direct
-      ? (limiter as FloodgateLimiter)[checkNow](ids, units, name, address)
+      ? (limiter as FloodgateLimiter)[checkNow](ids, units, name, address, ruleSet)
       : limiter.check(ids, name === undefined ? { cost: units } : { cost: units, plan: name });
   }
 
@@ -157,13 +183,14 @@ export function createHttpLimiter<Req>(
     previous: Decision | undefined,
     address: string | undefined,
     name?: string,
+    ruleSet?: RuleSetHandle,
   ): MaybePromise<HttpOutcome> {
     if (name !== undefined && typeof name !== 'string') {
       throw new TypeError(`floodgate: plan(req) must return a plan name or undefined; got ${describeValue(name)}`);
     }
     const decision = isPaired(limiter)
-      ? takeOver(req as object, limiter, role, ids, units, name, () => check(ids, units, address, name))
-      : check(ids, units, address, name);
+      ? takeOver(req as object, limiter, role, ids, units, name, () => check(ids, units, address, name, ruleSet))
+      : check(ids, units, address, name, ruleSet);
     if (!isThenable(decision)) return shape(req, decision, previous, name);
     return Promise.resolve(decision).then((d) => shape(req, d, previous, name));
   }
@@ -175,6 +202,12 @@ export function createHttpLimiter<Req>(
     previous: Decision | undefined,
     address: string | undefined,
   ): MaybePromise<HttpOutcome> {
+    if (requestLimits !== undefined) {
+      // The limiter is this middleware's own (a function limit cannot stand beside a shared one): direct.
+      const ruleSet = requestLimits.planOf(limiter as FloodgateLimiter, req);
+      if (!isThenable(ruleSet)) return limit(req, ids, units, previous, address, undefined, ruleSet);
+      return Promise.resolve(ruleSet).then((r) => limit(req, ids, units, previous, address, undefined, r));
+    }
     if (planOf === undefined) return limit(req, ids, units, previous, address);
     const name = planOf(req);
     if (!isThenable(name)) return limit(req, ids, units, previous, address, name);

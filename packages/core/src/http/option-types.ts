@@ -15,8 +15,8 @@ type LimiterOnly = Exclude<keyof LimiterOptions, 'logger'>;
  */
 export type LimitsOrLimiter<T> =
   | (Omit<T, 'limits' | 'limiter'> & {
-      /** One rule or an array: `{ limit, window, for?, burst?, precision? }`. */
-      limits: LimiterOptions['limits'];
+      /** One rule or an array: `{ limit, window, for?, burst?, precision? }` (`limit` may be a function of the request), or named plans. */
+      limits: T extends { limits?: infer L } ? Exclude<L, undefined> : LimiterOptions['limits'];
       limiter?: undefined;
     })
   | (Omit<T, LimiterOnly | 'limiter'> & {

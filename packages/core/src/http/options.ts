@@ -11,6 +11,7 @@ import { resolveHeaderModes, type HeadersOption } from './headers';
 import { resolveOmitHeaders, type OmittableHeader } from './header-filter';
 import { resolveIpv6Subnet } from './identity';
 import type { MaybePromise } from './option-types';
+import type { HttpRuleInput } from './request-limits';
 
 /*
  * The options every adapter's rateLimit() takes besides the core limiter's, declared once: the interface
@@ -19,8 +20,20 @@ import type { MaybePromise } from './option-types';
 
 export type UnidentifiedPolicy = 'shared' | 'deny' | 'allow';
 
+/**
+ * `limits` in the adapters: as createLimiter() takes them, or one rule set whose rules' `limit` may be a
+ * function of the request (`{ limit: (req) => (req.user?.premium ? 1000 : 100), window: '1m' }`,
+ * docs/overrides.md): each distinct answer is a rule set compiled at its first use, at most 256.
+ */
+export type HttpLimits<Req> = LimiterOptions['limits'] | HttpRuleInput<Req> | HttpRuleInput<Req>[];
+
 /** Options every adapter takes, besides the core limiter options (or `limiter`). `Req` is the framework's request. */
-export interface HttpOptions<Req> extends Partial<LimiterOptions> {
+export interface HttpOptions<Req> extends Partial<Omit<LimiterOptions, 'limits'>> {
+  /**
+   * The rules: one, a list, or named plans of them (`{ free: [...], pro: [...] }`), one of which each
+   * request picks (`plan`). Without plans, a rule's `limit` may be a function of the request.
+   */
+  limits?: HttpLimits<Req>;
   /** Share an existing limiter instead of creating one (then leave the core options out). */
   limiter?: Limiter;
   /** Identifiers for this request: a string replaces the defaults; an array is the whole list (spread `defaults` to extend). */

@@ -1,6 +1,7 @@
 import type { Decision } from '../kernel/decision';
 import { shared } from '../kernel/state';
-import type { Limiter } from '../engine/limiter';
+import { rulesOfDecision, type Limiter } from '../engine/limiter';
+import type { Rule } from '../config/rules';
 import { planHeaders, rateLimitHeaders, type HeaderList, type HeaderMode, type HeaderPlan } from './headers';
 
 /*
@@ -27,7 +28,7 @@ function setDialect(req: object, draft: Draft): void {
   else dialects.set(req, draft);
 }
 
-/** A plan's headers: in this limiter's mode, in each draft another limiter may have chosen, and the legacy ones. */
+/** A plan's headers: in this limiter's mode, in each draft another limiter may have chosen, and the legacy and AI API ones. */
 interface HeaderPlans {
   own: HeaderPlan;
   drafts: Record<Draft, HeaderPlan> | undefined;
@@ -40,22 +41,19 @@ export class ResponseHeaders {
   private readonly plans = new Map<string | undefined, HeaderPlans>();
   private readonly stamped: boolean;
 
+  /** The header plans of rule sets besides the plans (overrides', requests'), planned at first use. */
+  private readonly byRules = new WeakMap<readonly Rule[], HeaderPlans>();
+
   constructor(
-    limiter: Limiter,
+    private readonly limiter: Limiter,
     private readonly mode: HeaderMode,
-    alsoLegacy: boolean,
-    alsoOpenai = false,
+    private readonly alsoLegacy: boolean,
+    private readonly alsoOpenai = false,
   ) {
     for (const name of [undefined, ...(limiter.plans ?? [])]) {
       const rules = name === undefined ? limiter.rules : limiter.rulesOf(name);
-      const of = (m: HeaderMode): HeaderPlan => planHeaders({ name: limiter.name, rules }, m);
-      const drafts = isDraft(mode) ? { 'draft-6': of('draft-6'), 'draft-7': of('draft-7'), 'draft-8': of('draft-8') } : undefined;
-      this.plans.set(name, {
-        own: of(mode),
-        drafts,
-        legacy: alsoLegacy ? of('legacy') : undefined,
-        openai: alsoOpenai ? of('openai') : undefined,
-      });
+      this.plans.set(name, this.planned(rules));
+      this.byRules.set(rules, this.plans.get(name)!);
     }
     // Legacy reset headers are a time of day: only they need the clock.
     this.stamped = mode === 'legacy';
@@ -63,11 +61,33 @@ export class ResponseHeaders {
 
   /** A decision's rate-limit headers: in the request's draft (or this limiter's mode), and the legacy and AI API ones beside it when asked. */
   of(req: object, plan: string | undefined, decision: Decision, previous: Decision | undefined): { set: HeaderList; append: HeaderList } {
-    const plans = this.plans.get(plan) ?? this.plans.get(undefined)!;
+    // An override's or a request's rules, when the decision was made under other rules than the plan's.
+    const rules = rulesOfDecision(decision);
+    const plans = (rules && this.ofRules(rules)) ?? this.plans.get(plan) ?? this.plans.get(undefined)!;
     const out = rateLimitHeaders(this.planFor(req, plans), decision, previous, this.stamped ? Date.now() : 0);
     if (plans.legacy !== undefined) out.set.push(...rateLimitHeaders(plans.legacy, decision, previous, Date.now()).set);
     if (plans.openai !== undefined) out.set.push(...rateLimitHeaders(plans.openai, decision, previous, 0).set);
     return out;
+  }
+
+  private planned(rules: readonly Rule[]): HeaderPlans {
+    const of = (m: HeaderMode): HeaderPlan => planHeaders({ name: this.limiter.name, rules }, m);
+    const drafts = isDraft(this.mode) ? { 'draft-6': of('draft-6'), 'draft-7': of('draft-7'), 'draft-8': of('draft-8') } : undefined;
+    return {
+      own: of(this.mode),
+      drafts,
+      legacy: this.alsoLegacy ? of('legacy') : undefined,
+      openai: this.alsoOpenai ? of('openai') : undefined,
+    };
+  }
+
+  private ofRules(rules: readonly Rule[]): HeaderPlans {
+    let plans = this.byRules.get(rules);
+    if (plans === undefined) {
+      plans = this.planned(rules);
+      this.byRules.set(rules, plans);
+    }
+    return plans;
   }
 
   /** The header plan for this request: its plan's, in the draft another limiter already wrote, if one did. */

@@ -114,6 +114,19 @@ export function registryKey(prefix: string): string {
   return `${prefix}:!m:{${prefix}}`;
 }
 
+/**
+ * A limiter's overrides (docs/overrides.md): a hash, identifier -> its override (JSON), and beside it, in the
+ * same slot, the version every change increments. No limiter name contains `!`.
+ */
+export function overridesKey(prefix: string, name: string): string {
+  return `${prefix}:!o:{${prefix}}:${name}`;
+}
+
+/** The version of a limiter's overrides (see overridesKey): a counter. */
+export function overridesVersionKey(prefix: string, name: string): string {
+  return `${prefix}:!ov:{${prefix}}:${name}`;
+}
+
 /** The denial sample of one minute (ms since the epoch / 60000): a sorted set, identifier -> denials. */
 export function topKey(prefix: string, minute: number): string {
   return `${prefix}:!t:{${prefix}}:${minute}`;

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Redis from 'ioredis';
-import { createLimiter, type AlgorithmName } from '@floodgate/core';
+import { createLimiter, type AlgorithmName, type Limiter } from '@floodgate/core';
 import { closeClients, connect, spawnRedis, uniquePrefix, type RedisProcess } from '@floodgate/testing';
 
 /*
@@ -115,6 +115,27 @@ describe('the ACL a limiter needs', () => {
     await limiter.reset(['ip:1.2.3.4', 'user:7']);
     expect(await limiter.check('ip:1.2.3.4')).toMatchObject({ allowed: true, source: 'redis', remaining: 1 });
     await limiter.close();
+  });
+
+  test('overrides (set, list, delete, and the refresh a second limiter reads them by) with exactly that ACL', async () => {
+    const make = (): Limiter =>
+      createLimiter({
+        redis: connect(`redis://limiter:s3cret@127.0.0.1:${server.port}`),
+        prefix: 'fg-acl',
+        name: 'overrides',
+        failure: 'closed',
+        limits: { free: { limit: 2, window: '1m' }, pro: { limit: 9, window: '1m' } },
+        overrides: { refreshMs: 100 },
+      });
+    const [setter, reader] = [make(), make()];
+    expect(await reader.check('user:1')).toMatchObject({ source: 'redis', limit: 2 });
+    await setter.overrides.set('user:1', { plan: 'pro' }, { ttl: '1h' });
+    await setter.overrides.set('user:2', { limits: { limit: 4, window: '1m' } });
+    expect((await setter.overrides.list()).map((o) => o.identifier)).toEqual(['user:1', 'user:2']);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await reader.check('user:1')).toMatchObject({ source: 'redis', limit: 9 });
+    expect(await setter.overrides.delete('user:2')).toBe(true);
+    await Promise.all([setter.close(), reader.close()]);
   });
 
   test('one command short (no TIME): every check fails, so the ACL above is the least that works', async () => {

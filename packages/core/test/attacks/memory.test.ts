@@ -83,3 +83,34 @@ test('limiters nobody holds are collected: no registry keeps them, and their nam
   const again = createLimiter({ redis, prefix, name: 'per-request', limits: { limit: 9, window: '1m' }, logger: quiet });
   await again.close();
 });
+
+test('limiters with overrides nobody holds are collected too: their refresh timer holds them weakly', async () => {
+  const redis = connect();
+  const prefix = uniquePrefix('gc-overrides');
+  collectGarbage();
+  const cachesBefore = liveBlockCaches();
+  const namesBefore = registeredNames();
+  const perRequest = async (i: number): Promise<void> => {
+    const l: Limiter = createLimiter({
+      redis,
+      prefix,
+      name: 'per-request',
+      limits: { limit: 1, window: '1h' },
+      overrides: { refreshMs: 100 },
+      logger: quiet,
+    });
+    await l.overrides.set(`user:${i}`, { limits: { limit: 1, window: '1m' } });
+    await l.check(`user:${i}`);
+    await l.check(`user:${i}`);
+  };
+  for (let i = 0; i < 20; i++) await perRequest(i);
+  // Each made its default plan's block cache and its override's.
+  expect(liveBlockCaches()).toBeGreaterThanOrEqual(cachesBefore + 40);
+  for (let round = 0; round < 10 && (liveBlockCaches() > cachesBefore || registeredNames() > namesBefore); round++) {
+    collectGarbage();
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  expect(liveBlockCaches()).toBe(cachesBefore);
+  expect(registeredNames()).toBe(namesBefore);
+  await redis.del(`${prefix}:!o:{${prefix}}:per-request`, `${prefix}:!ov:{${prefix}}:per-request`);
+});

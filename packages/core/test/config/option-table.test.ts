@@ -35,6 +35,7 @@ test('the published key lists, in declaration order', () => {
     'blockCache',
     'cluster',
     'memory',
+    'overrides',
   ]);
   expect(HTTP_OPTION_KEYS).toEqual([
     'limiter',

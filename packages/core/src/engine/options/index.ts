@@ -13,7 +13,7 @@ import { checkBoolean, checkFunction, oneOfCheck, pattern } from '../../config/v
 import type { FailurePolicy } from '../../config/failure-policy';
 import { resolveLockout, type LockoutOptions } from './lockout';
 import { listKinds, resolvePlans, type Plan } from './plans';
-import { resolveBlockCache, resolveCluster, resolveEventOptions, resolveMemory } from './nested';
+import { resolveBlockCache, resolveCluster, resolveEventOptions, resolveMemory, resolveOverrides, type OverridesOptions } from './nested';
 
 export type { LockoutOptions } from './lockout';
 export type { Plan } from './plans';
@@ -92,6 +92,13 @@ export interface LimiterOptions {
    * give, such as `['tenant', 'api-key']`. Any other kind is a ConfigError (docs/lists.md).
    */
   identifierKinds?: readonly string[];
+  /**
+   * Per-identifier overrides kept in Redis (or, without `redis`, in this process): a plan or rules of their
+   * own for one identifier, set at run time with limiter.overrides.set() or `floodgate override`
+   * (docs/overrides.md). `true`, or `{ refreshMs }`: how often the limiter asks Redis whether they changed
+   * (default 1000). Default off: a limiter without it reads nothing.
+   */
+  overrides?: boolean | OverridesOptions;
   /** Every decision, refund, store error and shadow denial (events.ts); see also limiter.subscribe(). */
   onEvent?: (event: LimiterEvent) => void;
   /** `{ identifiers: true }`: events carry the identifier itself, not only its kind. Default false. */
@@ -130,6 +137,8 @@ export interface ResolvedOptions {
   /** Never throws (see safeLogger). */
   readonly logger: Logger;
   readonly clock: (() => number) | undefined;
+  /** With `overrides` on: how often (ms) the limiter asks Redis whether they changed; undefined when off. */
+  readonly overridesRefreshMs: number | undefined;
   /** Identifiers one in-memory store keeps (the memory store, the `local` fallback). */
   readonly memoryMaxKeys: number;
 }
@@ -211,6 +220,7 @@ export const LIMITER_OPTIONS: OptionTable<LimiterOptions> = {
   blockCache: { check: resolveBlockCache, inherited: true },
   cluster: { check: resolveCluster, inherited: true, redisOnly: true },
   memory: { check: resolveMemory, inherited: true },
+  overrides: { check: resolveOverrides },
 };
 
 /** The names of a limiter's options, in declaration order. */
@@ -252,5 +262,6 @@ export function resolveOptions(input: LimiterOptions, extraKeys: readonly string
     logger: safeLogger(logger),
     memoryMaxKeys: resolveMemory(input.memory),
     clock: input.clock,
+    overridesRefreshMs: resolveOverrides(input.overrides),
   };
 }

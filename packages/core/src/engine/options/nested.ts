@@ -3,7 +3,7 @@ import { checkBoolean, checkInteger, nested } from '../../config/validate';
 import { optionNames } from '../../config/option-table';
 import { DEFAULT_MEMORY_MAX_KEYS } from '../../stores/memory';
 
-/* The options that are objects of their own: `blockCache`, `cluster`, `memory`, `events`. */
+/* The options that are objects of their own: `blockCache`, `cluster`, `memory`, `events`, `overrides`. */
 
 export interface BlockCacheOptions {
   /** Entries the cache keeps: an integer from 1 to 10,000,000. */
@@ -16,6 +16,10 @@ export interface ClusterOptions {
 export interface MemoryOptions {
   /** Identifiers one in-memory store keeps. Default 100,000. */
   maxKeys?: number;
+}
+export interface OverridesOptions {
+  /** How often (ms) the limiter asks Redis whether the overrides changed: 100 to 3,600,000. Default 1000. */
+  refreshMs?: number;
 }
 export interface EventOptions {
   /** Events carry the identifier itself, not only its kind. Default false. */
@@ -58,4 +62,19 @@ export function resolveEventOptions(value: unknown): boolean {
     nested<EventOptions>(value, 'events', optionNames<EventOptions>({ identifiers: {} }), '{ identifiers: true }').identifiers ?? false;
   checkBoolean(identifiers, 'events.identifiers');
   return identifiers;
+}
+
+const DEFAULT_OVERRIDES_REFRESH_MS = 1_000;
+
+/** `overrides`: true or `{ refreshMs }` turns them on (the refresh period in ms); undefined when off. */
+export function resolveOverrides(value: unknown): number | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return DEFAULT_OVERRIDES_REFRESH_MS;
+  const { refreshMs } = nested<OverridesOptions>(
+    value,
+    'overrides',
+    optionNames<OverridesOptions>({ refreshMs: {} }),
+    '{ refreshMs: 1000 }',
+  );
+  return checkInteger(refreshMs ?? DEFAULT_OVERRIDES_REFRESH_MS, 'overrides.refreshMs', 100, 3_600_000);
 }

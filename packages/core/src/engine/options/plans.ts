@@ -43,6 +43,14 @@ function namesPlans(limits: unknown): limits is Record<string, unknown> {
   );
 }
 
+/** One rule set (a plan's, or an override's: engine/overrides.ts), validated for the algorithm; errors name `path`. */
+export function resolveRuleSet(value: unknown, algorithm: Algorithm, path: string): Rule[] {
+  const rules = resolveRules(value, path);
+  assertRuleOptions(value, algorithm, path);
+  rules.forEach((rule, i) => algorithm.validate?.(rule, `${path}[${i}]`));
+  return rules;
+}
+
 /** `limits` as plans: named ones, or a single unnamed one. Each plan's rules are validated for the algorithm. */
 export function resolvePlans(limits: unknown, algorithm: Algorithm): Plan[] {
   const named = namesPlans(limits);
@@ -52,11 +60,7 @@ export function resolvePlans(limits: unknown, algorithm: Algorithm): Plan[] {
     if (named && !PLAN_NAME.test(name)) {
       throw new ConfigError(`limits.${name}`, `is not a plan name: plan names match [A-Za-z0-9_.-]{1,48}`);
     }
-    const path = named ? `limits.${name}` : 'limits';
-    const rules = resolveRules(value, path);
-    assertRuleOptions(value, algorithm, path);
-    rules.forEach((rule, i) => algorithm.validate?.(rule, `${path}[${i}]`));
-    return { name, rules };
+    return { name, rules: resolveRuleSet(value, algorithm, named ? `limits.${name}` : 'limits') };
   });
   // Sliding log keeps one log of timestamps per identifier for every rule of every plan: one unit per entry.
   const units = unitsOf(plans.flatMap((p) => p.rules));

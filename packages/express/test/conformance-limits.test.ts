@@ -1,0 +1,4 @@
+import { limitsConformance } from '@floodgate/testing';
+import { expressFactory } from './app-factory';
+
+limitsConformance(expressFactory);

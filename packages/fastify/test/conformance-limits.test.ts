@@ -1,0 +1,4 @@
+import { limitsConformance } from '@floodgate/testing';
+import { fastifyFactory } from './app-factory';
+
+limitsConformance(fastifyFactory);

@@ -1,0 +1,4 @@
+import { limitsConformance } from '@floodgate/testing';
+import { honoFactory } from './app-factory';
+
+limitsConformance(honoFactory);

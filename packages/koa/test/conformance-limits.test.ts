@@ -1,0 +1,4 @@
+import { limitsConformance } from '@floodgate/testing';
+import { koaFactory } from './app-factory';
+
+limitsConformance(koaFactory);

@@ -1,0 +1,4 @@
+import { limitsConformance } from '@floodgate/testing';
+import { nestExpressFactory } from './app-factory';
+
+limitsConformance(nestExpressFactory);

@@ -1,0 +1,4 @@
+import { limitsConformance } from '@floodgate/testing';
+import { nestFastifyFactory } from './app-factory';
+
+limitsConformance(nestFastifyFactory);
