@@ -22,6 +22,10 @@ test('slowDown() refuses settle, and so does an own limiter told refunds: false'
   expect(() => createHttpLimiter<Req>({ limits, settle: () => 1, skipFailedRequests: true })).toThrow(
     expect.objectContaining({ option: 'settle', message: expect.stringContaining('skipFailedRequests') }),
   );
+  // A reservation settles under the rules it was checked under: a request's own limit is refused beside it.
+  expect(() => createHttpLimiter<Req>({ limits: [{ limit: (req: Req) => req.tokens, window: '1m' }], settle: () => 1 } as never)).toThrow(
+    expect.objectContaining({ option: 'settle', message: expect.stringContaining('function of the request') }),
+  );
 });
 
 test("a wrapped shared limiter reserves through its own reserve(), and completed() settles with the app's answer", async () => {
