@@ -3,6 +3,7 @@ import type { Decision } from '../kernel/decision';
 import { identifierKind } from '../scripts/keys';
 import { formatWindow, unitOf, unitsOf, type Rule } from '../config/rules';
 import { STATUS_CODES } from './node';
+import type { HeaderList } from './header-list';
 import { unitBindings, unitDialectHeaders } from './unit-headers';
 
 /**
@@ -12,7 +13,7 @@ import { unitBindings, unitDialectHeaders } from './unit-headers';
 export type HeaderMode = 'draft-8' | 'draft-7' | 'draft-6' | 'legacy' | 'openai' | false;
 export const HEADER_MODES: readonly HeaderMode[] = ['draft-8', 'draft-7', 'draft-6', 'legacy', 'openai', false];
 
-export type HeaderList = [name: string, value: string][];
+export type { HeaderList } from './header-list';
 
 /** Everything about one limiter's headers that does not depend on the request, computed once. */
 export interface HeaderPlan {

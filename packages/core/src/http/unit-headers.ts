@@ -1,6 +1,6 @@
 import type { Decision, PairState } from '../kernel/decision';
 import { DEFAULT_UNIT } from '../config/rules';
-import type { HeaderList } from './headers';
+import type { HeaderList } from './header-list';
 
 /*
  * Headers per unit (docs/budgets.md, "Headers"): with rules of several units, the draft-8 RateLimit item
