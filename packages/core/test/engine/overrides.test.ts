@@ -264,3 +264,25 @@ test("reserve() under an override: counted and settled under the override's rule
   await reservation.settle(2);
   expect(await limiter.peek('user:1', { cost: 0 })).toMatchObject({ limit: 10, remaining: 8 });
 });
+
+test("reserve() under an override: the reservation settles by the override plan's units, not the default plan's", async () => {
+  const prefix = uniquePrefix('overrides');
+  // The default plan counts requests only; 'metered' also counts tokens. A reservation that took the default
+  // plan would refuse a settle in tokens (a unit its rules do not count).
+  const limiter = make(prefix, {
+    refunds: true,
+    limits: {
+      basic: { limit: 5, window: '1h' },
+      metered: [
+        { limit: 5, window: '1h' },
+        { limit: 1_000, window: '1h', unit: 'tokens' },
+      ],
+    },
+  });
+  await limiter.overrides.set('user:1', { plan: 'metered' });
+  const reservation = await limiter.reserve('user:1', { cost: { requests: 1, tokens: 600 } });
+  expect(reservation.decision.allowed).toBe(true);
+  await expect(reservation.settle({ requests: 1, tokens: 150 })).resolves.toBe(true);
+  const tokens = (await limiter.peek('user:1', { cost: { requests: 0, tokens: 0 } })).states.find((s) => s.unit === 'tokens');
+  expect(tokens?.remaining).toBe(850);
+});
