@@ -131,7 +131,7 @@ export function createHttpLimiter<Req>(
   if (planOf !== undefined && !(limiter.plans?.length > 0)) {
     throw new ConfigError('plan', 'needs `limits` that name plans, e.g. { free: [...], pro: [...] }');
   }
-  const headers = new ResponseHeaders(limiter, headerMode, alsoLegacy, alsoOpenai);
+  const headers = new ResponseHeaders(limiter, headerMode, alsoLegacy, alsoOpenai, requestLimits !== undefined);
   const cost = options.cost ?? 1;
   const denials = new Denials<Req>(options.statusCode ?? 429, options.denyStatusCode ?? 403, options.message);
   const shadow = limiter.mode === 'shadow';

@@ -40,6 +40,8 @@ interface HeaderPlans {
 export class ResponseHeaders {
   private readonly plans = new Map<string | undefined, HeaderPlans>();
   private readonly stamped: boolean;
+  /** Whether a decision may come from other rules than its plan's (overrides, a request's limit): else no lookup per request. */
+  private readonly otherRules: boolean;
 
   /** The header plans of rule sets besides the plans (overrides', requests'), planned at first use. */
   private readonly byRules = new WeakMap<readonly Rule[], HeaderPlans>();
@@ -49,7 +51,9 @@ export class ResponseHeaders {
     private readonly mode: HeaderMode,
     private readonly alsoLegacy: boolean,
     private readonly alsoOpenai = false,
+    requestLimits = false,
   ) {
+    this.otherRules = requestLimits || (limiter as Partial<Limiter>).overrides?.enabled === true;
     for (const name of [undefined, ...(limiter.plans ?? [])]) {
       const rules = name === undefined ? limiter.rules : limiter.rulesOf(name);
       this.plans.set(name, this.planned(rules));
@@ -62,7 +66,7 @@ export class ResponseHeaders {
   /** A decision's rate-limit headers: in the request's draft (or this limiter's mode), and the legacy and AI API ones beside it when asked. */
   of(req: object, plan: string | undefined, decision: Decision, previous: Decision | undefined): { set: HeaderList; append: HeaderList } {
     // An override's or a request's rules, when the decision was made under other rules than the plan's.
-    const rules = rulesOfDecision(decision);
+    const rules = this.otherRules ? rulesOfDecision(decision) : undefined;
     const plans = (rules && this.ofRules(rules)) ?? this.plans.get(plan) ?? this.plans.get(undefined)!;
     const out = rateLimitHeaders(this.planFor(req, plans), decision, previous, this.stamped ? Date.now() : 0);
     if (plans.legacy !== undefined) out.set.push(...rateLimitHeaders(plans.legacy, decision, previous, Date.now()).set);
