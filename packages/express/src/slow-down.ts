@@ -47,7 +47,8 @@ export function slowDown(options: SlowDownOptions): SlowDownMiddleware {
     // The client left during its delay: no handler runs for nobody.
     if (outcome.action === 'gone') return;
     for (const [name, value] of outcome.set) res.setHeader(name, value);
-    for (const [name, value] of outcome.append) res.append(name, value);
+    // Node's appendHeader: what res.append does, without Express's get/set round (a list header's items).
+    for (const [name, value] of outcome.append) res.appendHeader(name, value);
     if (outcome.action === 'deny') return void res.status(outcome.status).json(outcome.body);
     if (outcome.info !== undefined) req.slowDown = outcome.info;
     const done = outcome.outcome;

@@ -43,7 +43,8 @@ export function slowDown(options: SlowDownOptions): SlowDownMiddleware {
     // The client left during its delay: no handler runs for nobody.
     if (outcome.action === 'gone') return undefined;
     for (const [name, value] of outcome.set) ctx.set(name, value);
-    for (const [name, value] of outcome.append) ctx.append(name, value);
+    // Node's appendHeader: what ctx.append does (nothing once headers are sent), without Koa's get/set round.
+    if (!ctx.headerSent) for (const [name, value] of outcome.append) ctx.res.appendHeader(name, value);
     if (outcome.action === 'deny') {
       ctx.status = outcome.status;
       ctx.body = outcome.body;

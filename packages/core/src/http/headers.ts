@@ -15,13 +15,24 @@ export const HEADER_MODES: readonly HeaderMode[] = ['draft-8', 'draft-7', 'draft
 
 export type { HeaderList } from './header-list';
 
+/** One draft-8 policy item: the rule it names, and its name. */
+interface PolicyItem {
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly for: string | undefined;
+  readonly unit: string;
+  readonly name: string;
+}
+
 /** Everything about one limiter's headers that does not depend on the request, computed once. */
 export interface HeaderPlan {
   readonly mode: HeaderMode;
   /** The RateLimit-Policy value, or '' when the mode has none. */
   readonly policy: string;
-  /** draft-8 policy item name per rule, keyed by `limit/windowMs/for/unit`. */
-  readonly itemNames: ReadonlyMap<string, string>;
+  /** draft-8 policy item name per distinct rule (limit, window, `for`, unit), in rule order. */
+  readonly items: readonly PolicyItem[];
+  /** Whether a rule is scoped (`for`): only then does a name depend on the identifier's kind. */
+  readonly scoped: boolean;
   /** The units the rules count, in the order of their first rule. */
   readonly units: readonly string[];
   /** The last draft-8 item this plan wrote (rateLimitHeaders' memo). */
@@ -75,8 +86,6 @@ export function resolveHeaderModes(value: unknown): { mode: HeaderMode; legacy: 
   return { mode, legacy: mode !== 'legacy' && modes.includes('legacy'), openai: mode !== 'openai' && modes.includes('openai') };
 }
 
-const ruleKey = (limit: number, windowMs: number, kind: string | undefined, unit: string): string =>
-  `${limit}/${windowMs}/${kind ?? ''}/${unit}`;
 /** Structured-field seconds: the drafts want integers; a sub-second window still lasts "1". */
 const seconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));
 
@@ -89,14 +98,13 @@ const seconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));
  * (requests, content bytes, concurrent requests).
  */
 export function planHeaders(limiter: { name: string; rules: readonly Rule[] }, mode: HeaderMode): HeaderPlan {
-  const itemNames = new Map<string, string>();
+  const named: PolicyItem[] = [];
   const used = new Set<string>();
   const items: string[] = [];
   const units = unitsOf(limiter.rules);
   for (const rule of limiter.rules) {
     const unit = unitOf(rule);
-    const key = ruleKey(rule.limit, rule.windowMs, rule.for, unit);
-    if (itemNames.has(key)) continue;
+    if (named.some((i) => i.limit === rule.limit && i.windowMs === rule.windowMs && i.for === rule.for && i.unit === unit)) continue;
     const parts = [
       limiter.name === 'default' ? '' : limiter.name,
       formatWindow(rule.windowMs),
@@ -106,10 +114,11 @@ export function planHeaders(limiter: { name: string; rules: readonly Rule[] }, m
     let name = parts.filter(Boolean).join('-');
     for (let n = 2; used.has(name); n++) name = `${parts.filter(Boolean).join('-')}-${n}`;
     used.add(name);
-    itemNames.set(key, name);
+    named.push({ limit: rule.limit, windowMs: rule.windowMs, for: rule.for, unit, name });
     items.push(mode === 'draft-8' ? `"${name}";q=${rule.limit};w=${seconds(rule.windowMs)}` : `${rule.limit};w=${seconds(rule.windowMs)}`);
   }
-  return { mode, policy: mode === false || mode === 'legacy' || mode === 'openai' ? '' : items.join(', '), itemNames, units };
+  const policy = mode === false || mode === 'legacy' || mode === 'openai' ? '' : items.join(', ');
+  return { mode, policy, items: named, scoped: named.some((i) => i.for !== undefined), units };
 }
 
 /** Retry-After in whole seconds: rounded up, never 0 (RFC 9110 §10.2.3; 0 invites an instant retry). */
@@ -193,10 +202,19 @@ function draft8Item(plan: HeaderPlan, decision: Decision, remaining: number, res
   return item;
 }
 
-/** The policy item name of the rule of `limit`, `windowMs` and `unit` that applies to `id` (scoped by kind first). */
+/**
+ * The policy item name of the rule of `limit`, `windowMs` and `unit` that applies to `id`: a rule scoped to
+ * the identifier's kind first, then an unscoped one. A scan of a few rules, per request: no key strings.
+ */
 function itemName(plan: HeaderPlan, limit: number, windowMs: number, id: string | undefined, unit: string): string | undefined {
-  const kind = id === undefined ? undefined : identifierKind(id);
-  return plan.itemNames.get(ruleKey(limit, windowMs, kind, unit)) ?? plan.itemNames.get(ruleKey(limit, windowMs, undefined, unit));
+  const kind = plan.scoped && id !== undefined ? identifierKind(id) : undefined;
+  let unscoped: string | undefined;
+  for (const i of plan.items) {
+    if (i.limit !== limit || i.windowMs !== windowMs || i.unit !== unit) continue;
+    if (i.for === undefined) unscoped ??= i.name;
+    else if (i.for === kind) return i.name;
+  }
+  return unscoped;
 }
 
 /** Denied beats allowed; then fewer remaining; a decision with no rule states never binds. */

@@ -28,6 +28,15 @@ function setDialect(req: object, draft: Draft): void {
   else dialects.set(req, draft);
 }
 
+/*
+ * The drafts of every limiter with headers made in this process (every copy of this package). While there
+ * is one, every limiter writes it anyway, so no request needs the memo above: a property added to each
+ * request was 2-3 µs of an Express request's CPU. The set only grows; once a limiter in another draft is
+ * made, every limiter reads and writes the memo (a request already past a limiter then has none, and the
+ * next one writes its own draft: only for requests in flight while it is made).
+ */
+const draftsInUse = shared('headerDraftsInUse', () => new Set<Draft>());
+
 /** A plan's headers: in this limiter's mode, in each draft another limiter may have chosen, and the legacy and AI API ones. */
 interface HeaderPlans {
   own: HeaderPlan;
@@ -59,6 +68,7 @@ export class ResponseHeaders {
       this.plans.set(name, this.planned(rules));
       this.byRules.set(rules, this.plans.get(name)!);
     }
+    if (isDraft(mode)) draftsInUse.add(mode);
     // Legacy reset headers are a time of day: only they need the clock.
     this.stamped = mode === 'legacy';
   }
@@ -97,7 +107,7 @@ export class ResponseHeaders {
   /** The header plan for this request: its plan's, in the draft another limiter already wrote, if one did. */
   private planFor(req: object, plans: HeaderPlans): HeaderPlan {
     const { own, drafts } = plans;
-    if (drafts === undefined) return own;
+    if (drafts === undefined || draftsInUse.size === 1) return own;
     const used = dialectOf(req);
     if (used === undefined) {
       setDialect(req, this.mode as Draft);
