@@ -1,5 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { createHttpConcurrency, watchServerOf, type ConcurrencyHttpOptions, type ConcurrencyOutcome } from '@floodgate/core/adapter';
+import { sendDenial } from './deny';
 
 export type ConcurrencyOptions = ConcurrencyHttpOptions<Request>;
 
@@ -19,7 +20,7 @@ export function concurrency(options: ConcurrencyOptions): RequestHandler {
     if (outcome.action === 'gone') return;
     if (outcome.action === 'next') return next();
     for (const [name, value] of outcome.set) res.setHeader(name, value);
-    res.status(outcome.status).json(outcome.body);
+    sendDenial(res, outcome);
   };
   return (req: Request, res: Response, next: NextFunction): void => {
     watchServerOf(req.socket);

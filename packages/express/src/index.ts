@@ -19,6 +19,7 @@ import {
   type LimitsOrLimiter,
 } from '@floodgate/core/adapter';
 import { checkTrust } from './trust';
+import { sendDenial } from './deny';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -73,7 +74,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     if (outcome.action === 'next') return next();
     // Decided by reason, not status: `statusCode: 503` is a denial like any other.
     if (handler !== undefined && outcome.decision?.reason !== 'store-unavailable') return handler(req, res, next, outcome.decision!);
-    res.status(outcome.status).json(outcome.body);
+    sendDenial(res, outcome);
   };
   /*
    * Synchronous when the outcome is (a client the block cache already denies): no promise per request. Every

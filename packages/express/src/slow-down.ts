@@ -10,6 +10,7 @@ import {
   type SlowDownOutcome,
 } from '@floodgate/core/adapter';
 import { checkTrust } from './trust';
+import { sendDenial } from './deny';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -49,7 +50,7 @@ export function slowDown(options: SlowDownOptions): SlowDownMiddleware {
     for (const [name, value] of outcome.set) res.setHeader(name, value);
     // Node's appendHeader: what res.append does, without Express's get/set round (a list header's items).
     for (const [name, value] of outcome.append) res.appendHeader(name, value);
-    if (outcome.action === 'deny') return void res.status(outcome.status).json(outcome.body);
+    if (outcome.action === 'deny') return sendDenial(res, outcome);
     if (outcome.info !== undefined) req.slowDown = outcome.info;
     const done = outcome.outcome;
     if (done?.own !== undefined) whenResponseDone(res, (finished) => http.completed(done, finished, res.statusCode, [req, res]));

@@ -53,6 +53,26 @@ describe.each([
     expect((await request(url).get('/')).body).toEqual({ remaining: 3 });
   });
 
+  test('a denial is JSON with its length and no ETag, HEAD gets no body, and an object message follows the app\'s json settings', async () => {
+    const url = await serve(appWith(rateLimit({ redis, prefix: uniquePrefix('ex'), limits: { limit: 1, window: '1m' } })));
+    await request(url).get('/').expect(200);
+    const denied = await request(url).get('/').expect(429);
+    expect(denied.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(denied.headers['content-length']).toBe(String(Buffer.byteLength(denied.text)));
+    expect(denied.headers.etag).toBeUndefined();
+    expect(denied.body).toEqual({ statusCode: 429, error: 'Too Many Requests', message: expect.stringMatching(/^Rate limit exceeded/) });
+    const head = await request(url).head('/').expect(429);
+    expect(head.headers['content-length']).toBe(denied.headers['content-length']);
+    expect(head.headers['retry-after']).toBeDefined();
+    expect(head.text ?? '').toBe('');
+
+    const app = appWith(rateLimit({ redis, prefix: uniquePrefix('ex'), limits: { limit: 1, window: '1m' }, message: { error: 'slow down' } }));
+    app.set('json spaces', 2);
+    const spaced = await serve(app);
+    await request(spaced).get('/').expect(200);
+    expect((await request(spaced).get('/').expect(429)).text).toBe('{\n  "error": "slow down"\n}');
+  });
+
   test('handler replaces the denial response, after Retry-After is set', async () => {
     const seen: Decision[] = [];
     const limit = rateLimit({
