@@ -54,6 +54,12 @@ export function figures({ http, core }: Results): Map<string, string> {
       ),
     ].map((variant) => ({ framework: fw, variant })),
   ]);
+  // A peer that runs on several frameworks (rate-limiter-flexible in the settle shape) names its framework.
+  const shared = (variant: string): boolean => columns.filter((c) => c.variant === variant).length > 1;
+  const label = (c: { framework: string; variant: string }): string =>
+    c.variant === 'floodgate' || shared(c.variant)
+      ? `${FRAMEWORKS[c.framework] ?? c.framework}: ${c.variant === 'floodgate' ? 'Floodgate' : c.variant}`
+      : c.variant;
   const shapes = [...new Set(results.map((r) => r.shape))];
   const resultOf = (fw: string, variant: string, shape: string): VariantResult | undefined =>
     results.find((r) => r.framework === fw && r.variant === variant && r.shape === shape);
@@ -61,7 +67,7 @@ export function figures({ http, core }: Results): Map<string, string> {
   out.set(
     'http-table',
     markdownTable(
-      ['shape', ...columns.map((c) => (c.variant === 'floodgate' ? `${FRAMEWORKS[c.framework] ?? c.framework}: Floodgate` : c.variant))],
+      ['shape', ...columns.map(label)],
       shapes.map((shape) => [shape, ...columns.map((c) => cell(resultOf(c.framework, c.variant, shape)))]),
     ),
   );

@@ -29,14 +29,18 @@ const PACKAGES = [
   'rate-limiter-flexible',
   '@fastify/rate-limit',
   'koa-ratelimit',
+  'hono-rate-limiter',
   '@nestjs/throttler',
   '@nest-lab/throttler-storage-redis',
   'ioredis',
 ];
 
+/** A package's installed version: bench's own copy (npm may keep one in bench/node_modules), else the root's. */
 function version(pkg: string): string {
-  const file = join(ROOT, 'node_modules', pkg, 'package.json');
-  return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version : '?';
+  const file = [join(ROOT, 'bench', 'node_modules', pkg, 'package.json'), join(ROOT, 'node_modules', pkg, 'package.json')].find((f) =>
+    existsSync(f),
+  );
+  return file ? (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version : '?';
 }
 
 function tool(cmd: string, args: string[]): string {
@@ -171,7 +175,7 @@ function main(): void {
     '',
     '## Targets (issue 18)',
     '',
-    "Fairness rule: a ratio is compared with a peer's only for the same work (the same rules on the same identifiers) and the same denied share; the share denied on each side is printed beside every comparison. `equal` is 1 rule x 1 identifier on both sides; `3x2` is Floodgate's 3 rules x 2 identifiers in one check against the peers' 3 rules stacked on 1 identifier (more work for Floodgate); `multi` is the same 6 rule-identifier pairs on both sides with real limits (10/s, 120/min, 240/h per client, 10x that per organisation) that the random clients do not reach, so both deny ~0%. `hot` lists a hand-written 429 (no limiter) beside it: the bound for a limiter's denial. Ratios are to the framework with no limiter, measured right before each run.",
+    "Fairness rule: a ratio is compared with a peer's only for the same work (the same rules on the same identifiers) and the same denied share; the share denied on each side is printed beside every comparison. `equal` is 1 rule x 1 identifier on both sides; `3x2` is Floodgate's 3 rules x 2 identifiers in one check against the peers' 3 rules stacked on 1 identifier (more work for Floodgate); `multi` is the same 6 rule-identifier pairs on both sides with real limits (10/s, 120/min, 240/h per client, 10x that per organisation) that the random clients do not reach, so both deny ~0%. `hot` lists a hand-written 429 (no limiter) beside it: the bound for a limiter's denial. `settle` (run only when `BENCH_SHAPES` lists it) is a metered request on both sides, requests and tokens on the client id, counted at an estimate of 500 tokens and settled at 100-399 after the response: Floodgate's reservation and settle against rate-limiter-flexible's consume per unit and reward. Ratios are to the framework with no limiter, measured right before each run.",
     '',
     markdownTable(['target', 'measured', 'status'], targets(http?.results ?? [], core?.rows ?? [])),
     '',

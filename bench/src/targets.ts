@@ -99,6 +99,16 @@ export function targets(http: readonly VariantResult[], core: readonly CoreRow[]
         `${spread(paired(m!, p))} (${fmt(m!.ratio, 2)} vs ${fmt(p.ratio, 2)}; denied ${denied(m!, p)})`,
         '-',
       ]);
+    // A metered request on both sides: Floodgate's reservation and its settle, two script calls per request
+    // (its settle below the estimate gives back); rate-limiter-flexible's consume per unit and its reward.
+    const s = get(fw, 'settle');
+    const sp = get(fw, 'settle', 'rate-limiter-flexible');
+    if (s && sp)
+      out.push([
+        `${fw} settle: against rate-limiter-flexible (no target; same work: reserve + settle below the estimate vs consume + reward; its middleware sends no headers)`,
+        `${spread(paired(s, sp))} (${fmt(s.ratio, 2)} vs ${fmt(sp.ratio, 2)}; server CPU added per request ${added(s)} vs ${added(sp)} µs; Redis CPU per request ${us(s.redisCpuUsPerReq)} vs ${us(sp.redisCpuUsPerReq)} µs; denied ${denied(s, sp)})`,
+        '-',
+      ]);
     const h = get(fw, 'hot');
     const hand = get(fw, 'hot', '429');
     if (h) {

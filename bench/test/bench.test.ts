@@ -3,9 +3,11 @@ import { markdownTable, median } from '../src/lib/stats';
 import { parseMonitorLine } from '../src/http/load';
 import { printTables, type VariantResult } from '../src/http/report-tables';
 import { FRAMEWORKS } from '../src/http/frameworks';
-import { SHAPE, isOptIn, peerGroups, runs } from '../src/http/shapes';
+import { ALL_SHAPES, SHAPE, SHAPES, floodgateLimits, isOptIn, peerGroups, runs } from '../src/http/shapes';
 import { renderRatioChart } from '../src/ratio-chart';
-import { paired, verdict } from '../src/targets';
+import { paired, targets, verdict } from '../src/targets';
+import type { CoreMeta } from '../src/core-table';
+import { figures } from '../src/doc-figures';
 
 /* A cheap smoke test of the benchmark harness's pure parts; the benchmarks themselves run with `npm run bench`. */
 test('median of odd and even lists', () => {
@@ -57,6 +59,50 @@ test('shapes: equal work in equal and multi, 3x2 against the peers stacked 3x1',
   expect(['floodgate:token-bucket', '@fastify/rate-limit', '429'].some(isOptIn)).toBe(false);
 });
 
+test('settle: opt-in, requests and tokens on the client id on both sides, settled below the estimate', () => {
+  expect(SHAPES).not.toContain('settle');
+  expect(ALL_SHAPES).toEqual([...SHAPES, 'settle']);
+  const s = SHAPE.settle;
+  expect(floodgateLimits(s)).toEqual([
+    { limit: 1e9, window: 60_000 },
+    { limit: 1e9, window: 60_000, unit: 'tokens' },
+  ]);
+  expect(s.identifiers('42')).toEqual(['client:42']);
+  expect(s.peers.map((r) => `${r.id('42')} ${r.unit ?? 'requests'} ${r.limit}/${r.windowMs}`)).toEqual([
+    'client:42 requests 1000000000/60000',
+    'client:42 tokens 1000000000/60000',
+  ]);
+  // Deterministic per client, and always below the estimate: every settle gives back (a second script call).
+  const actuals = ['1', '299', '300', '10000'].map((c) => s.budget!.actual(c));
+  expect(actuals).toEqual([101, 399, 100, 200]);
+  expect(Math.max(...actuals)).toBeLessThan(s.budget!.estimate);
+  expect(s.random).toBe(true);
+  // Floodgate and rate-limiter-flexible on the four frameworks; no other peer, no NestJS.
+  for (const fw of ['express', 'fastify', 'koa', 'hono']) {
+    const here = Object.keys(FRAMEWORKS[fw]!).filter((v) => v !== 'baseline' && !isOptIn(v) && runs(fw, v, 'settle'));
+    expect(here.sort()).toEqual(['floodgate', 'rate-limiter-flexible']);
+  }
+  for (const fw of ['nestjs-express', 'nestjs-fastify'])
+    expect(Object.keys(FRAMEWORKS[fw]!).some((v) => runs(fw, v, 'settle'))).toBe(false);
+  // rate-limiter-flexible: every shape on Express, only settle elsewhere.
+  expect(runs('express', 'rate-limiter-flexible', 'equal')).toBe(true);
+  expect(runs('hono', 'rate-limiter-flexible', 'equal')).toBe(false);
+  expect(runs('hono', 'floodgate+autopipeline', 'settle')).toBe(true);
+});
+
+test('hono-rate-limiter is the Hono peer in every shape but settle', () => {
+  expect(Object.keys(FRAMEWORKS.hono ?? {}).sort()).toEqual([
+    '429',
+    'baseline',
+    'floodgate',
+    'floodgate+autopipeline',
+    'hono-rate-limiter',
+    'rate-limiter-flexible',
+  ]);
+  for (const shape of SHAPES) expect(runs('hono', 'hono-rate-limiter', shape)).toBe(true);
+  expect(runs('hono', 'hono-rate-limiter', 'settle')).toBe(false);
+});
+
 test('NestJS runs on both platforms: no limiter, Floodgate, @nestjs/throttler on Redis and a hand-written 429', () => {
   for (const fw of ['nestjs-express', 'nestjs-fastify'])
     expect(Object.keys(FRAMEWORKS[fw] ?? {}).sort()).toEqual([
@@ -94,6 +140,52 @@ test('tables and the chart render a result', () => {
   const svg = renderRatioChart('t', 's', [{ shape: 'equal', framework: 'express', variant: 'floodgate', ratio: 0.9 }]);
   expect(svg).toMatch(/^<svg/);
   expect(svg).toContain('0.90');
+});
+
+test("targets pick Hono's best peer, compare settle with rate-limiter-flexible, and label a peer shared by frameworks", () => {
+  const row = (framework: string, shape: string, variant: string, ratio: number): VariantResult => ({
+    framework,
+    shape,
+    variant,
+    rps: 1000 * ratio,
+    baseRps: 1000,
+    ratio,
+    ratios: [ratio],
+    p50Ms: 1,
+    p99Ms: 2,
+    baseP50Ms: 1,
+    baseP99Ms: 2,
+    cpuUsPerReq: 60,
+    baseCpuUsPerReq: 40,
+    non2xxShare: 0,
+    wirePerReq: { evalsha: 1 },
+    luaPerReq: 2,
+    allCmdsPerReq: 1,
+  });
+  const http = [
+    row('hono', 'equal', 'floodgate', 0.8),
+    row('hono', 'equal', 'hono-rate-limiter', 0.5),
+    row('hono', '3x2', 'floodgate', 0.6),
+    row('hono', '3x2', 'hono-rate-limiter', 0.3),
+    row('hono', 'settle', 'floodgate', 0.6),
+    row('hono', 'settle', 'rate-limiter-flexible', 0.4),
+    row('express', 'settle', 'floodgate', 0.5),
+    row('express', 'settle', 'rate-limiter-flexible', 0.5),
+  ];
+  const checks = targets(http, []);
+  const find = (start: string): string[] | undefined => checks.find((c) => c[0].startsWith(start));
+  expect(find('1. hono equal (1 x 1): >= 1.15x the best peer (hono-rate-limiter)')?.[1]).toMatch(/^1\.60x \(0\.80 vs 0\.50/);
+  expect(find('2a. hono 3x2')?.[1]).toMatch(/^1\.20x/);
+  expect(find('2b. hono 3x2: >= 1.5x hono-rate-limiter stacked 3 x 1')?.[2]).toBe('met');
+  expect(find('hono settle: against rate-limiter-flexible')?.[1]).toMatch(/^1\.50x \(0\.60 vs 0\.40/);
+  expect(find('express settle: against rate-limiter-flexible')?.[1]).toMatch(/^1\.00x/);
+  const table = figures({
+    http: { meta: { date: '2026-01-01' }, results: http },
+    core: { meta: { date: '2026-01-01' } as CoreMeta, rows: [] },
+  }).get('http-table')!;
+  expect(table.split('\n')[0]).toBe(
+    '| shape | Hono: Floodgate | hono-rate-limiter | Hono: rate-limiter-flexible | Express: Floodgate | Express: rate-limiter-flexible |',
+  );
 });
 
 test("targets compare rep by rep, and a miss says whether the run's noise spans the goal", () => {

@@ -3,10 +3,13 @@ import { rateLimit as expressRateLimit } from 'express-rate-limit';
 import { RedisStore as ErlRedisStore, type RedisReply } from 'rate-limit-redis';
 import { RateLimiterRedis, RateLimiterUnion, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import * as floodgateExpress from '@floodgate/express';
-import { HAND_429, adapter, floodgateOptions, serve, type AppFactory, type Listen } from './apps';
+import { HAND_429, adapter, floodgateOptions, rlfSettle, serve, type AppFactory, type Listen } from './apps';
 import { ALGORITHM_VARIANTS, HEADERS_OFF, clientOf, peerGroups } from './shapes';
 
-/* Express 5: no limiter; Floodgate (@floodgate/express); express-rate-limit 8 + rate-limit-redis; rate-limiter-flexible. */
+/*
+ * Express 5: no limiter; Floodgate (@floodgate/express); express-rate-limit 8 + rate-limit-redis;
+ * rate-limiter-flexible (its settle middleware in the settle shape).
+ */
 
 function app(limiters: RequestHandler[]): Listen {
   const a = express();
@@ -29,6 +32,20 @@ function rlfMiddleware(groups: { limiter: RateLimiterAbstract | RateLimiterUnion
       groups.length === 1 ? groups[0]!.limiter.consume(groups[0]!.id(c)) : Promise.all(groups.map((g) => g.limiter.consume(g.id(c))));
     consumed.then(
       () => next(),
+      (rej: unknown) => (rej instanceof Error ? next(rej) : void res.status(429).send('Too Many Requests')),
+    );
+  };
+}
+
+/** rate-limiter-flexible's settle work (apps.ts rlfSettle) in the middleware above: the reward on the response's 'finish'. */
+function rlfSettleMiddleware(peer: ReturnType<typeof rlfSettle>): RequestHandler {
+  return (req, res, next) => {
+    const c = clientOf(req.headers);
+    peer.consume(c).then(
+      () => {
+        res.on('finish', () => peer.settle(c));
+        next();
+      },
       (rej: unknown) => (rej instanceof Error ? next(rej) : void res.status(429).send('Too Many Requests')),
     );
   };
@@ -64,6 +81,7 @@ export const expressApps: Record<string, AppFactory> = {
       ),
     ),
   'rate-limiter-flexible': (shape, redis) => {
+    if (shape.budget !== undefined) return app([rlfSettleMiddleware(rlfSettle(shape, redis))]);
     let n = 0;
     const groups = peerGroups(shape).map((rules) => {
       const limiters = rules.map(

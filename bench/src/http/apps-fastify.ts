@@ -1,12 +1,13 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import fastifyRateLimit from '@fastify/rate-limit';
 import * as floodgateFastify from '@floodgate/fastify';
-import { HAND_429, adapter, floodgateOptions, type AppFactory, type Listen } from './apps';
+import { HAND_429, adapter, floodgateOptions, rlfSettle, type AppFactory, type Listen } from './apps';
 import { clientOf } from './shapes';
 
 /*
  * Fastify 5: no limiter; Floodgate (@floodgate/fastify); @fastify/rate-limit with its Redis store
- * (registered once per rule to stack several rules, each on its own keys).
+ * (registered once per rule to stack several rules, each on its own keys); rate-limiter-flexible in the
+ * settle shape only.
  */
 
 function listen(app: FastifyInstance): Listen {
@@ -47,6 +48,26 @@ export const fastifyApps: Record<string, AppFactory> = {
         keyGenerator: (req) => r.id(clientOf(req.headers)),
       });
     }
+    app.get('/', async () => 'ok');
+    return listen(app);
+  },
+  // The settle shape: consumed in an onRequest hook, rewarded in onResponse (once the response is sent).
+  'rate-limiter-flexible': async (shape, redis) => {
+    const peer = rlfSettle(shape, redis);
+    const admitted = new WeakSet<FastifyRequest>();
+    const app = Fastify();
+    app.addHook('onRequest', async (req, reply) => {
+      try {
+        await peer.consume(clientOf(req.headers));
+      } catch (rej) {
+        if (rej instanceof Error) throw rej;
+        return reply.code(429).send('Too Many Requests');
+      }
+      admitted.add(req);
+    });
+    app.addHook('onResponse', async (req) => {
+      if (admitted.has(req)) peer.settle(clientOf(req.headers));
+    });
     app.get('/', async () => 'ok');
     return listen(app);
   },

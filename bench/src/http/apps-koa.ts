@@ -1,10 +1,13 @@
 import Koa from 'koa';
 import koaRateLimit from 'koa-ratelimit';
 import * as floodgateKoa from '@floodgate/koa';
-import { HAND_429, adapter, floodgateOptions, serve, type AppFactory, type Listen } from './apps';
+import { HAND_429, adapter, floodgateOptions, rlfSettle, serve, type AppFactory, type Listen } from './apps';
 import { clientOf } from './shapes';
 
-/* Koa 3: no limiter; Floodgate (@floodgate/koa); koa-ratelimit with its Redis (ioredis) driver, stacked for several rules. */
+/*
+ * Koa 3: no limiter; Floodgate (@floodgate/koa); koa-ratelimit with its Redis (ioredis) driver, stacked for
+ * several rules; rate-limiter-flexible in the settle shape only.
+ */
 
 function app(middleware: Koa.Middleware[]): Listen {
   const a = new Koa();
@@ -37,6 +40,25 @@ export const koaApps: Record<string, AppFactory> = {
         }),
       ),
     ),
+  // The settle shape: consumed before `await next()`, rewarded after it.
+  'rate-limiter-flexible': (shape, redis) => {
+    const peer = rlfSettle(shape, redis);
+    return app([
+      async (ctx, next) => {
+        const c = clientOf(ctx.headers);
+        try {
+          await peer.consume(c);
+        } catch (rej) {
+          if (rej instanceof Error) throw rej;
+          ctx.status = 429;
+          ctx.body = 'Too Many Requests';
+          return;
+        }
+        await next();
+        peer.settle(c);
+      },
+    ]);
+  },
   '429': () =>
     app([
       (ctx) => {

@@ -1,7 +1,8 @@
 import { createServer, type RequestListener } from 'node:http';
 import { join } from 'node:path';
 import type Redis from 'ioredis';
-import { HEADERS_OFF, clientOf, floodgateLimits, type Shape } from './shapes';
+import { RateLimiterRedis } from 'rate-limiter-flexible';
+import { HEADERS_OFF, clientOf, floodgateLimits, type Budget, type Shape } from './shapes';
 
 /** Starts the app on 127.0.0.1:port. */
 export type Listen = (port: number) => Promise<void>;
@@ -34,10 +35,15 @@ export function adapter<T>(
   return require(join(dir, 'node_modules', pkg)) as T;
 }
 
+/** A budget's cost per unit: 1 request, and `tokens` of its unit. */
+const budgetCost = (b: Budget, tokens: number): Record<string, number> => ({ requests: 1, [b.unit]: tokens });
+
 /**
  * Floodgate's options for a shape and variant: `floodgate:<algorithm>` picks the algorithm;
  * `floodgate:headers-off` sends no RateLimit headers (`headers: false`), as rate-limiter-flexible's README
- * middleware sends none: the same HTTP work as that peer.
+ * middleware sends none: the same HTTP work as that peer. A shape with a budget (settle) counts each
+ * request at its estimate (`cost`) and settles it at the actual cost once the response is over (`settle`,
+ * whose first argument is the request, or the context, on every adapter).
  */
 export function floodgateOptions<Req>(
   shape: Shape,
@@ -54,6 +60,43 @@ export function floodgateOptions<Req>(
     ...(algorithm === undefined ? {} : { algorithm: algorithm as 'fixed-window' }),
     ...(spec === HEADERS_OFF ? { headers: false as const } : {}),
     identify: (req: Req) => shape.identifiers(clientOf(headers(req))),
+    ...(shape.budget === undefined ? {} : budgetOptions(shape.budget, (req: Req) => clientOf(headers(req)))),
+  };
+}
+
+function budgetOptions<Req>(b: Budget, clientOfReq: (req: Req) => string) {
+  return { cost: budgetCost(b, b.estimate), settle: (req: Req) => budgetCost(b, b.actual(clientOfReq(req))) };
+}
+
+/** A settle that failed: said on stderr, once, as Floodgate's `settle-failed` warning is. */
+let rewardFailed = false;
+const onRewardFailed = (err: unknown): void => {
+  if (!rewardFailed) process.stderr.write(`rate-limiter-flexible reward failed: ${String(err)}\n`);
+  rewardFailed = true;
+};
+
+/**
+ * rate-limiter-flexible doing the settle shape's work, what a user of it writes for a cost known only after
+ * the response: a RateLimiterRedis per rule on the client id, all consumed before the handler (1 request,
+ * the estimate in tokens), then, once the response is over, the tokens limiter rewarded what the estimate
+ * overshot. `consume` rejects as the limiters do (a RateLimiterRes when denied, an Error when Redis fails);
+ * `settle` is not awaited, as Floodgate's settle delays no response. The frameworks wire them as their
+ * middleware or hooks.
+ */
+export function rlfSettle(shape: Shape, redis: Redis): { consume(client: string): Promise<unknown>; settle(client: string): void } {
+  const b = shape.budget;
+  if (b === undefined) throw new Error(`rate-limiter-flexible's settle middleware needs a shape with a budget, not ${shape.name}`);
+  const limiters = shape.peers.map((r, i) => ({
+    id: r.id,
+    metered: r.unit === b.unit,
+    limiter: new RateLimiterRedis({ storeClient: redis, keyPrefix: `rlfs${i}`, points: r.limit, duration: r.windowMs / 1000 }),
+  }));
+  return {
+    consume: (c) => Promise.all(limiters.map((l) => l.limiter.consume(l.id(c), l.metered ? b.estimate : 1))),
+    settle: (c) => {
+      const back = b.estimate - b.actual(c);
+      for (const l of limiters) if (l.metered && back > 0) l.limiter.reward(l.id(c), back).then(undefined, onRewardFailed);
+    },
   };
 }
 

@@ -47,6 +47,8 @@ const SHAPE_TITLE: Record<string, string> = {
   '3x2': '3x2: Floodgate 3 rules x 2 identifiers in one check; peers 3 rules stacked on 1 identifier (nobody denied)',
   multi: 'multi: 10/s + 120/min + 240/h on the client, 10x that on its organisation, on both sides (6 pairs; compare the denied share)',
   hot: 'hot: one client, denied after its first 100 requests (100 per hour)',
+  settle:
+    'settle: requests + tokens on 1 identifier, each request counted at an estimate of 500 tokens and settled below it after its response (Floodgate: reserve + settle; rate-limiter-flexible: consume + reward; nobody denied)',
 };
 
 /** The Markdown tables of an HTTP run, one per shape. */

@@ -6,7 +6,7 @@ import { LOAD_CORE, SERVER_CORE, commandCalls, commandUsec, freePort, pin, start
 import { keyBytes } from '../lib/memory';
 import { envInt, median } from '../lib/stats';
 import { traceCommands, wrk, type LoadResult } from './load';
-import { CLIENTS, SHAPE, SHAPES, isOptIn, runs, type ShapeName } from './shapes';
+import { ALL_SHAPES, CLIENTS, SHAPE, SHAPES, isOptIn, runs, type ShapeName } from './shapes';
 import { FRAMEWORKS, factoryOf } from './frameworks';
 import { printTables, type VariantResult } from './report-tables';
 
@@ -17,7 +17,8 @@ import { printTables, type VariantResult } from './report-tables';
  * hits every variant alike. Ratio: the median over reps of (variant req/s / the baseline run just before it).
  * Servers on SERVER_CORE, Redis and wrk on LOAD_CORE. Env: BENCH_SECONDS (3), BENCH_CONNECTIONS (50),
  * BENCH_REPS (5), BENCH_FRAMEWORKS / BENCH_SHAPES / BENCH_VARIANTS (comma lists) to run a subset (opt-in
- * variants such as floodgate+autopipeline and floodgate@before run only when listed, see shapes.ts);
+ * variants such as floodgate+autopipeline and floodgate@before, and the settle shape, run only when listed,
+ * see shapes.ts);
  * BENCH_PROFILE_DIR: write a `node --cpu-prof` profile of each limiter server there (summarise with
  * bench/scripts/profile-summary.mjs); BENCH_MERGE=1: replace only the rerun rows of the file; BENCH_OUT: the results file in bench/results (http.json, which
  * bench:report reads; an A/B elsewhere, e.g. ab/flush-size.json). A smoke: BENCH_SECONDS=1 BENCH_REPS=1.
@@ -26,9 +27,10 @@ const SECONDS = envInt('BENCH_SECONDS', 3);
 const CONNECTIONS = envInt('BENCH_CONNECTIONS', 50);
 const REPS = envInt('BENCH_REPS', 5);
 const listed = (env: string): string[] | undefined => process.env[env]?.split(',').filter((x) => x !== '');
-const pick = <T extends string>(env: string, all: readonly T[]): T[] => {
+/** The listed ones out of `all` (in its order), else the defaults. */
+const pick = <T extends string>(env: string, all: readonly T[], defaults: readonly T[] = all): T[] => {
   const want = listed(env);
-  return want ? all.filter((x) => want.includes(x)) : [...all];
+  return want ? all.filter((x) => want.includes(x)) : [...defaults];
 };
 
 interface Server {
@@ -130,7 +132,7 @@ async function main(): Promise<void> {
       const variants = wanted
         ? wanted.filter((v) => v !== 'baseline' && factoryOf(framework, v) !== undefined)
         : all.filter((v) => !isOptIn(v));
-      for (const shapeName of pick('BENCH_SHAPES', SHAPES)) {
+      for (const shapeName of pick('BENCH_SHAPES', ALL_SHAPES, SHAPES)) {
         const here = variants.filter((v) => runs(framework, v, shapeName));
         if (here.length === 0) continue;
         const random = SHAPE[shapeName].random;
@@ -214,7 +216,7 @@ async function main(): Promise<void> {
     results.unshift(...before.results.filter((r) => !fresh.has(key(r))));
     // In run order: framework, then shape (a merged row goes back where a full run puts it).
     const order = Object.keys(FRAMEWORKS);
-    const rank = (r: VariantResult): number => order.indexOf(r.framework) * SHAPES.length + SHAPES.indexOf(r.shape as ShapeName);
+    const rank = (r: VariantResult): number => order.indexOf(r.framework) * ALL_SHAPES.length + ALL_SHAPES.indexOf(r.shape as ShapeName);
     results.sort((a, b) => rank(a) - rank(b));
     Object.assign(meta, { date: before.meta.date, merged: [...(before.meta.merged ?? []), `${meta.date}: ${[...fresh].join(', ')}`] });
   }

@@ -11,9 +11,19 @@
  *          middlewares (a union per identifier). Real limits that random clients do not reach: the denied
  *          share stays ~0 on both sides whatever the throughput (it is reported beside the ratio).
  *   hot:   one client, 100 per hour: after the first 100, every request is denied.
+ *   settle: a metered API (Express, Fastify, Koa, Hono): 1e9 requests and 1e9 tokens a minute on the client
+ *          id, each request counted at an estimate of 500 tokens before the handler and settled below it
+ *          after its response (100-399 tokens, fixed per client id), so every request makes a second
+ *          Redis call. Floodgate: `cost` + `settle` (a reservation and its settle); the peer is
+ *          rate-limiter-flexible, a limiter per unit consumed before the handler (1 request, 500 tokens)
+ *          and the tokens limiter rewarded the difference once the response is over. Nobody denied.
+ *          Opt-in (BENCH_SHAPES=settle): its 2 variants on 4 frameworks would add ~5 min to a default run.
  */
-export type ShapeName = 'equal' | '3x2' | 'multi' | 'hot';
+export type ShapeName = 'equal' | '3x2' | 'multi' | 'hot' | 'settle';
+/** The shapes a run takes when BENCH_SHAPES names none. */
 export const SHAPES: ShapeName[] = ['equal', '3x2', 'multi', 'hot'];
+/** Every shape, in run order: the default ones, then those run only when BENCH_SHAPES lists them. */
+export const ALL_SHAPES: ShapeName[] = [...SHAPES, 'settle'];
 export const CLIENTS = 10_000;
 export const HEADER = 'x-client-id';
 
@@ -22,6 +32,8 @@ export interface RuleSpec {
   windowMs: number;
   /** Floodgate: the identifier kind the rule is scoped to (`for`), else every identifier. */
   for?: string;
+  /** What the rule counts (Floodgate's `unit`), else requests. */
+  unit?: string;
 }
 
 /** One peer rule: a middleware (or union member) on one identifier of the client. */
@@ -41,6 +53,16 @@ export interface Shape {
   peers: PeerRule[];
   /** Whether wrk picks a random client per request (else every request is client 'hot'). */
   random: boolean;
+  /** A metered request: counted at an estimate of `unit` before the handler, settled at `actual` after its response. */
+  budget?: Budget;
+}
+
+export interface Budget {
+  /** The unit whose cost is known only after the response (the rules of other units count 1 request). */
+  unit: string;
+  estimate: number;
+  /** The actual cost of a client's request: below the estimate, so a settle gives the rest back. */
+  actual: (client: string) => number;
 }
 
 const HIGH: RuleSpec[] = [
@@ -60,6 +82,11 @@ const MULTI: RuleSpec[] = [
  * At these limits neither side's random clients reach them at any throughput this machine gives.
  */
 const MULTI_ORG: RuleSpec[] = MULTI.map((r) => ({ ...r, limit: r.limit * 10 }));
+// The settle shape's rules: one of requests and one of tokens, limits nobody reaches.
+const METERED: RuleSpec[] = [
+  { limit: 1e9, windowMs: 60_000 },
+  { limit: 1e9, windowMs: 60_000, unit: 'tokens' },
+];
 const client = (c: string): string => `client:${c}`;
 // The second identifier: an organisation shared by 10 clients (an API key, a tenant), as real set-ups add.
 const org = (c: string): string => `org:${Number(c) % 1000}`;
@@ -87,6 +114,14 @@ export const SHAPE: Record<ShapeName, Shape> = {
   },
   // An hour, so the window never refills during a run: every request after the first 100 is denied.
   hot: oneByOne('hot', { limit: 100, windowMs: 3_600_000 }, false),
+  settle: {
+    name: 'settle',
+    floodgate: METERED,
+    identifiers: (c) => [client(c)],
+    peers: on(METERED, client, 'client'),
+    random: true,
+    budget: { unit: 'tokens', estimate: 500, actual: (c) => 100 + ((Number(c) || 0) % 300) },
+  },
 };
 
 /** The client id of a request, from any framework's header bag. */
@@ -96,10 +131,13 @@ export function clientOf(headers: Record<string, string | string[] | undefined>)
 }
 
 /** Floodgate's `limits` option for a shape. */
-export function floodgateLimits(shape: Shape): { limit: number; window: number; for?: string }[] {
-  return shape.floodgate.map((r) =>
-    r.for === undefined ? { limit: r.limit, window: r.windowMs } : { limit: r.limit, window: r.windowMs, for: r.for },
-  );
+export function floodgateLimits(shape: Shape): { limit: number; window: number; for?: string; unit?: string }[] {
+  return shape.floodgate.map((r) => ({
+    limit: r.limit,
+    window: r.windowMs,
+    ...(r.for === undefined ? {} : { for: r.for }),
+    ...(r.unit === undefined ? {} : { unit: r.unit }),
+  }));
 }
 
 /** The peers' rules grouped by identifier (one rate-limiter-flexible union per group). */
@@ -115,6 +153,9 @@ export function peerGroups(shape: Shape): PeerRule[][] {
  * Opt-in variants (BENCH_VARIANTS only): `floodgate+autopipeline` (ioredis enableAutoPipelining on the client), `floodgate@before` (the build in BENCH_BEFORE, for an
  * interleaved A/B against a change: bench/scripts/snapshot-before.sh; `floodgate@<build>` from BENCH_BUILDS).
  * `429` (hot only, by default): a hand-written denial with no limiter, what the framework's own 429 costs.
+ * `settle` runs Floodgate and rate-limiter-flexible (its settle middleware) on Express, Fastify, Koa and
+ * Hono; `rate-limiter-flexible` runs every shape on Express and only `settle` elsewhere (each other
+ * framework's own peer runs the rest, and none of those can settle a cost after the response).
  */
 // Not sliding-log: it keeps a timestamp per unit, so it takes limits up to 1,000 only (bench:core measures it).
 export const ALGORITHM_VARIANTS = ['fixed-window', 'token-bucket'] as const;
@@ -122,7 +163,11 @@ export const PER_ALGORITHM_SHAPES: ShapeName[] = ['equal', '3x2'];
 /** `floodgate:headers-off`: `headers: false` (Express, equal), beside rate-limiter-flexible's header-less middleware. */
 export const HEADERS_OFF = 'headers-off';
 export const isOptIn = (variant: string): boolean => variant.startsWith('floodgate+') || variant.startsWith('floodgate@');
+export const SETTLE_FRAMEWORKS = ['express', 'fastify', 'koa', 'hono'];
+const RLF = 'rate-limiter-flexible';
 export function runs(framework: string, variant: string, shape: ShapeName): boolean {
+  if (shape === 'settle') return SETTLE_FRAMEWORKS.includes(framework) && (variant === 'floodgate' || variant === RLF || isOptIn(variant));
+  if (variant === RLF) return framework === 'express';
   if (variant === `floodgate:${HEADERS_OFF}`) return framework === 'express' && shape === 'equal';
   if (variant.startsWith('floodgate:')) return framework === 'express' && PER_ALGORITHM_SHAPES.includes(shape);
   if (variant === '429') return shape === 'hot';
