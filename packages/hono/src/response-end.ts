@@ -1,5 +1,6 @@
 import type { Context, Next } from 'hono';
-import type { ResponseEnd } from '@floodgate/core/adapter';
+import type { ServerResponse } from 'node:http';
+import { whenResponseDone, type ResponseEnd } from '@floodgate/core/adapter';
 
 /*
  * When a Hono response is over, on the Web standard Request and Response alone (docs/hono.md, "When a
@@ -8,6 +9,11 @@ import type { ResponseEnd } from '@floodgate/core/adapter';
  * a concurrency slot until its last chunk, and a refund is judged only on a response that was sent. A
  * response without a body (and every HEAD response: Hono drops the body) is over when the middleware
  * chain returns. One watch per request, shared by every Floodgate middleware on it.
+ *
+ * On @hono/node-server the Node response is at hand (c.env.outgoing): its 'finish' and 'close' say the same
+ * without wrapping the body (a wrapped body turns every response into a stream: a tenth of the throughput
+ * of a settled request in the benchmark) and without the request's AbortSignal, which node-server makes
+ * on first use.
  */
 
 class Watch implements ResponseEnd {
@@ -15,9 +21,16 @@ class Watch implements ResponseEnd {
   private readonly listeners = new Set<(finished: boolean) => void>();
   private readonly onAbort = (): void => this.over(false);
 
-  constructor(private readonly signal: AbortSignal) {
+  /** Without a signal, the Node response's end calls `over` (watchOf). */
+  constructor(private readonly signal?: AbortSignal) {
+    if (signal === undefined) return;
     if (signal.aborted) this.outcome = false;
     else signal.addEventListener('abort', this.onAbort, { once: true });
+  }
+
+  /** Whether the Node response tells the end (no body to watch). */
+  get node(): boolean {
+    return this.signal === undefined;
   }
 
   get listened(): boolean {
@@ -36,7 +49,7 @@ class Watch implements ResponseEnd {
   over(finished: boolean): void {
     if (this.outcome !== undefined) return;
     this.outcome = finished;
-    this.signal.removeEventListener('abort', this.onAbort);
+    this.signal?.removeEventListener('abort', this.onAbort);
     for (const listener of this.listeners) listener(finished);
     this.listeners.clear();
   }
@@ -44,11 +57,20 @@ class Watch implements ResponseEnd {
 
 const watches = new WeakMap<Context, Watch>();
 
+/** @hono/node-server's Node response for this request (c.env.outgoing), when the app runs there. */
+function nodeResponse(c: Context): ServerResponse | undefined {
+  const env = c.env as { server?: { outgoing?: unknown }; outgoing?: unknown } | undefined;
+  const outgoing = (env?.server ?? env)?.outgoing as Partial<ServerResponse> | undefined;
+  return typeof outgoing?.once === 'function' && typeof outgoing.writableFinished === 'boolean' ? (outgoing as ServerResponse) : undefined;
+}
+
 /** The request's watch; `owner` when this middleware made it, and so must call `nextThenWatch` with it. */
 export function watchOf(c: Context): { end: ResponseEnd; owner: boolean } {
   const found = watches.get(c);
   if (found !== undefined) return { end: found, owner: false };
-  const made = new Watch(c.req.raw.signal);
+  const outgoing = nodeResponse(c);
+  const made = new Watch(outgoing === undefined ? c.req.raw.signal : undefined);
+  if (outgoing !== undefined) whenResponseDone(outgoing, (finished) => made.over(finished));
   watches.set(c, made);
   return { end: made, owner: true };
 }
@@ -88,7 +110,7 @@ export async function nextThenWatch(c: Context, next: Next, owner: boolean): Pro
     watch?.over(false);
     throw error;
   }
-  if (watch === undefined) return;
+  if (watch === undefined || watch.node) return;
   const res = c.res;
   if (!watch.listened || res.body === null || c.req.raw.method === 'HEAD' || res.status < 200) return watch.over(true);
   c.res = new Response(

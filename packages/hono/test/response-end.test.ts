@@ -141,3 +141,54 @@ describe('refunds', () => {
     expect(await remaining(prefix)).toBe(2);
   });
 });
+
+/*
+ * Without a Node server behind the request (app.request(): Bun, Deno or Workers hand Hono the same Web
+ * standard Request), the end is the body read to its end or cancelled: Floodgate watches the body itself.
+ */
+describe('without a Node response (the Web standard path)', () => {
+  const connInfo = () => ({ remote: { address: '198.51.100.9' } });
+  const remaining = async (prefix: string): Promise<number> => {
+    const probe = closing(createLimiter({ redis, prefix, limits: { limit: 3, window: '1m' } }));
+    return (await probe.peek('ip:198.51.100.9')).remaining;
+  };
+  function webApp(prefix: string, g: ReturnType<typeof gate>): Hono {
+    const app = new Hono();
+    app.use(
+      closing(rateLimit({ redis, prefix, limits: { limit: 3, window: '1m' }, skipSuccessfulRequests: true, getConnInfo: connInfo })),
+    );
+    app.get('/stream', (c) =>
+      stream(c, async (s) => {
+        await s.write('first;');
+        await g.opened;
+        await s.write('last');
+      }),
+    );
+    return app;
+  }
+
+  test('a streamed success is given back once its body has been read to the end', async () => {
+    const prefix = uniquePrefix('honoweb');
+    const g = gate();
+    const res = await webApp(prefix, g).request('/stream');
+    const reader = res.body!.getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toBe('first;');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await remaining(prefix)).toBe(2);
+    g.open();
+    while (!(await reader.read()).done);
+    await until(async () => (await remaining(prefix)) === 3, 'the refund');
+  });
+
+  test('a body cancelled in the middle stays counted', async () => {
+    const prefix = uniquePrefix('honoweb');
+    const g = gate();
+    const res = await webApp(prefix, g).request('/stream');
+    const reader = res.body!.getReader();
+    await reader.read();
+    await reader.cancel();
+    g.open();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await remaining(prefix)).toBe(2);
+  });
+});

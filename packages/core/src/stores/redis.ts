@@ -197,13 +197,18 @@ export class RedisStore implements Store {
     return this.call(() => this.settleNow(program, keys, argv), ctx.budgetMs).then(() => undefined);
   }
 
-  /** A settle: one script call over all its keys (a Cluster's: one per slot, settleSlots). */
+  /**
+   * A settle: one script call over all its keys (a Cluster's: one per slot, settleSlots), in the turn's one
+   * write (coalesce.ts): responses that end in one turn settle in one writev, not a write each.
+   */
   protected settleNow(program: Program, keys: string[], argv: (string | number)[]): Promise<unknown> {
+    this.flush = this.client.coalesce();
     return this.client.evalScript(scriptOf(`${program.algorithm.tag}_settle`, program.settle), keys, argv);
   }
 
-  /** A refund's give-back: one script call over all its keys (a Cluster's: one per slot). */
+  /** A refund's give-back: one script call over all its keys (a Cluster's: one per slot), in the turn's one write. */
   protected refundNow(algorithm: Algorithm, keys: string[], receipts: string[], cost: number | string): Promise<unknown> {
+    this.flush = this.client.coalesce();
     return this.giveBack(algorithm, keys, receipts, cost);
   }
 
