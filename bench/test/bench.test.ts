@@ -167,6 +167,8 @@ test("targets pick Hono's best peer, compare settle with rate-limiter-flexible, 
     row('hono', 'equal', 'hono-rate-limiter', 0.5),
     row('hono', '3x2', 'floodgate', 0.6),
     row('hono', '3x2', 'hono-rate-limiter', 0.3),
+    { ...row('hono', 'hot', 'floodgate', 0.9), cpuUsPerReq: 30, non2xxShare: 1 },
+    { ...row('hono', 'hot', 'hono-rate-limiter', 0.6), cpuUsPerReq: 45, non2xxShare: 1 },
     row('hono', 'settle', 'floodgate', 0.6),
     row('hono', 'settle', 'rate-limiter-flexible', 0.4),
     row('express', 'settle', 'floodgate', 0.5),
@@ -174,9 +176,20 @@ test("targets pick Hono's best peer, compare settle with rate-limiter-flexible, 
   ];
   const checks = targets(http, []);
   const find = (start: string): string[] | undefined => checks.find((c) => c[0].startsWith(start));
-  expect(find('1. hono equal (1 x 1): >= 1.15x the best peer (hono-rate-limiter)')?.[1]).toMatch(/^1\.60x \(0\.80 vs 0\.50/);
-  expect(find('2a. hono 3x2')?.[1]).toMatch(/^1\.20x/);
-  expect(find('2b. hono 3x2: >= 1.5x hono-rate-limiter stacked 3 x 1')?.[2]).toBe('met');
+  expect(find("1. hono equal: server CPU added per request <= the best peer's (hono-rate-limiter)")?.[1]).toMatch(/^20 vs 20 µs/);
+  expect(find('2. hono equal (1 x 1): >= 1.0x the best peer (hono-rate-limiter)')).toEqual([
+    expect.any(String),
+    expect.stringMatching(/^1\.60x \(0\.80 vs 0\.50/),
+    'met; goal 1.15x met',
+  ]);
+  // The server's busy share: CPU time over wall time (a row without it has no 3a line).
+  expect(find('3a. hono 3x2')).toBeUndefined();
+  expect(find("3b. hono 3x2: >= the best peer's 1 x 1")?.[1]).toMatch(/^1\.20x/);
+  expect(find("4. hono hot (the denied path): >= the best peer's (hono-rate-limiter)")).toEqual([
+    expect.any(String),
+    expect.stringMatching(/^1\.50x \(0\.90 vs 0\.60 of baseline; server CPU per request 30 vs 45 µs; denied 100\.0% \/ 100\.0%\)/),
+    'met',
+  ]);
   expect(find('hono settle: against rate-limiter-flexible')?.[1]).toMatch(/^1\.50x \(0\.60 vs 0\.40/);
   expect(find('express settle: against rate-limiter-flexible')?.[1]).toMatch(/^1\.00x/);
   const table = figures({
@@ -186,6 +199,16 @@ test("targets pick Hono's best peer, compare settle with rate-limiter-flexible, 
   expect(table.split('\n')[0]).toBe(
     '| shape | Hono: Floodgate | hono-rate-limiter | Hono: rate-limiter-flexible | Express: Floodgate | Express: rate-limiter-flexible |',
   );
+});
+
+test('3a reads how busy the server was in 3x2, and a miss says by how much', () => {
+  const r = { framework: 'fastify', shape: '3x2', variant: 'floodgate', ratio: 0.4, ratios: [0.4], serverBusy: 0.82, loadCoreBusy: 0.99 };
+  const checks = targets([r as VariantResult], []);
+  expect(checks.find((c) => c[0].startsWith('3a. fastify 3x2'))).toEqual([
+    '3a. fastify 3x2: the server >= 95% busy (not waiting on the round trip)',
+    'server 82% busy, Redis + load core 99%',
+    'missed by 14%',
+  ]);
 });
 
 test("targets compare rep by rep, and a miss says whether the run's noise spans the goal", () => {

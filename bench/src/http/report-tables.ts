@@ -17,6 +17,10 @@ export interface VariantResult {
   baseP99Ms: number;
   cpuUsPerReq: number;
   baseCpuUsPerReq: number;
+  /** The server's CPU time over the run's wall time (1: it never waited on Redis or the network). */
+  serverBusy?: number;
+  /** How busy the core Redis and the load generator share was (/proc/stat), 0-1. */
+  loadCoreBusy?: number;
   /** Redis's CPU time (INFO cpu) per request. */
   redisCpuUsPerReq?: number;
   /** INFO commandstats usec per request of the commands sent over the wire (a script's includes what it calls). */
@@ -42,6 +46,10 @@ function wire(r: VariantResult): string {
   return `${fmt(total, 2)}${parts.length ? ` (${parts.map(([k, v]) => `${k} ${fmt(v, 2)}`).join(', ')})` : ''}`;
 }
 
+const pct = (v: number | undefined): string => (v === undefined ? '-' : `${fmt(100 * v, 0)}%`);
+/** How busy the server's core and the core Redis shares with the load generator were. */
+export const busy = (r: VariantResult): string => `${pct(r.serverBusy)} / ${pct(r.loadCoreBusy)}`;
+
 const SHAPE_TITLE: Record<string, string> = {
   equal: 'equal: 1 rule x 1 identifier on both sides (equal work, nobody denied)',
   '3x2': '3x2: Floodgate 3 rules x 2 identifiers in one check; peers 3 rules stacked on 1 identifier (nobody denied)',
@@ -64,6 +72,7 @@ export function printTables(results: readonly VariantResult[]): string {
           'x baseline (reps)',
           'denied',
           'server CPU µs/req (baseline)',
+          'busy: server / Redis + load core',
           'Redis CPU µs/req',
           'Redis cmd µs/req',
           'req/s',
@@ -82,6 +91,7 @@ export function printTables(results: readonly VariantResult[]): string {
             `${fmt(r.ratio, 2)}${r.ratios && r.ratios.length > 1 ? ` (${r.ratios.map((x) => fmt(x, 2)).join(' ')})` : ''}`,
             `${fmt(100 * r.non2xxShare, 1)}%`,
             `${fmt(r.cpuUsPerReq, 0)} (${fmt(r.baseCpuUsPerReq, 0)})`,
+            busy(r),
             r.redisCpuUsPerReq === undefined ? '-' : fmt(r.redisCpuUsPerReq, 1),
             r.redisCmdUsPerReq === undefined ? '-' : fmt(r.redisCmdUsPerReq, 1),
             fmt(r.rps),

@@ -75,11 +75,35 @@ async function startServer(framework: string, variant: string, shape: ShapeName,
 
 type Measured = LoadResult & {
   cpuUsPerReq: number;
+  /** The server's CPU time over the run's wall time: 1 when it never waited. */
+  serverBusy: number;
+  /** How busy the core Redis and the load generator share was (/proc/stat). */
+  loadCoreBusy: number | undefined;
   redisCmdsPerReq: number;
   redisCpuUsPerReq: number;
   /** INFO commandstats usec per request, by command (a script's includes the commands it calls). */
   usecPerReq: Map<string, number>;
 };
+
+/** Busy and total jiffies of one core, from /proc/stat (Linux); undefined where there is none. */
+function coreTicks(core: number): { busy: number; total: number } | undefined {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith(`cpu${core} `));
+    if (line === undefined) return undefined;
+    // user nice system idle iowait irq softirq steal ...: idle and iowait are the idle ones.
+    const v = line.trim().split(/\s+/).slice(1).map(Number);
+    const total = v.slice(0, 8).reduce((a, b) => a + b, 0);
+    return { busy: total - v[3]! - v[4]!, total };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The share of a core that was busy between two readings. */
+const busyShare = (a: ReturnType<typeof coreTicks>, b: ReturnType<typeof coreTicks>): number | undefined =>
+  a && b && b.total > a.total ? (b.busy - a.busy) / (b.total - a.total) : undefined;
 
 /** One wrk run with the server's CPU time and Redis's command counts around it. */
 async function measure(server: Server, r: BenchRedis, random: boolean): Promise<Measured> {
@@ -97,7 +121,9 @@ async function measure(server: Server, r: BenchRedis, random: boolean): Promise<
   const c0 = calls();
   const rc0 = redisCpu();
   const cpu0 = await server.cpuMicros();
+  const load0 = coreTicks(LOAD_CORE);
   const load = await wrk(server.port, SECONDS, CONNECTIONS, random);
+  const load1 = coreTicks(LOAD_CORE);
   const cpu1 = await server.cpuMicros();
   const rc1 = redisCpu();
   const c1 = calls();
@@ -106,6 +132,8 @@ async function measure(server: Server, r: BenchRedis, random: boolean): Promise<
   return {
     ...load,
     cpuUsPerReq: (cpu1 - cpu0) / load.requests,
+    serverBusy: (cpu1 - cpu0) / (load.seconds * 1e6),
+    loadCoreBusy: busyShare(load0, load1),
     redisCmdsPerReq: (c1 - c0) / load.requests,
     redisCpuUsPerReq: (rc1 - rc0) / load.requests,
     usecPerReq: new Map([...u1].map(([k, v]) => [k, (v - (u0.get(k) ?? 0)) / load.requests])),
@@ -173,6 +201,8 @@ async function main(): Promise<void> {
               baseP50Ms: m((p) => p.base.p50Ms),
               baseP99Ms: m((p) => p.base.p99Ms),
               cpuUsPerReq: m((p) => p.run.cpuUsPerReq),
+              serverBusy: m((p) => p.run.serverBusy),
+              ...(ps.every((p) => p.run.loadCoreBusy !== undefined) ? { loadCoreBusy: m((p) => p.run.loadCoreBusy!) } : {}),
               baseCpuUsPerReq: m((p) => p.base.cpuUsPerReq),
               redisCpuUsPerReq: m((p) => p.run.redisCpuUsPerReq),
               redisCmdUsPerReq: m((p) => onWire.reduce((a, k) => a + (p.run.usecPerReq.get(k) ?? 0), 0)),

@@ -6,7 +6,7 @@
  *
  * @module @floodgate/core/adapter
  */
-export { whenResponseDone } from './http/node';
+export { appendHeaderItem, whenResponseDone } from './http/node';
 export { createHttpLimiter } from './http/http-limiter';
 export type { HttpLimiter } from './http/http-limiter';
 export { HTTP_OPTION_KEYS, INHERITED_OPTION_KEYS } from './http/options';

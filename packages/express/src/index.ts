@@ -17,6 +17,7 @@ import {
   type HttpOutcome,
   type Limiter,
   type LimitsOrLimiter,
+  appendHeaderItem,
 } from '@floodgate/core/adapter';
 import { checkTrust } from './trust';
 import { sendDenial } from './deny';
@@ -68,8 +69,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     if (outcome.action === 'error') return next(outcome.error);
     if (outcome.decision !== undefined) req.rateLimit = outcome.decision;
     for (const [name, value] of outcome.set) res.setHeader(name, value);
-    // Node's appendHeader: what res.append does, without Express's get/set round (a list header's items).
-    for (const [name, value] of outcome.append) res.appendHeader(name, value);
+    for (const [name, value] of outcome.append) appendHeaderItem(res, name, value);
     if (outcome.own !== undefined) whenResponseDone(res, (finished) => http.completed(outcome, finished, res.statusCode, [req, res]));
     if (outcome.action === 'next') return next();
     // Decided by reason, not status: `statusCode: 503` is a denial like any other.

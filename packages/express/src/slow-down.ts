@@ -8,6 +8,7 @@ import {
   type SlowDownHttpOptions,
   type SlowDownInfo,
   type SlowDownOutcome,
+  appendHeaderItem,
 } from '@floodgate/core/adapter';
 import { checkTrust } from './trust';
 import { sendDenial } from './deny';
@@ -48,8 +49,7 @@ export function slowDown(options: SlowDownOptions): SlowDownMiddleware {
     // The client left during its delay: no handler runs for nobody.
     if (outcome.action === 'gone') return;
     for (const [name, value] of outcome.set) res.setHeader(name, value);
-    // Node's appendHeader: what res.append does, without Express's get/set round (a list header's items).
-    for (const [name, value] of outcome.append) res.appendHeader(name, value);
+    for (const [name, value] of outcome.append) appendHeaderItem(res, name, value);
     if (outcome.action === 'deny') return sendDenial(res, outcome);
     if (outcome.info !== undefined) req.slowDown = outcome.info;
     const done = outcome.outcome;

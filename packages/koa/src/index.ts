@@ -18,6 +18,7 @@ import {
   type HttpOutcome,
   type Limiter,
   type LimitsOrLimiter,
+  appendHeaderItem,
 } from '@floodgate/core/adapter';
 import { checkTrust } from './trust';
 
@@ -76,8 +77,8 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     if (outcome.action === 'error') throw outcome.error;
     if (outcome.decision !== undefined) ctx.state.rateLimit = outcome.decision;
     for (const [name, value] of outcome.set) ctx.set(name, value);
-    // Node's appendHeader: what ctx.append does (nothing once headers are sent), without Koa's get/set round.
-    if (!ctx.headerSent) for (const [name, value] of outcome.append) ctx.res.appendHeader(name, value);
+    // What ctx.append does (nothing once headers are sent), without Koa's get/set wrappers.
+    if (!ctx.headerSent) for (const [name, value] of outcome.append) appendHeaderItem(ctx.res, name, value);
     if (outcome.own !== undefined) whenResponseDone(ctx.res, (finished) => http.completed(outcome, finished, ctx.res.statusCode, [ctx]));
     if (outcome.action === 'next') return next();
     // Decided by reason, not status: `statusCode: 503` is a denial like any other.

@@ -7,6 +7,7 @@ import {
   type LimitsOrLimiter,
   type SlowDownHttpOptions,
   type SlowDownInfo,
+  appendHeaderItem,
 } from '@floodgate/core/adapter';
 import { checkTrust } from './trust';
 
@@ -43,8 +44,8 @@ export function slowDown(options: SlowDownOptions): SlowDownMiddleware {
     // The client left during its delay: no handler runs for nobody.
     if (outcome.action === 'gone') return undefined;
     for (const [name, value] of outcome.set) ctx.set(name, value);
-    // Node's appendHeader: what ctx.append does (nothing once headers are sent), without Koa's get/set round.
-    if (!ctx.headerSent) for (const [name, value] of outcome.append) ctx.res.appendHeader(name, value);
+    // What ctx.append does (nothing once headers are sent), without Koa's get/set wrappers.
+    if (!ctx.headerSent) for (const [name, value] of outcome.append) appendHeaderItem(ctx.res, name, value);
     if (outcome.action === 'deny') {
       ctx.status = outcome.status;
       ctx.body = outcome.body;

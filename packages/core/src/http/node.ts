@@ -126,3 +126,13 @@ function holdUntilEnd(end: ResponseEnd): (release: () => void) => boolean {
     return true;
   };
 }
+
+/**
+ * Adds one item to a list header (RateLimit, RateLimit-Policy) of a Node response, as Express's res.append
+ * and Koa's ctx.append do: one read and one write of the response's headers, without the frameworks'
+ * get/set wrappers (or Node's appendHeader, which validates the header twice when it is new).
+ */
+export function appendHeaderItem(res: ServerResponse, name: string, value: string): void {
+  const prev = res.getHeader(name);
+  res.setHeader(name, prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [String(prev), value]);
+}
