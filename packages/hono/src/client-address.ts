@@ -2,6 +2,7 @@ import ipaddr from 'ipaddr.js';
 import type { Context } from 'hono';
 import type { GetConnInfo } from 'hono/conninfo';
 import { ConfigError, describeValue, warned, watchServerOf, type HttpLimiter } from '@floodgate/core/adapter';
+import { nodeEnv } from './node-env';
 
 /*
  * The client's address (docs/hono.md, "Client address and proxies"). Hono has no notion of a trusted
@@ -75,8 +76,7 @@ function resolveTrust(value: unknown): Range[] {
 
 /** Node's connection info, as @hono/node-server's getConnInfo reads it; it also reads each new connection's address on accept. */
 function nodeAddress(c: Context): string | undefined {
-  const env = c.env as { server?: { incoming?: unknown }; incoming?: unknown } | undefined;
-  const incoming = (env?.server ?? env)?.incoming as { socket?: { remoteAddress?: string } } | undefined;
+  const incoming = nodeEnv(c)?.incoming as { socket?: { remoteAddress?: string } } | undefined;
   if (incoming === undefined) {
     throw new Error(
       'floodgate: no Node connection behind this request; on a runtime other than Node pass getConnInfo (from hono/bun, hono/deno, ...)',

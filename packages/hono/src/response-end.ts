@@ -1,6 +1,7 @@
 import type { Context, Next } from 'hono';
 import type { ServerResponse } from 'node:http';
 import { whenResponseDone, type ResponseEnd } from '@floodgate/core/adapter';
+import { nodeEnv } from './node-env';
 
 /*
  * When a Hono response is over, on the Web standard Request and Response alone (docs/hono.md, "When a
@@ -59,8 +60,7 @@ const watches = new WeakMap<Context, Watch>();
 
 /** @hono/node-server's Node response for this request (c.env.outgoing), when the app runs there. */
 function nodeResponse(c: Context): ServerResponse | undefined {
-  const env = c.env as { server?: { outgoing?: unknown }; outgoing?: unknown } | undefined;
-  const outgoing = (env?.server ?? env)?.outgoing as Partial<ServerResponse> | undefined;
+  const outgoing = nodeEnv(c)?.outgoing as Partial<ServerResponse> | undefined;
   return typeof outgoing?.once === 'function' && typeof outgoing.writableFinished === 'boolean' ? (outgoing as ServerResponse) : undefined;
 }
 
