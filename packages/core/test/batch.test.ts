@@ -138,6 +138,17 @@ describe('batches', () => {
     await limiter.close();
   });
 
+  test("a reply's strings come back exactly, whatever they hold (a block reason with the text's separators)", async () => {
+    const prefix = uniquePrefix('batch');
+    const limiter = createLimiter({ redis, prefix, limits: { limit: 5, window: '1m' }, blockCache: false });
+    const reason = "a,b %2C,%25 % ,, 'quoted' é";
+    await limiter.block('user:a', { duration: '1m', reason });
+    // Two checks in one turn travel in one batch: both blocked, each with the reason as it was set.
+    const [a, b] = await Promise.all([limiter.check('user:a'), limiter.check(['user:b', 'user:a'])]);
+    for (const d of [a, b]) expect(d).toMatchObject({ allowed: false, reason: 'blocked', identifier: 'user:a', blockReason: reason });
+    await limiter.close();
+  });
+
   test('checks on Redis TIME share one reading of it, the same as each would have read', async () => {
     const prefix = uniquePrefix('batch');
     const batcher = new Batcher(adapterOf(redis));

@@ -52,11 +52,17 @@ export class CallPlanner {
   /** The units any plan's rules count: what a call's cost may name. */
   readonly allUnits: ReadonlySet<string>;
 
-  /** `rules`: the rule set of one plan (ResolvedOptions.plans), which this planner prepares checks for. */
+  /**
+   * `rules`: the rule set of one plan (ResolvedOptions.plans), which this planner prepares checks for.
+   * `incarnations`: whether a script that answers receipts may run its checks (a refundable limiter's, a
+   * Cluster's split check): only then does a check carry a new incarnation (scripts/incarnation.ts); the
+   * plain script ignores that argument, so a check of any other limiter sends '' there and makes none.
+   */
   constructor(
     private readonly opts: ResolvedOptions,
     private readonly keys: KeyScheme,
     private readonly rules: readonly Rule[] = opts.rules,
+    private readonly incarnations = true,
   ) {
     const clock = opts.clock;
     this.nowArg = clock ? () => String(clock()) : () => '';
@@ -124,10 +130,11 @@ export class CallPlanner {
       for (const enc of encs) keys.push(this.keys.index(enc));
     }
     const penalty = this.opts.penalty && this.opts.mode === 'enforce' ? '1' : '0';
-    // Last, the check's incarnation: a key it creates is given it by the scripts that answer receipts; then,
-    // with a lockout, whether each identifier is in its scope.
+    // Last, the check's incarnation: a key it creates is given it by the scripts that answer receipts ('' where
+    // none can run it); then, with a lockout, whether each identifier is in its scope.
     const arg = typeof callCost === 'number' ? callCost : callCost.arg;
-    const argv = [op, arg, penalty, this.nowArg(), this.pad, ...this.ruleArgs, ...masks, newIncarnation(), ...(lockout ? lockable : [])];
+    const incarnation = this.incarnations ? newIncarnation() : '';
+    const argv = [op, arg, penalty, this.nowArg(), this.pad, ...this.ruleArgs, ...masks, incarnation, ...(lockout ? lockable : [])];
     const cost = costScalar(callCost);
     return typeof callCost === 'number' ? { ids, keys, argv, ruleLists, cost } : { ids, keys, argv, ruleLists, cost, costs: callCost };
   }

@@ -4,6 +4,7 @@ import { decodeReply, type Reply } from '../scripts/reply';
 import type { KeyScheme } from '../scripts/keys';
 import { createProgram, type Program } from '../scripts/compiler';
 import type { Store } from '../stores/types';
+import { ClusterStore } from '../stores/cluster';
 import type { ResolvedOptions } from './options';
 import { BlockCache } from './block-cache';
 import { CallPlanner, type Prepared } from './call-plan';
@@ -54,7 +55,8 @@ export function createPlans(opts: ResolvedOptions, keys: KeyScheme, store: Store
 
 /** One plan: its script built now, its block cache and units in flight its own (also an override's rule set). */
 export function createPlan(opts: ResolvedOptions, keys: KeyScheme, store: Store, name: string, rules: readonly Rule[]): PlanState {
-  const planner = new CallPlanner(opts, keys, rules);
+  // Incarnations for the scripts that answer receipts: a refundable limiter's, and a Cluster's split checks.
+  const planner = new CallPlanner(opts, keys, rules, opts.refunds || store instanceof ClusterStore);
   return {
     name,
     rules,

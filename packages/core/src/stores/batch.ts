@@ -44,8 +44,10 @@ function batchMax(env: string | undefined): number {
  *   the frame's penalty (its ARGV[3]), TTL padding (ARGV[5]) and rule arguments (ARGV[6 ...]); then per
  *   check one argument "nk,op,cost,now,mask1,mask2,...": its key count and the rest of its frame ARGV
  *   (none of which can hold a comma). KEYS: every check's KEYS in order.
- * A check whose clock (now) is '' (Redis TIME) gets the batch's one reading of TIME. Reply: per check its
- * program's reply, or the string 'ERR ...' when it raised or answered an error.
+ * A check whose clock (now) is '' (Redis TIME) gets the batch's one reading of TIME. Reply: one flat array,
+ * per check the number of items of its program's reply and those items, or -1 and the string 'ERR ...' when
+ * it raised or answered an error. Flat, not an array per check: a client decodes a nested array item by item
+ * at a cost per array, and the items themselves stay what Redis makes of the program's own reply.
  */
 export function batchLua(program: Program): string {
   return `local check = function(KEYS, ARGV)
@@ -53,7 +55,7 @@ ${program.lua}
 end
 local N, M = tonumber(ARGV[1]), tonumber(ARGV[2])
 local find, sub = string.find, string.sub
-local out, ko, now = {}, 0, nil
+local out, o, ko, now = {}, 0, 0, nil
 for i = 1, N do
   local spec, f, n, pos = ARGV[2 + M + i], {}, 0, 1
   while true do
@@ -78,13 +80,23 @@ for i = 1, N do
   for j = 3, M do a[j + 3] = ARGV[2 + j] end
   for q = 5, n do a[M - 1 + q] = f[q] end
   local ok, r = pcall(check, k, a)
+  local err
   if not ok then
-    if type(r) == 'table' then r = r.err end
-    out[i] = 'ERR ' .. tostring(r)
-  elseif type(r) == 'table' and r.err then
-    out[i] = 'ERR ' .. tostring(r.err)
+    err = type(r) == 'table' and r.err or r
+  elseif type(r) ~= 'table' then
+    err = 'floodgate: a reply of type ' .. type(r)
+  elseif r.err then
+    err = r.err
+  end
+  if err == nil then
+    local n = #r
+    out[o + 1] = n
+    for j = 1, n do out[o + 1 + j] = r[j] end
+    o = o + 1 + n
   else
-    out[i] = r
+    out[o + 1] = -1
+    out[o + 2] = 'ERR ' .. tostring(err)
+    o = o + 2
   end
 end
 return out
@@ -197,10 +209,18 @@ export class Batcher {
     this.client.evalScript(this.scriptOf(program), keys, argv, batch.deadlineAt).then(
       (replies) => {
         const all = Array.isArray(replies) ? (replies as unknown[]) : [];
+        let at = 0;
         items.forEach((item, i) => {
-          const r = all[i];
-          if (Array.isArray(r)) item.resolve(r as Reply);
-          else item.reject(new BatchedReplyError(typeof r === 'string' ? r : `ERR floodgate: no reply for check ${i + 1} of a batch`));
+          const n = all[at];
+          if (typeof n === 'number' && n >= 0 && at + 1 + n <= all.length) {
+            item.resolve(all.slice(at + 1, at + 1 + n) as Reply);
+            at += 1 + n;
+          } else {
+            const r = n === -1 ? all[at + 1] : undefined;
+            item.reject(new BatchedReplyError(typeof r === 'string' ? r : `ERR floodgate: no reply for check ${i + 1} of a batch`));
+            // After a malformed reply nothing else can be read from it.
+            at = n === -1 ? at + 2 : all.length + 1;
+          }
         });
       },
       (err: unknown) => {

@@ -1,5 +1,5 @@
 -- Golden copy, generated: fixed-window, one rule: the batch script, the check script wrapped to run a turn's checks in one call.
--- The script as a limiter sends it to Redis (EVALSHA 0f2371495b27bf05b482521da07066bf0d9eea67); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 6c3dba7586532b3d80a5844680c03baa0745e344); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'fixed-window', limits: { limit: 10, window: '1m' } }, { script: 'batch' })
 -- or from the command line:
 --   npx floodgate script --algorithm fixed-window --limits 10/1m --batch
@@ -159,7 +159,7 @@ return out
 end
 local N, M = tonumber(ARGV[1]), tonumber(ARGV[2])
 local find, sub = string.find, string.sub
-local out, ko, now = {}, 0, nil
+local out, o, ko, now = {}, 0, 0, nil
 for i = 1, N do
   local spec, f, n, pos = ARGV[2 + M + i], {}, 0, 1
   while true do
@@ -184,13 +184,23 @@ for i = 1, N do
   for j = 3, M do a[j + 3] = ARGV[2 + j] end
   for q = 5, n do a[M - 1 + q] = f[q] end
   local ok, r = pcall(check, k, a)
+  local err
   if not ok then
-    if type(r) == 'table' then r = r.err end
-    out[i] = 'ERR ' .. tostring(r)
-  elseif type(r) == 'table' and r.err then
-    out[i] = 'ERR ' .. tostring(r.err)
+    err = type(r) == 'table' and r.err or r
+  elseif type(r) ~= 'table' then
+    err = 'floodgate: a reply of type ' .. type(r)
+  elseif r.err then
+    err = r.err
+  end
+  if err == nil then
+    local n = #r
+    out[o + 1] = n
+    for j = 1, n do out[o + 1 + j] = r[j] end
+    o = o + 1 + n
   else
-    out[i] = r
+    out[o + 1] = -1
+    out[o + 2] = 'ERR ' .. tostring(err)
+    o = o + 2
   end
 end
 return out

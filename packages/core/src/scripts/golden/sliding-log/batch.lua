@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-log, one rule: the batch script, the check script wrapped to run a turn's checks in one call.
--- The script as a limiter sends it to Redis (EVALSHA eab3da021f05ad6ee277a5e4ef727c9c584a7eb3); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA feec68882badf41203f304d2139331ab6d2a947b); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-log', limits: { limit: 10, window: '1m' } }, { script: 'batch' })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-log --limits 10/1m --batch
@@ -185,7 +185,7 @@ return out
 end
 local N, M = tonumber(ARGV[1]), tonumber(ARGV[2])
 local find, sub = string.find, string.sub
-local out, ko, now = {}, 0, nil
+local out, o, ko, now = {}, 0, 0, nil
 for i = 1, N do
   local spec, f, n, pos = ARGV[2 + M + i], {}, 0, 1
   while true do
@@ -210,13 +210,23 @@ for i = 1, N do
   for j = 3, M do a[j + 3] = ARGV[2 + j] end
   for q = 5, n do a[M - 1 + q] = f[q] end
   local ok, r = pcall(check, k, a)
+  local err
   if not ok then
-    if type(r) == 'table' then r = r.err end
-    out[i] = 'ERR ' .. tostring(r)
-  elseif type(r) == 'table' and r.err then
-    out[i] = 'ERR ' .. tostring(r.err)
+    err = type(r) == 'table' and r.err or r
+  elseif type(r) ~= 'table' then
+    err = 'floodgate: a reply of type ' .. type(r)
+  elseif r.err then
+    err = r.err
+  end
+  if err == nil then
+    local n = #r
+    out[o + 1] = n
+    for j = 1, n do out[o + 1 + j] = r[j] end
+    o = o + 1 + n
   else
-    out[i] = r
+    out[o + 1] = -1
+    out[o + 2] = 'ERR ' .. tostring(err)
+    o = o + 2
   end
 end
 return out
