@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { createLimiter, defineClient, type AlgorithmName, type LimiterOptions, type RuleInput } from '@floodgate/core';
 import { closeClients, commandStats, connect, startRedis, uniquePrefix, type StartedRedis } from '@floodgate/testing';
-import { identifierKind } from '../src/scripts/keys';
+import { encodeIdentifier, identifierKind, keyScheme } from '../src/scripts/keys';
 import { resolveOptions } from '../src/engine/options';
 import { createProgram, ruleMask } from '../src/scripts/compiler';
 import { ruleArgs, runFrame } from '../src/scripts/frame';
@@ -89,6 +89,61 @@ describe.each<AlgorithmName>(['fixed-window', 'sliding-window', 'sliding-log', '
     );
     expect(checked).toBeGreaterThan(RUNS);
   }, 120_000);
+});
+
+describe('batches of settles', () => {
+  const limits: RuleInput[] = [
+    { limit: 1_000, window: '1m' },
+    { limit: 100_000, window: '1m', unit: 'tokens' },
+    { limit: 50_000, window: '1h', unit: 'tokens', for: 'user' },
+  ];
+  const IDS_OF = [['user:a'], ['user:b', 'ip:192.0.2.1'], ['user:a', 'key:k'], ['ip:192.0.2.1']];
+
+  test('the settles of one turn travel in one call, and each counts exactly as it would alone', async () => {
+    const make = (prefix: string) =>
+      createLimiter({ redis, prefix, algorithm: 'sliding-window', refunds: true, limits, blockCache: false, timeoutMs: 5_000 });
+    const alone = make(uniquePrefix('settle-alone'));
+    const batched = make(uniquePrefix('settle-batched'));
+    // 40 reservations at an estimate of 500 tokens, settled at 100 to 899 (a give-back or a charge each).
+    const actual = (i: number) => ({ requests: 1, tokens: 100 + ((i * 137) % 800) });
+    const reserve = (limiter: typeof alone) =>
+      Promise.all(Array.from({ length: 40 }, (_, i) => limiter.reserve(IDS_OF[i % 4]!, { cost: { requests: 1, tokens: 500 } })));
+    const one = await reserve(alone);
+    const many = await reserve(batched);
+    for (const [i, r] of one.entries()) expect(await r.settle(actual(i))).toBe(true);
+    const before = await commandStats(redis);
+    expect(await Promise.all(many.map((r, i) => r.settle(actual(i))))).toEqual(many.map(() => true));
+    const after = await commandStats(redis);
+    // One call per batch of BATCH_MAX (and at most one NOSCRIPT'd EVALSHA and its EVAL per batch script).
+    const calls = (after.evalsha ?? 0) + (after.eval ?? 0) - (before.evalsha ?? 0) - (before.eval ?? 0);
+    expect(calls).toBeLessThanOrEqual(Math.ceil(40 / BATCH_MAX) + 2);
+    // Every identifier's windows hold the same on both sides.
+    for (const id of ['user:a', 'user:b', 'ip:192.0.2.1', 'key:k']) {
+      const [x, y] = await Promise.all([alone.peek(id), batched.peek(id)]);
+      expect(y.states.map((s) => [s.unit, s.remaining])).toEqual(x.states.map((s) => [s.unit, s.remaining]));
+    }
+    await Promise.all([alone.close(), batched.close()]);
+  });
+
+  test("a settle's error in a batch is its own: the others of the batch still count", async () => {
+    const prefix = uniquePrefix('settle-error');
+    const limiter = createLimiter({ redis, prefix, refunds: true, limits, blockCache: false, timeoutMs: 5_000, failure: 'closed' });
+    const ids = ['user:a', 'user:b', 'user:c'];
+    const reservations = await Promise.all(ids.map((id) => limiter.reserve(id, { cost: { requests: 1, tokens: 500 } })));
+    // user:b's state key replaced by a string: its settle's script call fails (WRONGTYPE).
+    const tag = resolveOptions({ limits } as LimiterOptions).algorithm.tag;
+    const bKey = keyScheme(prefix, limiter.name, tag, false).state(encodeIdentifier('user:b'));
+    expect(await redis.type(bKey)).toBe('hash');
+    await redis.set(bKey, 'not a hash', 'PX', 60_000);
+    const out = await Promise.allSettled(reservations.map((r) => r.settle({ requests: 1, tokens: 100 })));
+    expect(out.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    // user:a and user:c got 400 tokens back each: 100 counted of 100,000.
+    for (const id of ['user:a', 'user:c']) {
+      const d = await limiter.peek(id);
+      expect(d.states.find((s) => s.unit === 'tokens' && s.windowMs === 60_000)?.remaining).toBe(100_000 - 100);
+    }
+    await limiter.close();
+  });
 });
 
 describe('batches', () => {

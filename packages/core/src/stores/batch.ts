@@ -1,9 +1,11 @@
 import type { Program } from '../scripts/compiler';
 import { masksAt } from '../scripts/frame';
 import type { Reply } from '../scripts/reply';
-import { afterTurn, realNow } from '../kernel/real-timers';
 import { scriptOf, type ClientAdapter, type Script } from './clients';
 import type { Flush } from './coalesce';
+import { TurnBatches, type OutgoingBatch } from './turn-batches';
+
+export { BATCH_MAX } from './turn-batches';
 
 /*
  * Batching (docs/design.md, section 4, "Batches"): the checks of one program that a server starts in one turn of the
@@ -13,9 +15,7 @@ import type { Flush } from './coalesce';
  * checks sent one after another would be, but the EVALSHA dispatch, the client's per-command work, the
  * reply's framing and a promise per command are paid once per batch, on both sides of the wire.
  *
- * A batch leaves at the end of the turn (the check phase), or as soon as it holds BATCH_MAX checks, so Redis
- * starts on the first checks of a busy turn while this process is still parsing the rest (an idle Redis
- * while the server works, then an idle server while Redis works, is what a whole-turn batch would cost).
+ * A batch leaves at the end of the turn, or as soon as it holds BATCH_MAX checks (stores/turn-batches.ts).
  * A batch of one is sent as the program's own script. An error in one check (a wrong-type key, say) is that
  * check's error alone: the others' replies stand. The deadline stays per check (stores/redis.ts); a batch
  * sent late because this process was busy is seen as such (its Flush says when it left).
@@ -23,19 +23,6 @@ import type { Flush } from './coalesce';
  * On a Cluster, a batch holds the checks of one hash slot (a check whose keys span slots is split and
  * not batched: stores/cluster.ts): checks of one identifier, or of every identifier with `colocate`.
  */
-
-/**
- * The most checks one batch call carries: small enough that Redis starts early on a busy turn (in `npm run
- * bench`, Fastify `equal`: 8 and 16 ahead of 4, 32 and 64, measured before a check's ARGV became one
- * argument). FLOODGATE_BATCH_MAX sets it for the process, for an A/B (1 turns batching off); anything but an
- * integer from 1 to 1,000 leaves the default.
- */
-export const BATCH_MAX = batchMax(process.env.FLOODGATE_BATCH_MAX);
-
-function batchMax(env: string | undefined): number {
-  const n = Number(env);
-  return env !== undefined && Number.isInteger(n) && n >= 1 && n <= 1_000 ? n : 16;
-}
 
 /**
  * The batch script of a program. What every check of a program shares is sent once, what each check has of
@@ -115,18 +102,6 @@ interface Pending {
   reject(err: unknown): void;
 }
 
-/** The checks of one program (on a Cluster, of one hash slot) waiting for the end of the turn or to fill. */
-class Batch {
-  readonly items: Pending[] = [];
-  readonly flush: Flush = { at: undefined };
-  deadlineAt = Infinity;
-  sent = false;
-  constructor(
-    readonly program: Program,
-    readonly slot: number,
-  ) {}
-}
-
 /** A check's error inside a batch: the server's words, as the client would have raised them alone. */
 export class BatchedReplyError extends Error {
   override name = 'ReplyError';
@@ -134,10 +109,8 @@ export class BatchedReplyError extends Error {
 
 /** Per store: the open batch of each program (and, on a Cluster, of each hash slot). */
 export class Batcher {
-  private readonly open = new Map<Program, Map<number, Batch>>();
+  private readonly batches = new TurnBatches<Program, Pending>((program, batch) => this.send(program, batch));
   private readonly scripts = new WeakMap<Program, Script>();
-  /** Whether the end of this turn is scheduled (one setImmediate sends every batch still open). */
-  private scheduled = false;
 
   /** `slotOf`: on a Cluster, the hash slot of a check's keys (a batch holds checks of one slot only). */
   constructor(
@@ -150,46 +123,19 @@ export class Batcher {
    * check's own reply. `flush` is set to the write the check will leave in (its `at` once it has left).
    */
   add(program: Program, keys: string[], argv: (string | number)[], deadlineAt: number): { reply: Promise<Reply>; flush: Flush } {
-    const slot = this.slotOf === undefined ? -1 : this.slotOf(keys[0]!);
-    let batches = this.open.get(program);
-    if (batches === undefined) {
-      batches = new Map();
-      this.open.set(program, batches);
-    }
-    let batch = batches.get(slot);
-    if (batch === undefined) {
-      batch = new Batch(program, slot);
-      batches.set(slot, batch);
-      if (!this.scheduled) {
-        this.scheduled = true;
-        afterTurn(() => this.endOfTurn());
-      }
-    }
-    if (deadlineAt < batch.deadlineAt) batch.deadlineAt = deadlineAt;
-    const b = batch;
-    const reply = new Promise<Reply>((resolve, reject) => b.items.push({ keys, argv, resolve, reject }));
-    if (b.items.length >= BATCH_MAX) this.send(b);
-    return { reply, flush: b.flush };
+    let item!: Pending;
+    const reply = new Promise<Reply>((resolve, reject) => {
+      item = { keys, argv, resolve, reject };
+    });
+    const flush = this.batches.add(program, this.slotOf === undefined ? -1 : this.slotOf(keys[0]!), item, deadlineAt);
+    return { reply, flush };
   }
 
-  private endOfTurn(): void {
-    this.scheduled = false;
-    const open = [...this.open.values()].flatMap((batches) => [...batches.values()]);
-    this.open.clear();
-    for (const batch of open) this.send(batch);
-  }
-
-  private send(batch: Batch): void {
-    if (batch.sent) return;
-    batch.sent = true;
-    const batches = this.open.get(batch.program);
-    if (batches?.get(batch.slot) === batch) batches.delete(batch.slot);
-    const { items, program } = batch;
-    batch.flush.at = realNow();
+  private send(program: Program, { items, deadlineAt }: OutgoingBatch<Pending>): void {
     if (items.length === 1) {
       const only = items[0]!;
       this.client
-        .evalScript(scriptOf(program.algorithm.tag, program.lua), only.keys, only.argv, batch.deadlineAt)
+        .evalScript(scriptOf(program.algorithm.tag, program.lua), only.keys, only.argv, deadlineAt)
         .then((r) => only.resolve(r as Reply), only.reject);
       return;
     }
@@ -206,7 +152,7 @@ export class Batcher {
       for (let j = masks; j < a.length; j++) spec += `,${a[j]}`;
       argv.push(spec);
     }
-    this.client.evalScript(this.scriptOf(program), keys, argv, batch.deadlineAt).then(
+    this.client.evalScript(this.scriptOf(program), keys, argv, deadlineAt).then(
       (replies) => {
         const all = Array.isArray(replies) ? (replies as unknown[]) : [];
         let at = 0;

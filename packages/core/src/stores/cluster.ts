@@ -100,7 +100,6 @@ export class ClusterStore extends RedisStore {
     return this.send(`${program.algorithm.tag}_split`, program.split, keys, argv);
   }
 
-  /** A refund's keys, one give-back per slot, in parallel. */
   /**
    * A settle's keys, one settle script per slot, in parallel: it has no admission test, so each slot's part
    * stands on its own (as a refund's give-back does); KEYS and the per-identifier ARGV split by slot.
@@ -124,6 +123,7 @@ export class ClusterStore extends RedisStore {
     );
   }
 
+  /** A refund's keys, one give-back per slot, in parallel. */
   protected override refundNow(algorithm: Algorithm, keys: string[], receipts: string[], cost: number | string): Promise<unknown> {
     const bySlot = new Map<number, number[]>();
     keys.forEach((key, i) => {

@@ -13,6 +13,7 @@ import { shared } from '../kernel/state';
 import { indexLua } from '../scripts/block-index';
 import { afterTurn, realNow, realTimeout } from '../kernel/real-timers';
 import { BATCH_MAX, Batcher } from './batch';
+import { ScriptBatcher } from './script-batch';
 import { keySlot } from '../scripts/keys';
 import { safeLogger, type Logger } from '../kernel/logger';
 
@@ -111,7 +112,9 @@ export class RedisStore implements Store {
     this.client.logger ??= logger;
     this.health = healthOf(this.client.target);
     this.conn = connectionOf(this.client);
-    this.batcher = BATCH_MAX <= 1 ? undefined : new Batcher(this.client, this.client.isCluster ? keySlot : undefined);
+    const slotOf = this.client.isCluster ? keySlot : undefined;
+    this.batcher = BATCH_MAX <= 1 ? undefined : new Batcher(this.client, slotOf);
+    this.settles = BATCH_MAX <= 1 ? undefined : new ScriptBatcher(this.client, slotOf);
   }
 
   /** Whether the client is connected now (status 'ready'). */
@@ -144,6 +147,8 @@ export class RedisStore implements Store {
 
   /** The open batches of this store's checks (undefined with batching off). */
   private readonly batcher: Batcher | undefined;
+  /** The open batches of this store's settles (stores/script-batch.ts; undefined with batching off). */
+  private readonly settles: ScriptBatcher | undefined;
 
   protected send(kind: string, lua: string, keys: string[], argv: (string | number)[]): Promise<Reply> {
     // Corked first, so that this command joins the turn's one write (stores/coalesce.ts).
@@ -198,12 +203,19 @@ export class RedisStore implements Store {
   }
 
   /**
-   * A settle: one script call over all its keys (a Cluster's: one per slot, settleSlots), in the turn's one
-   * write (coalesce.ts): responses that end in one turn settle in one writev, not a write each.
+   * A settle: one script call over all its keys (a Cluster's: one per slot, settleNow there), in the turn's
+   * batch of settles of that program (stores/script-batch.ts; on a Cluster, of that program and slot), so
+   * responses that end in one turn settle in one call; with batching off, in the turn's one write (coalesce.ts).
    */
   protected settleNow(program: Program, keys: string[], argv: (string | number)[]): Promise<unknown> {
-    this.flush = this.client.coalesce();
-    return this.client.evalScript(scriptOf(`${program.algorithm.tag}_settle`, program.settle), keys, argv);
+    const kind = `${program.algorithm.tag}_settle`;
+    if (this.settles === undefined) {
+      this.flush = this.client.coalesce();
+      return this.client.evalScript(scriptOf(kind, program.settle), keys, argv);
+    }
+    const { done, flush } = this.settles.add(kind, program.settle, keys, argv, this.deadlineAt);
+    this.flush = flush;
+    return done;
   }
 
   /** A refund's give-back: one script call over all its keys (a Cluster's: one per slot), in the turn's one write. */
