@@ -76,10 +76,10 @@ export class CircuitBreaker {
   }
 }
 
-/** Per client: its breaker, and when it last answered one of Floodgate's commands (realNow()). */
+/** Per client: its breaker, and how many of Floodgate's commands it has answered (a reply or an error reply). */
 export interface ClientHealth {
   readonly breaker: CircuitBreaker;
-  lastReplyAt: number;
+  replies: number;
 }
 
 const health = shared('clientHealth', () => new WeakMap<object, ClientHealth>());
@@ -88,7 +88,7 @@ const health = shared('clientHealth', () => new WeakMap<object, ClientHealth>())
 export function healthOf(client: object): ClientHealth {
   let h = health.get(client);
   if (h === undefined) {
-    h = { breaker: new CircuitBreaker(), lastReplyAt: -Infinity };
+    h = { breaker: new CircuitBreaker(), replies: 0 };
     health.set(client, h);
   }
   return h;

@@ -4,27 +4,21 @@ import type { Algorithm } from '../scripts/types';
 import { giveBackArgs, giveBackLua } from './give-back';
 import { StoreError } from '../kernel/errors';
 import { healthOf, type ClientHealth } from './circuit-breaker';
-import { toStoreError } from './deadline';
 import type { RunContext, Store } from './types';
 import type { Flush } from './coalesce';
 import { adapterOf, scriptOf, type ClientAdapter, type RedisClient } from './clients';
 import { checkEvictionPolicy } from './eviction';
 import { shared } from '../kernel/state';
 import { indexLua } from '../scripts/block-index';
-import { afterTurn, realNow, realTimeout } from '../kernel/real-timers';
+import { realNow } from '../kernel/real-timers';
+import { GuardedCall, type CallHost, type ReadyWaiter, type Settled } from './guarded-call';
 import { BATCH_MAX, Batcher } from './batch';
 import { ScriptBatcher } from './script-batch';
 import { keySlot } from '../scripts/keys';
 import { safeLogger, type Logger } from '../kernel/logger';
 
 export type { RedisClient } from './clients';
-
-/**
- * Called once when a command is done with: when it settles, even after its caller's deadline, with the reply
- * (undefined on an error or when nothing was sent) and whether the deadline had already passed; or at a
- * deadline that passed in silence (no reply from the server since it was sent), when it counts as lost.
- */
-export type Settled = (reply: Reply | undefined, late: boolean) => void;
+export type { Settled } from './guarded-call';
 
 /** The time (ARGV[n]: '' for Redis TIME, else a test clock) and `fmt`, as the admin scripts read them. */
 const ADMIN_PROLOGUE = (n: number): string => `local NOW
@@ -66,11 +60,6 @@ if was and tonumber(was) > NOW then return 1 end
 return 0
 `;
 
-interface ReadyWaiter {
-  ready(): void;
-  fail(err: StoreError): void;
-}
-
 /** Per client: whether it was ever ready, and the checks waiting for its first connection. */
 interface Connection {
   everReady: boolean;
@@ -95,11 +84,11 @@ function connectionOf(client: ClientAdapter): Connection {
  * is paused, answers -LOADING), it is sent at most once, and only connection-level faults feed the client's
  * circuit breaker.
  */
-export class RedisStore implements Store {
+export class RedisStore implements Store, CallHost {
   readonly source = 'redis' as const;
   readonly remote = true;
   protected readonly client: ClientAdapter;
-  private readonly health: ClientHealth;
+  readonly health: ClientHealth;
   private readonly conn: Connection;
   /** When the command being sent must have left (performance.now()); read by send() (see call()). */
   private deadlineAt = Infinity;
@@ -241,125 +230,45 @@ export class RedisStore implements Store {
     return this.call(() => Promise.all(keys.map((key) => this.client.del(key))), budgetMs).then(() => undefined);
   }
 
-  /**
-   * The deadline, readiness and breaker around one command. One timer per call; when it fires, the call
-   * settles on the next setImmediate, so a reply already sitting in the socket buffer still wins. Real
-   * time, even under a test's fake timers (kernel/real-timers.ts).
-   */
+  /** The deadline, readiness and breaker around one command (stores/guarded-call.ts). */
   private call<T>(send: () => Promise<T>, budgetMs: number, settled?: Settled): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      let done = false;
-      let released = false;
-      let sentAt: number | undefined;
-      let flush: Flush | undefined;
-      let probe = false;
-      const waiter: ReadyWaiter = { ready: () => go(), fail: (err) => finish(err) };
-      const finish = (err: unknown, value?: T): void => {
-        if (done) return;
-        done = true;
-        cancelTimer();
-        this.conn.waiters.delete(waiter);
-        if (err === undefined) resolve(value as T);
-        else reject(err);
-      };
-      const expire = (): void => {
-        if (done) return;
-        if (sentAt === undefined) {
-          // Never sent: it never will be (removed from the waiters), so nothing runs after the caller gave up.
-          settled?.(undefined, true);
-          finish(new StoreError('timeout', `Redis did not become ready within ${Math.round(budgetMs)} ms`));
-          return;
-        }
-        // Replies kept arriving since this one was sent, or the command left this process too late for the
-        // server to have had half the budget (its time went in this process: a turn of thousands of checks,
-        // a starved event loop): the server is not what ran out the clock. Only silence while the server
-        // had the time to answer is a connection fault (docs/design.md, invariant 6).
-        const writtenAt = flush === undefined ? sentAt : flush.at;
-        const serverHadMs = writtenAt === undefined ? 0 : realNow() - writtenAt;
-        const progressed = this.health.lastReplyAt > sentAt || serverHadMs < budgetMs / 2;
-        if (progressed) this.health.breaker.released(probe);
-        else this.health.breaker.failed(probe);
-        // The caller's answer first, then the release: a check waiting for this one's place among the units
-        // in flight must see this failure (the policy) before it is let in.
-        finish(
-          progressed
-            ? new StoreError(
-                'overload',
-                `no reply within ${Math.round(budgetMs)} ms while Redis was answering earlier commands (or this process was too busy to wait)`,
-              )
-            : new StoreError('timeout', `no reply from Redis within ${Math.round(budgetMs)} ms`),
-        );
-        if (!progressed) {
-          // A silent server may never answer (frozen, partitioned): the command counts as lost from here,
-          // rather than holding its place among the identifier's units in flight for as long as that lasts.
-          released = true;
-          settled?.(undefined, true);
-        }
-      };
-      const cancelTimer = realTimeout(() => afterTurn(expire), Math.max(budgetMs, 0));
-      const go = (): void => {
-        if (done) return;
-        try {
-          probe = this.health.breaker.admit();
-        } catch (err) {
-          settled?.(undefined, false);
-          finish(err);
-          return;
-        }
-        sentAt = realNow();
-        this.checkEviction();
-        let sending: Promise<T>;
-        try {
-          this.flush = undefined;
-          this.deadlineAt = sentAt + budgetMs;
-          sending = send();
-          flush = this.flush;
-        } catch (err) {
-          sending = Promise.reject(err);
-        } finally {
-          this.deadlineAt = Infinity;
-        }
-        sending.then(
-          (value) => {
-            this.health.lastReplyAt = realNow();
-            this.health.breaker.succeeded(probe);
-            if (!released) settled?.(value as Reply, done);
-            finish(undefined, value);
-          },
-          (err: unknown) => {
-            const error = toStoreError(err);
-            if (error.kind === 'reply' || error.kind === 'unsupported') {
-              // An error reply is still a reply: the connection works.
-              this.health.lastReplyAt = realNow();
-              this.health.breaker.succeeded(probe);
-            } else if (error.kind === 'timeout' && this.health.lastReplyAt > sentAt!) {
-              // The client's own request timeout (Valkey GLIDE's) while other replies kept arriving: not silence.
-              this.health.breaker.released(probe);
-            } else if (!done) this.health.breaker.failed(probe);
-            if (!released) settled?.(undefined, done);
-            finish(error);
-          },
-        );
-      };
+      const call = new GuardedCall<T>(this, send, budgetMs, settled, resolve, reject);
+      const now = realNow();
+      call.start(now);
       const readiness = this.client.readiness();
       if (readiness === 'ready') {
         this.conn.everReady = true;
-        go();
+        call.go(now);
       } else if (!this.conn.everReady && readiness === 'first-connect') {
-        this.awaitFirstConnect(waiter);
+        call.waitIn(this.conn.waiters);
+        this.awaitFirstConnect();
       } else {
         // A client that was ready and lost its connection is not waited for: sending would park the
         // script in the client's offline queue and run it, counted, long after the caller gave up.
-        settled?.(undefined, false);
-        finish(new StoreError('unavailable', readiness === 'first-connect' ? 'Redis connection is reconnecting' : readiness.down));
+        call.refuse(new StoreError('unavailable', readiness === 'first-connect' ? 'Redis connection is reconnecting' : readiness.down));
       }
     });
   }
 
-  /** Parks a call until the client's first `ready` (one set of listeners per client, however many wait). */
-  private awaitFirstConnect(waiter: ReadyWaiter): void {
+  /** Sends a call's command with its deadline, and tells it the write turn the command left in (CallHost). */
+  dispatch<T>(call: GuardedCall<T>): Promise<T> {
+    try {
+      this.flush = undefined;
+      this.deadlineAt = call.sentAt! + call.budgetMs;
+      const sending = call.send();
+      call.flush = this.flush;
+      return sending;
+    } catch (err) {
+      return Promise.reject(err);
+    } finally {
+      this.deadlineAt = Infinity;
+    }
+  }
+
+  /** Listens for the client's first `ready`, for the calls parked in its waiters (one set of listeners per client). */
+  private awaitFirstConnect(): void {
     const conn = this.conn;
-    conn.waiters.add(waiter);
     if (conn.listening) return;
     conn.listening = true;
     this.client.onFirstReady((err?: unknown): void => {
@@ -376,7 +285,7 @@ export class RedisStore implements Store {
     });
   }
 
-  private checkEviction(): void {
+  checkEviction(): void {
     checkEvictionPolicy(this.client, this.logger);
   }
 }

@@ -1,0 +1,98 @@
+import { realNow, realTimeout } from '../kernel/real-timers';
+
+/*
+ * The deadlines of the commands in flight on one real timer per budget, not one timer per command: a busy
+ * server starts tens of thousands of checks a second, and a timer each (a Timeout object, a clock reading
+ * in C++, a list insertion, then a clearTimeout when the reply comes) was a measurable share of a check's
+ * own cost. Node's timers group by duration the same way; this skips their per-timer objects.
+ *
+ * Commands of one budget are queued in the order they start, so each lane is sorted by deadline: its one
+ * timer is armed for its first entry, and when it fires it expires every entry that is due and arms again
+ * for the next. An entry is taken out in O(1) when its command settles (a doubly linked list through the
+ * entries themselves, no allocation per command). Real time, even under a test's fake timers
+ * (kernel/real-timers.ts).
+ */
+
+/** A command's place in its lane; `expire` runs once when its deadline passes while still queued. */
+export interface Deadline {
+  /** When it falls due (realNow()). */
+  at: number;
+  /** The lane it is queued in, undefined once it is out (expired or cancelled). */
+  lane: Lane | undefined;
+  prev: Deadline | undefined;
+  next: Deadline | undefined;
+  expire(): void;
+}
+
+/** The commands of one budget (ms), in deadline order, with the timer armed for the first. */
+interface Lane {
+  readonly ms: number;
+  head: Deadline | undefined;
+  tail: Deadline | undefined;
+  /** Whether a timer is armed (for the head's time or earlier: it re-arms when it finds nothing due). */
+  armed: boolean;
+}
+
+/**
+ * A timer fires on the event loop's clock, read once per loop iteration, so it can fire up to that
+ * much before realNow() reaches the deadline: an entry this close counts as due, as it would for setTimeout.
+ */
+const EARLY_MS = 1;
+
+export class DeadlineQueue {
+  private readonly lanes = new Map<number, Lane>();
+
+  /**
+   * Queues `entry` to expire `ms` after `now` (realNow(), read by the caller, who often needs it too). Its
+   * `expire` runs from a timer callback, never from inside this call.
+   */
+  add(entry: Deadline, ms: number, now: number): void {
+    const key = Math.max(Math.ceil(ms), 0);
+    entry.lane = undefined;
+    if (!Number.isFinite(key)) return; // no deadline: it never expires
+    let lane = this.lanes.get(key);
+    if (lane === undefined) {
+      lane = { ms: key, head: undefined, tail: undefined, armed: false };
+      this.lanes.set(key, lane);
+    }
+    entry.at = now + key;
+    entry.lane = lane;
+    entry.next = undefined;
+    entry.prev = lane.tail;
+    if (lane.tail === undefined) lane.head = entry;
+    else lane.tail.next = entry;
+    lane.tail = entry;
+    if (!lane.armed) this.arm(lane, key);
+  }
+
+  /** Takes `entry` out of its lane (a no-op when it is out already). */
+  remove(entry: Deadline): void {
+    const lane = entry.lane;
+    if (lane === undefined) return;
+    entry.lane = undefined;
+    if (entry.prev === undefined) lane.head = entry.next;
+    else entry.prev.next = entry.next;
+    if (entry.next === undefined) lane.tail = entry.prev;
+    else entry.next.prev = entry.prev;
+    entry.prev = entry.next = undefined;
+  }
+
+  private arm(lane: Lane, ms: number): void {
+    lane.armed = true;
+    realTimeout(() => this.fire(lane), ms);
+  }
+
+  private fire(lane: Lane): void {
+    const now = realNow();
+    // Still armed while expiring: an entry added meanwhile (by what an expiry set off) is armed for below.
+    for (let e = lane.head; e !== undefined && e.at <= now + EARLY_MS; e = lane.head) {
+      this.remove(e);
+      e.expire();
+    }
+    lane.armed = false;
+    const head = lane.head;
+    if (head !== undefined) this.arm(lane, Math.max(Math.ceil(head.at - now), 1));
+    // An empty lane is dropped (budgets that vary call to call must not pile up lanes); a later add makes it again.
+    else if (this.lanes.get(lane.ms) === lane) this.lanes.delete(lane.ms);
+  }
+}
