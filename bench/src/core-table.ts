@@ -1,3 +1,4 @@
+import type { Host } from './lib/host';
 import { fmt, markdownTable } from './lib/stats';
 
 /** One algorithm's line of `npm run bench:core` (medians over the reps; ratios per rep). */
@@ -25,6 +26,8 @@ export interface CoreMeta {
   autoPipelining: boolean;
   serverCore: number;
   loadCore: number;
+  /** The machine of the run (files written before it was recorded have none). */
+  host?: Host;
 }
 
 export function coreTable(meta: CoreMeta, rows: readonly CoreRow[]): string {

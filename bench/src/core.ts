@@ -11,6 +11,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CORE_LIMITS, PICKED_ALGORITHMS } from './lib/core-rules';
 import { envInt, fmt, median } from './lib/stats';
+import { thisHost } from './lib/host';
 import { coreTable, type CoreRow } from './core-table';
 import { memoryPerIdentifier } from './lib/memory';
 import { leaseRows, leaseTable, type LeaseRow } from './lease';
@@ -160,6 +161,7 @@ async function main(): Promise<void> {
     autoPipelining,
     serverCore: SERVER_CORE,
     loadCore: LOAD_CORE,
+    host: thisHost(),
   };
   const dir = join(__dirname, '..', 'results');
   mkdirSync(dir, { recursive: true });

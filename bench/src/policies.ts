@@ -6,6 +6,7 @@ import type { ServerResponse } from 'node:http';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SERVER_CORE, pin, startBenchRedis } from './lib/machine';
+import { thisHost } from './lib/host';
 import { envInt, fmt, median } from './lib/stats';
 
 /*
@@ -221,7 +222,15 @@ async function main(): Promise<void> {
   });
   const dir = join(__dirname, '..', 'results');
   mkdirSync(dir, { recursive: true });
-  const meta = { date: new Date().toISOString(), seconds: SECONDS, reps: REPS, concurrency: CONCURRENCY, rules: 3, identifiers: 2 };
+  const meta = {
+    date: new Date().toISOString(),
+    seconds: SECONDS,
+    reps: REPS,
+    concurrency: CONCURRENCY,
+    rules: 3,
+    identifiers: 2,
+    host: thisHost(),
+  };
   // A selection of cases is a look, not the record.
   if (cases.length === CASES.length) writeFileSync(join(dir, 'policies.json'), `${JSON.stringify({ meta, rows }, null, 2)}\n`);
   const lines = [

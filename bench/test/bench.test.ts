@@ -8,6 +8,8 @@ import { renderRatioChart } from '../src/ratio-chart';
 import { paired, targets, verdict } from '../src/targets';
 import type { CoreMeta } from '../src/core-table';
 import { figures } from '../src/doc-figures';
+import { machineLine } from '../src/lib/host';
+import { mergeRun, type HttpMeta } from '../src/http/merge';
 
 /* A cheap smoke test of the benchmark harness's pure parts; the benchmarks themselves run with `npm run bench`. */
 test('median of odd and even lists', () => {
@@ -225,4 +227,46 @@ test("targets compare rep by rep, and a miss says whether the run's noise spans 
   // Reps that do not line up fall back to the quotient of the medians.
   expect(paired(row('floodgate', [0.8, 0.8]), row('koa-ratelimit', [0.4])).reps).toEqual([2]);
   expect(verdict(0.4, 0.5)).toBe('missed by 20%');
+});
+
+describe('which machine a results file was measured on', () => {
+  const amd = { cpus: 2, cpu: 'AMD EPYC', memGiB: 24, node: 'v20.20.2' };
+  const xeon = { cpus: 2, cpu: 'Intel(R) Xeon(R) Processor', memGiB: 24, node: 'v20.20.2' };
+  const row = (framework: string, shape: string, variant: string, ratio: number): VariantResult =>
+    ({ framework, shape, variant, ratio }) as VariantResult;
+  const meta = (host: typeof amd | undefined, date: string): HttpMeta => ({
+    date,
+    seconds: 3,
+    connections: 50,
+    reps: 5,
+    minutes: 40,
+    host,
+  });
+  const rank = (r: VariantResult): number => ['express', 'koa'].indexOf(r.framework);
+
+  test("the report names the run's machine, not the one it is regenerated on", () => {
+    expect(machineLine([{ name: 'HTTP', host: amd }])).toContain('- Machine: 2 x AMD EPYC, 24 GiB, Node v20.20.2;');
+    expect(
+      machineLine([
+        { name: 'HTTP', host: amd },
+        { name: 'core', host: undefined },
+      ]),
+    ).toContain('HTTP run: 2 x AMD EPYC, 24 GiB, Node v20.20.2; core run: not recorded in its results file');
+  });
+
+  test('a rerun merges only into a file measured on the same kind of machine', () => {
+    const before = { meta: meta(amd, 'then'), results: [row('express', 'equal', 'floodgate', 0.7), row('koa', 'equal', 'floodgate', 0.6)] };
+    const merged = mergeRun(
+      before,
+      { meta: { ...meta(amd, 'now'), host: amd }, results: [row('express', 'equal', 'floodgate', 0.8)] },
+      rank,
+    );
+    expect(merged.results.map((r) => `${r.framework} ${r.ratio}`)).toEqual(['express 0.8', 'koa 0.6']);
+    expect(merged.meta.date).toBe('then');
+    expect(merged.meta.host).toEqual(amd);
+    expect(merged.meta.merged).toEqual(['now: express equal floodgate']);
+    const fresh = { meta: { ...meta(xeon, 'now'), host: xeon }, results: [row('koa', 'equal', 'floodgate', 0.5)] };
+    expect(() => mergeRun(before, fresh, rank)).toThrow(/measured on 2 x AMD EPYC.*this run on 2 x Intel\(R\) Xeon\(R\) Processor/);
+    expect(() => mergeRun({ ...before, meta: meta(undefined, 'then') }, fresh, rank)).toThrow(/a machine it does not record/);
+  });
 });

@@ -9,6 +9,8 @@ import { traceCommands, wrk, type LoadResult } from './load';
 import { ALL_SHAPES, CLIENTS, SHAPE, SHAPES, isOptIn, runs, type ShapeName } from './shapes';
 import { FRAMEWORKS, factoryOf } from './frameworks';
 import { printTables, type VariantResult } from './report-tables';
+import { mergeRefusal, mergeRun, type HttpMeta } from './merge';
+import { thisHost } from '../lib/host';
 
 /*
  * `npm run bench`: every framework x shape x limiter variant. Per framework and shape, the baseline (no
@@ -148,6 +150,12 @@ async function main(): Promise<void> {
       throw new Error(`npm run bench needs ${tool} on the PATH (Debian: apt-get install ${tool === 'wrk' ? 'wrk' : 'util-linux'})`);
     }
   }
+  // A merge that would be refused at the end is refused before the run, not after it.
+  const out = join(__dirname, '..', '..', 'results', process.env.BENCH_OUT ?? 'http.json');
+  if (process.env.BENCH_MERGE === '1' && existsSync(out)) {
+    const refused = mergeRefusal((JSON.parse(readFileSync(out, 'utf8')) as { meta: HttpMeta }).meta.host, thisHost());
+    if (refused !== undefined) throw new Error(refused);
+  }
   pin(process.pid, LOAD_CORE);
   const r = await startBenchRedis();
   const admin = new Redis(r.url);
@@ -228,35 +236,26 @@ async function main(): Promise<void> {
     admin.disconnect();
     await r.stop();
   }
-  const meta = {
-    date: new Date().toISOString(),
-    seconds: SECONDS,
-    connections: CONNECTIONS,
-    reps: REPS,
-    minutes: (Date.now() - started) / 60_000,
+  const run = {
+    meta: {
+      date: new Date().toISOString(),
+      seconds: SECONDS,
+      connections: CONNECTIONS,
+      reps: REPS,
+      minutes: (Date.now() - started) / 60_000,
+      host: thisHost(),
+    },
+    results,
   };
-  const dir = join(__dirname, '..', '..', 'results');
-  mkdirSync(dir, { recursive: true });
-  const out = join(dir, process.env.BENCH_OUT ?? 'http.json');
-  // BENCH_MERGE=1: a rerun of a subset replaces its rows in the file and keeps the others (meta.merged says when).
-  if (process.env.BENCH_MERGE === '1' && existsSync(out)) {
-    const before = JSON.parse(readFileSync(out, 'utf8')) as { meta: typeof meta & { merged?: string[] }; results: VariantResult[] };
-    const key = (r: VariantResult): string => `${r.framework} ${r.shape} ${r.variant}`;
-    const fresh = new Set(results.map(key));
-    results.unshift(...before.results.filter((r) => !fresh.has(key(r))));
-    // In run order: framework, then shape (a merged row goes back where a full run puts it).
-    const order = Object.keys(FRAMEWORKS);
-    const rank = (r: VariantResult): number => order.indexOf(r.framework) * ALL_SHAPES.length + ALL_SHAPES.indexOf(r.shape as ShapeName);
-    results.sort((a, b) => rank(a) - rank(b));
-    // The file's run stays what the header describes (its date and length); the rerun is listed as merged.
-    Object.assign(meta, {
-      date: before.meta.date,
-      minutes: before.meta.minutes,
-      merged: [...(before.meta.merged ?? []), `${meta.date}: ${[...fresh].join(', ')}`],
-    });
-  }
+  // In run order: framework, then shape (a merged row goes back where a full run puts it).
+  const order = Object.keys(FRAMEWORKS);
+  const rank = (r: VariantResult): number => order.indexOf(r.framework) * ALL_SHAPES.length + ALL_SHAPES.indexOf(r.shape as ShapeName);
+  const written =
+    process.env.BENCH_MERGE === '1' && existsSync(out)
+      ? mergeRun(JSON.parse(readFileSync(out, 'utf8')) as { meta: HttpMeta; results: VariantResult[] }, run, rank)
+      : run;
   mkdirSync(dirname(out), { recursive: true });
-  writeFileSync(out, `${JSON.stringify({ meta, results }, null, 2)}\n`);
+  writeFileSync(out, `${JSON.stringify(written, null, 2)}\n`);
   process.stdout.write(printTables(results));
 }
 
