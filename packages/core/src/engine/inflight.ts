@@ -13,15 +13,16 @@
  * answer. Memory: one entry per identifier with units in flight, one per waiting check.
  */
 
-import { afterTurn, realTimeout } from '../kernel/real-timers';
+import { deadlines, type Deadline } from '../kernel/deadlines';
+import { afterTurn, realNow } from '../kernel/real-timers';
 
-interface Waiter {
+/** A waiting check, and its deadline's entry (kernel/deadlines.ts). */
+interface Waiter extends Deadline {
   readonly ids: readonly string[];
   readonly cost: number;
   resolve(admitted: boolean): void;
-  cancel: (() => void) | undefined;
   /** The identifier whose queue it waits in. */
-  at: string;
+  queue: string;
 }
 
 export class InFlight {
@@ -42,15 +43,25 @@ export class InFlight {
       return true;
     }
     return new Promise<boolean>((resolve) => {
-      const waiter: Waiter = { ids, cost, resolve, cancel: undefined, at: full };
-      // Gives up on the next setImmediate after the timer, like the store's own deadline: the checks it
-      // waits on, due at the same time, settle (and may let it in) first. Real time (kernel/real-timers.ts).
+      // Gives up on the next setImmediate after its deadline, like the store's own deadline, and on the same
+      // queue (kernel/deadlines.ts): the checks it waits on, due at the same time, settle (and may let it in) first.
       const giveUp = (): void => {
-        if (!this.queueOf(waiter.at).delete(waiter)) return;
-        this.dropEmpty(waiter.at);
+        if (!this.queueOf(waiter.queue).delete(waiter)) return;
+        this.dropEmpty(waiter.queue);
         resolve(false);
       };
-      waiter.cancel = realTimeout(() => afterTurn(giveUp), budgetMs);
+      const waiter: Waiter = {
+        ids,
+        cost,
+        resolve,
+        queue: full,
+        at: 0,
+        lane: undefined,
+        prev: undefined,
+        next: undefined,
+        expire: () => afterTurn(giveUp),
+      };
+      deadlines.add(waiter, budgetMs, realNow());
       this.queueOf(full).add(waiter);
     });
   }
@@ -98,11 +109,11 @@ export class InFlight {
       if (full === id) break;
       queue.delete(waiter);
       if (full !== undefined) {
-        waiter.at = full;
+        waiter.queue = full;
         this.queueOf(full).add(waiter);
         continue;
       }
-      waiter.cancel?.();
+      deadlines.remove(waiter);
       this.add(waiter.ids, waiter.cost);
       waiter.resolve(true);
     }

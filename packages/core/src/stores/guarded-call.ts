@@ -4,7 +4,7 @@ import type { Reply } from '../scripts/reply';
 import type { ClientHealth } from './circuit-breaker';
 import type { Flush } from './coalesce';
 import { toStoreError } from './deadline';
-import { DeadlineQueue, type Deadline } from './deadline-queue';
+import { deadlines, type Deadline } from '../kernel/deadlines';
 
 /**
  * Called once when a command is done with: when it settles, even after its caller's deadline, with the reply
@@ -28,9 +28,6 @@ export interface CallHost {
   /** Warns, once per client, about an eviction policy that can evict Floodgate's keys. */
   checkEviction(): void;
 }
-
-/** Every call's deadline, on one timer per budget (stores/deadline-queue.ts). */
-const deadlines = new DeadlineQueue();
 
 /**
  * The deadline, readiness and breaker around one command (docs/design.md, "Deadline"): it settles within

@@ -1,4 +1,4 @@
-import { DeadlineQueue, type Deadline } from '../../src/stores/deadline-queue';
+import { DeadlineQueue, type Deadline } from '../../src/kernel/deadlines';
 import { realNow } from '../../src/kernel/real-timers';
 
 /** An entry that records when (realNow()) it expired. */

@@ -1,7 +1,8 @@
-import { realNow, realTimeout } from '../kernel/real-timers';
+import { realNow, realTimeout } from './real-timers';
 
 /*
- * The deadlines of the commands in flight on one real timer per budget, not one timer per command: a busy
+ * Real-time deadlines on one timer per duration, not one timer each: the deadlines of the commands in flight
+ * (stores/guarded-call.ts) and of the checks waiting for room among units in flight (engine/inflight.ts). A busy
  * server starts tens of thousands of checks a second, and a timer each (a Timeout object, a clock reading
  * in C++, a list insertion, then a clearTimeout when the reply comes) was a measurable share of a check's
  * own cost. Node's timers group by duration the same way; this skips their per-timer objects.
@@ -11,6 +12,10 @@ import { realNow, realTimeout } from '../kernel/real-timers';
  * for the next. An entry is taken out in O(1) when its command settles (a doubly linked list through the
  * entries themselves, no allocation per command). Real time, even under a test's fake timers
  * (kernel/real-timers.ts).
+ *
+ * One queue for the whole process (`deadlines`), so that deadlines of one length set in one order expire in
+ * that order: a check waiting for room behind checks due at the same time gives up only after they have
+ * settled (and may have let it in), which a timer of its own, set after the lane's, did not promise.
  */
 
 /** A command's place in its lane; `expire` runs once when its deadline passes while still queued. */
@@ -96,3 +101,6 @@ export class DeadlineQueue {
     else if (this.lanes.get(lane.ms) === lane) this.lanes.delete(lane.ms);
   }
 }
+
+/** The process's deadlines (see above: one queue, so that equal deadlines keep the order they were set in). */
+export const deadlines = new DeadlineQueue();
