@@ -34,8 +34,10 @@ interface Lane {
   readonly ms: number;
   head: Deadline | undefined;
   tail: Deadline | undefined;
-  /** Whether a timer is armed (for the head's time or earlier: it re-arms when it finds nothing due). */
-  armed: boolean;
+  /** Cancels the timer armed for the head's time or earlier (it re-arms when it finds nothing due); undefined when none is. */
+  cancel: (() => void) | undefined;
+  /** While its timer's callback runs: entries it takes out leave the lane to it. */
+  firing: boolean;
 }
 
 /**
@@ -57,7 +59,7 @@ export class DeadlineQueue {
     if (!Number.isFinite(key)) return; // no deadline: it never expires
     let lane = this.lanes.get(key);
     if (lane === undefined) {
-      lane = { ms: key, head: undefined, tail: undefined, armed: false };
+      lane = { ms: key, head: undefined, tail: undefined, cancel: undefined, firing: false };
       this.lanes.set(key, lane);
     }
     entry.at = now + key;
@@ -67,10 +69,13 @@ export class DeadlineQueue {
     if (lane.tail === undefined) lane.head = entry;
     else lane.tail.next = entry;
     lane.tail = entry;
-    if (!lane.armed) this.arm(lane, key);
+    if (lane.cancel === undefined) this.arm(lane, key);
   }
 
-  /** Takes `entry` out of its lane (a no-op when it is out already). */
+  /**
+   * Takes `entry` out of its lane (a no-op when it is out already). A lane it leaves empty is dropped with
+   * its timer: nothing keeps the process alive, or a lane in memory, after the last command has settled.
+   */
   remove(entry: Deadline): void {
     const lane = entry.lane;
     if (lane === undefined) return;
@@ -80,25 +85,33 @@ export class DeadlineQueue {
     if (entry.next === undefined) lane.tail = entry.prev;
     else entry.next.prev = entry.prev;
     entry.prev = entry.next = undefined;
+    if (lane.head === undefined && !lane.firing) this.drop(lane);
   }
 
   private arm(lane: Lane, ms: number): void {
-    lane.armed = true;
-    realTimeout(() => this.fire(lane), ms);
+    lane.cancel = realTimeout(() => this.fire(lane), ms);
+  }
+
+  /** An empty lane goes (budgets that vary call to call must not pile up lanes); a later add makes it again. */
+  private drop(lane: Lane): void {
+    lane.cancel?.();
+    lane.cancel = undefined;
+    if (this.lanes.get(lane.ms) === lane) this.lanes.delete(lane.ms);
   }
 
   private fire(lane: Lane): void {
     const now = realNow();
     // Still armed while expiring: an entry added meanwhile (by what an expiry set off) is armed for below.
+    lane.firing = true;
     for (let e = lane.head; e !== undefined && e.at <= now + EARLY_MS; e = lane.head) {
       this.remove(e);
       e.expire();
     }
-    lane.armed = false;
+    lane.firing = false;
+    lane.cancel = undefined;
     const head = lane.head;
     if (head !== undefined) this.arm(lane, Math.max(Math.ceil(head.at - now), 1));
-    // An empty lane is dropped (budgets that vary call to call must not pile up lanes); a later add makes it again.
-    else if (this.lanes.get(lane.ms) === lane) this.lanes.delete(lane.ms);
+    else this.drop(lane);
   }
 }
 

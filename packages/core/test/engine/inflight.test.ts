@@ -8,11 +8,11 @@ describe('the process queue: a check waiting for room gives up after the checks 
   test('a waiter whose deadline falls with its blockers is let in when they settle, even with the lane armed earlier', async () => {
     // The race it guards against is one of timers due in the same millisecond: run it several times.
     for (let round = 0; round < 8; round++) {
-      // A lane armed by a command long settled: its timer is set for then, and re-armed when it fires.
-      const stale: Deadline = { at: 0, lane: undefined, prev: undefined, next: undefined, expire: () => undefined };
-      deadlines.add(stale, 60, realNow());
+      // A lane armed for an earlier command, still in flight: when its timer fires for that one, it re-arms
+      // for the next, after the checks below were set.
+      const earlier: Deadline = { at: 0, lane: undefined, prev: undefined, next: undefined, expire: () => undefined };
+      deadlines.add(earlier, 60, realNow());
       await sleep(25);
-      deadlines.remove(stale);
       // Capacity 1: a check in flight, whose deadline (60 ms) releases its units as the store's does...
       const inflight = new InFlight(() => 1);
       expect(inflight.enter(['id'], 1, 60)).toBe(true);

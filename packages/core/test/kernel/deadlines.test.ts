@@ -90,6 +90,22 @@ describe('DeadlineQueue: many deadlines on one timer per budget', () => {
     expect(lanesOf(q).size).toBe(0);
   });
 
+  test('the last entry out of a lane takes its timer with it: nothing keeps the process alive after it', () => {
+    const q = new DeadlineQueue();
+    const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const before = timers();
+    const a = entry([], 'a');
+    const b = entry([], 'b');
+    q.add(a, 5_000, realNow());
+    q.add(b, 5_000, realNow());
+    expect(timers()).toBe(before + 1); // one timer for the lane, not one per entry
+    q.remove(a);
+    expect(timers()).toBe(before + 1); // b still needs it
+    q.remove(b);
+    expect(timers()).toBe(before);
+    expect(lanesOf(q).size).toBe(0);
+  });
+
   test('a budget that is not finite never expires and holds no lane', async () => {
     const q = new DeadlineQueue();
     const log: { name: string; at: number }[] = [];
