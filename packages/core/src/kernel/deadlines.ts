@@ -1,4 +1,5 @@
 import { realNow, realTimeout } from './real-timers';
+import { shared } from './state';
 
 /*
  * Real-time deadlines on one timer per duration, not one timer each: the deadlines of the commands in flight
@@ -115,5 +116,9 @@ export class DeadlineQueue {
   }
 }
 
-/** The process's deadlines (see above: one queue, so that equal deadlines keep the order they were set in). */
-export const deadlines = new DeadlineQueue();
+/**
+ * The process's deadlines (see above: one queue, so that equal deadlines keep the order they were set in),
+ * shared by every copy of this package the process loads (kernel/state.ts): a limiter of one copy may run
+ * on a store another made.
+ */
+export const deadlines = shared('deadlines', () => new DeadlineQueue());

@@ -82,7 +82,9 @@ export interface ClientHealth {
   replies: number;
 }
 
-const health = shared('clientHealth', () => new WeakMap<object, ClientHealth>());
+// 'clientHealth2': the layout changed (a reply count, where 'clientHealth' kept a time): a copy of an older
+// version in the same process keeps its own (kernel/state.ts).
+const health = shared('clientHealth2', () => new WeakMap<object, ClientHealth>());
 
 /** One breaker per client, shared by every limiter on it: a dead Redis is dead for all of them. */
 export function healthOf(client: object): ClientHealth {
