@@ -48,6 +48,9 @@ export type RateLimitMiddleware = Middleware & {
   close(): Promise<void>;
 };
 
+/** What Koa's `ctx.type = 'json'` sets, which an object body gets when no Content-Type is set yet. */
+const JSON_TYPE = 'application/json; charset=utf-8';
+
 /** Default user: `ctx.state.user.id`, where koa-passport and koa-jwt leave the user. */
 function defaultUser(ctx: Context): unknown {
   return (ctx.state as { user?: { id?: unknown } }).user?.id;
@@ -76,13 +79,18 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const respond = (ctx: Context, next: Next, outcome: HttpOutcome): unknown => {
     if (outcome.action === 'error') throw outcome.error;
     if (outcome.decision !== undefined) ctx.state.rateLimit = outcome.decision;
-    for (const [name, value] of outcome.set) ctx.set(name, value);
-    // What ctx.append does (nothing once headers are sent), without Koa's get/set wrappers.
-    if (!ctx.headerSent) for (const [name, value] of outcome.append) appendHeaderItem(ctx.res, name, value);
+    const res = ctx.res;
+    // What ctx.set and ctx.append do with string values (nothing once headers are sent), without Koa's wrappers.
+    if (!res.headersSent) {
+      for (const [name, value] of outcome.set) res.setHeader(name, value);
+      for (const [name, value] of outcome.append) appendHeaderItem(res, name, value);
+    }
     if (outcome.own !== undefined) whenResponseDone(ctx.res, (finished) => http.completed(outcome, finished, ctx.res.statusCode, [ctx]));
     if (outcome.action === 'next') return next();
     // Decided by reason, not status: `statusCode: 503` is a denial like any other.
     if (handler !== undefined && outcome.decision?.reason !== 'store-unavailable') return handled(ctx, next, outcome.decision!);
+    // Floodgate's own body (a plain object): the type Koa gives it ('json'), without Koa's per-response lookup.
+    if (outcome.json !== undefined && !res.headersSent && !res.hasHeader('Content-Type')) res.setHeader('Content-Type', JSON_TYPE);
     ctx.status = outcome.status;
     ctx.body = outcome.body;
     return undefined;

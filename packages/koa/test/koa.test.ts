@@ -38,7 +38,7 @@ test('a bad handler option is a ConfigError naming it', () => {
 describe.each([
   ['Koa 3', Koa],
   ['Koa 2', Koa2],
-] as const)('%s', (_name, framework) => {
+] as const)('%s', (name, framework) => {
   test('a @koa/router route limit adds to the global one; ctx.state.rateLimit carries the tightest decision', async () => {
     const app = new framework();
     const router = new Router();
@@ -129,6 +129,33 @@ describe.each([
     // Before: one shared object, so the second denial carried the first one's edit ({ seen: 2 }).
     expect((await request(url).get('/')).body).toEqual({ error: 'slow down', seen: 1 });
     expect((await request(url).get('/')).body).toEqual({ error: 'slow down', seen: 1 });
+  });
+
+  test('the default denial is a JSON object body, typed as Koa types one (a type set upstream as Koa keeps it)', async () => {
+    const app = new framework();
+    // Upstream middleware sees the denial's body as the object it is (an envelope, a request id...).
+    app.use(async (ctx, next) => {
+      if (ctx.path === '/problem') ctx.type = 'application/problem+json';
+      await next();
+      if (ctx.status === 429) ctx.set('X-Denied-Code', String((ctx.body as { statusCode?: number }).statusCode));
+    });
+    app.use(rateLimit(base({ limits: { limit: 1, window: '1m' } })));
+    app.use((ctx) => {
+      ctx.body = 'ok';
+    });
+    const url = await serve(app);
+    expect((await request(url).get('/')).status).toBe(200);
+    // The first denial comes from Redis, the next from the block cache.
+    for (const path of ['/', '/', '/problem']) {
+      const denied = await request(url).get(path);
+      expect(denied.status).toBe(429);
+      // Koa 3 keeps a type set before an object body; Koa 2 always types an object body 'json'.
+      const kept = path === '/problem' && name === 'Koa 3';
+      expect(denied.headers['content-type']).toBe(kept ? 'application/problem+json' : 'application/json; charset=utf-8');
+      expect(denied.headers['x-denied-code']).toBe('429');
+      expect(JSON.parse(denied.text)).toMatchObject({ statusCode: 429, error: 'Too Many Requests' });
+      expect(Number(denied.headers['content-length'])).toBe(Buffer.byteLength(denied.text));
+    }
   });
 
   test('app.proxy with no maxIpsCount is warned about once when X-Forwarded-For has several entries', async () => {

@@ -15,8 +15,12 @@ export interface Step {
   readonly kind: StepKind;
   /** The limit's name (its limiter's): what `@SkipRateLimit()` names. */
   readonly name: string;
-  /** Lets the request on, or throws its denial (RateLimitException) or error. */
-  run(x: Exchange): Promise<void> | void;
+  /**
+   * Lets the request on (undefined, or a promise that resolves), or refuses it: a denial known at once is
+   * returned, not thrown (a throw costs microseconds of V8's time per denied request, on the path a flood
+   * takes); a later one rejects with it. An error throws or rejects.
+   */
+  run(x: Exchange): Promise<void> | RateLimitException | undefined;
   /** Closes what this step created (a shared `limiter` passed in stays open). */
   close(): Promise<void>;
 }
@@ -43,16 +47,21 @@ function whenDone(
   whenResponseDone(raw, (finished) => completed(outcome, finished, raw.statusCode, x.args));
 }
 
+/** A promise's value for a step: a denial rejects it. */
+const rejectWith = (denial: RateLimitException | undefined): Promise<never> | undefined =>
+  denial === undefined ? undefined : Promise.reject(denial);
+
 const owns = (options: object): boolean => (options as { limiter?: unknown }).limiter === undefined;
 
 function rateLimitStep(options: Record<string, unknown>): Step {
   const http = createHttpLimiter<Req>(options, [], defaultUser);
-  const apply = (x: Exchange, outcome: HttpOutcome): void => {
+  /** Writes the outcome's headers; the denial, if it is one. */
+  const apply = (x: Exchange, outcome: HttpOutcome): RateLimitException | undefined => {
     if (outcome.action === 'error') throw outcome.error;
     if (outcome.decision !== undefined) (x.req as Marked).rateLimit = outcome.decision;
     writeHeaders(x, outcome);
     whenDone(x, outcome, http.completed);
-    if (outcome.action === 'deny') throw RateLimitException.of(outcome.status, outcome.body!, outcome.decision);
+    return outcome.action === 'deny' ? RateLimitException.of(outcome.status, outcome.body!, outcome.decision) : undefined;
   };
   return {
     kind: 'rateLimit',
@@ -61,7 +70,7 @@ function rateLimitStep(options: Record<string, unknown>): Step {
       x.checkTrust(http.warn);
       const outcome = http.decide(x.req, x.ip, (x.req as Marked).rateLimit);
       // Synchronous when the block cache already denies the client: no promise for it.
-      return outcome instanceof Promise ? outcome.then((o) => apply(x, o)) : apply(x, outcome);
+      return outcome instanceof Promise ? outcome.then((o) => rejectWith(apply(x, o))) : apply(x, outcome);
     },
     close: async () => (owns(options) ? http.limiter.close() : undefined),
   };

@@ -121,7 +121,7 @@ describe.each(['express', 'fastify'] as const)('on %s', (platform) => {
         const res = host
           .switchToHttp()
           .getResponse<{ status?: (n: number) => { json: (b: object) => void }; code?: (n: number) => { send: (b: object) => void } }>();
-        const body = { wait: exception.decision!.retryAfterMs > 0, reason: exception.decision!.reason };
+        const body = { wait: exception.decision!.retryAfterMs > 0, reason: exception.decision!.reason, source: exception.decision!.source };
         if (res.code) res.code(418).send(body);
         else res.status!(418).json(body);
       }
@@ -134,8 +134,30 @@ describe.each(['express', 'fastify'] as const)('on %s', (platform) => {
     });
     await request(url).get('/x');
     const denied = await request(url).get('/x');
-    expect([denied.status, denied.body]).toEqual([418, { wait: true, reason: 'limit' }]);
+    expect([denied.status, denied.body]).toEqual([418, { wait: true, reason: 'limit', source: 'redis' }]);
     expect(Number(denied.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    // The next denial is the block cache's, known at once (the guard answers it without a promise of its own).
+    const cached = await request(url).get('/x');
+    expect([cached.status, cached.body]).toEqual([418, { wait: true, reason: 'limit', source: 'cache' }]);
+    expect(Number(cached.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+  });
+
+  test('a denial the block cache answers reaches Nest as a 429 with its headers; a later limit of the route does not run', async () => {
+    const url = await start({
+      imports: [FloodgateModule.forRoot(options({ limits: { limit: 1, window: '1m' } }))],
+      controllers: [controller('/', { x: [RateLimit({ name: 'route', limits: { limit: 100, window: '1m' } })] })],
+      providers: [appGuard],
+    });
+    expect((await request(url).get('/x')).status).toBe(200);
+    for (let i = 0; i < 3; i++) {
+      const denied = await request(url).get('/x');
+      expect(denied.status).toBe(429);
+      expect(denied.body).toMatchObject({ statusCode: 429, error: 'Too Many Requests' });
+      expect(denied.headers['content-type']).toMatch(/^application\/json/);
+      expect(Number(denied.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      // Only the module's limit answered: the route's limit (which would add its "route-1m" item) did not run.
+      expect(denied.headers.ratelimit).toMatch(/^"1m";r=0;t=\d+$/);
+    }
   });
 });
 

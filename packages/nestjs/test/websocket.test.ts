@@ -95,6 +95,8 @@ test('a message over the limit gets an exception event with the denial; its hand
     },
   });
   expect(denied.data.retryAfter).toBeGreaterThanOrEqual(55);
+  // The next denial is the block cache's, answered without a store call: the same exception event.
+  expect(await c.send('ping', 4)).toMatchObject({ event: 'exception', data: { statusCode: 429, code: 'TOO_MANY_REQUESTS' } });
   expect(hits).toEqual({ ping: 2 });
 });
 
