@@ -6,7 +6,7 @@ import { resolveOptions } from '../src/engine/options';
 import { createProgram, ruleMask } from '../src/scripts/compiler';
 import { ruleArgs, runFrame } from '../src/scripts/frame';
 import { Forever } from './fixtures/forever-storage';
-import { adapterOf } from '../src/stores/clients';
+import { adapterOf, scriptOf } from '../src/stores/clients';
 import { BATCH_MAX, Batcher } from '../src/stores/batch';
 import type { Reply } from '../src/scripts/reply';
 import { onlyOptionsOf } from './fixtures/rule-options';
@@ -202,6 +202,59 @@ describe('batches', () => {
     const [a, b] = await Promise.all([limiter.check('user:a'), limiter.check(['user:b', 'user:a'])]);
     for (const d of [a, b]) expect(d).toMatchObject({ allowed: false, reason: 'blocked', identifier: 'user:a', blockReason: reason });
     await limiter.close();
+  });
+
+  test("a batch's reply, left shorter on the wire, is rebuilt exactly (types too) as each check alone gets it", async () => {
+    // Blocked with a reason, blocked without one, not blocked; one to three identifiers; a refundable
+    // program, whose reply ends in receipts only when it consumed; a clock given and Redis TIME in one batch.
+    const refundable = createProgram(opts.algorithm, opts.rules, true);
+    const client = adapterOf(redis);
+    const batched = uniquePrefix('batch-wire');
+    const alone = uniquePrefix('batch-alone');
+    const now = Date.now();
+    for (const prefix of [batched, alone]) {
+      await redis.set(`${prefix}:b:r`, `${now + 30_000}|a reason, with "quotes"`, 'PX', 60_000);
+      await redis.set(`${prefix}:b:bare`, String(now + 20_000), 'PX', 60_000);
+    }
+    const checks: { ids: string[]; clock: string; op?: string; cost?: number }[] = [
+      { ids: ['a'], clock: String(now) },
+      { ids: ['r'], clock: String(now + 1) },
+      { ids: ['a', 'bare'], clock: String(now + 2) },
+      { ids: ['b', 'a', 'c'], clock: String(now + 3) },
+      { ids: ['a'], clock: String(now + 4), op: 'p', cost: 0 },
+      { ids: ['a'], clock: String(now + 5) },
+      { ids: ['a', 'r'], clock: '' },
+      { ids: ['b'], clock: '' },
+    ];
+    const keysOf = (prefix: string, ids: string[]): string[] => ids.flatMap((id) => [`${prefix}:s:${id}`, `${prefix}:b:${id}`]);
+    const argvOf2 = (c: (typeof checks)[number]): (string | number)[] => [
+      c.op ?? 'c',
+      c.cost ?? 1,
+      '0',
+      c.clock,
+      0,
+      ...ruleArgs(opts.rules, opts.algorithm),
+      ...c.ids.map(() => '1'),
+      '7',
+    ];
+    const batcher = new Batcher(client);
+    const replies = await Promise.all(checks.map((c) => batcher.add(refundable, keysOf(batched, c.ids), argvOf2(c), Infinity).reply));
+    const script = scriptOf(refundable.algorithm.tag, refundable.lua);
+    for (const [i, c] of checks.entries()) {
+      const own = (await client.evalScript(script, keysOf(alone, c.ids), argvOf2(c), Infinity)) as Reply;
+      // On Redis TIME the two runs read different clocks: the clock and what follows from it may differ.
+      if (c.clock === '') {
+        expect(replies[i]!.map((v) => typeof v)).toEqual(own.map((v) => typeof v));
+        const flagsAndReasons = (r: Reply) => [r[1], r[2], ...c.ids.map((_, k) => r[4 + 2 * k])];
+        expect(flagsAndReasons(replies[i]!)).toEqual(flagsAndReasons(own));
+      } else expect(replies[i]).toEqual(own);
+    }
+    // What the cases were: a reason came back with its block, a bare block with '', receipts after a consume.
+    expect(replies[1]!.slice(3, 5)).toEqual([expect.any(Number), 'a reason, with "quotes"']);
+    expect(replies[2]!.slice(5, 7)).toEqual([expect.any(Number), '']);
+    expect(Number(replies[2]![5])).toBeGreaterThan(0);
+    expect(replies[0]!.length).toBeGreaterThan(3 + 2 + 3);
+    expect(replies[4]!.length).toBe(3 + 2 + 3);
   });
 
   test('checks on Redis TIME share one reading of it, the same as each would have read', async () => {

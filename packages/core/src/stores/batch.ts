@@ -31,18 +31,30 @@ export { BATCH_MAX } from './turn-batches';
  *   the frame's penalty (its ARGV[3]), TTL padding (ARGV[5]) and rule arguments (ARGV[6 ...]); then per
  *   check one argument "nk,op,cost,now,mask1,mask2,...": its key count and the rest of its frame ARGV
  *   (none of which can hold a comma). KEYS: every check's KEYS in order.
- * A check whose clock (now) is '' (Redis TIME) gets the batch's one reading of TIME. Reply: one flat array,
- * per check the number of items of its program's reply and those items, or -1 and the string 'ERR ...' when
- * it raised or answered an error. Flat, not an array per check: a client decodes a nested array item by item
- * at a cost per array, and the items themselves stay what Redis makes of the program's own reply.
+ * A check whose clock (now) is '' (Redis TIME) gets the batch's one reading of TIME.
+ *
+ * Reply: one flat array. Flat, not an array per check: a client decodes a nested array item by item at a
+ * cost per array. It is the checks' own replies (scripts/frame.ts: now, allowed, consumed, per identifier
+ * blockMs and blockReason, then the rest) with what a client would decode over and over left out, since
+ * the client's decoding costs about as much per item as the rest of a check's work put together:
+ *   first the batch's reading of TIME in ms (0 when no check read it); then per check, in order, either
+ *   -1 and the string 'ERR ...' (it raised or answered an error), or:
+ *   2n + t, where n is the number of items of the check's own reply and t is 1 when its `now` was the
+ *     batch's reading (then left out), 0 when `now` follows;
+ *   allowed + 2 * consumed (one item for the two);
+ *   per identifier: blockMs when it has no block reason (0 when not blocked: the usual case, one item, not
+ *     two), else -blockMs - 1 and the reason;
+ *   then the rest of its reply (the pairs' values, receipts) as the check answered them.
+ * The Batcher (below) rebuilds each check's reply exactly, with the same types, as a check sent alone gets.
  */
 export function batchLua(program: Program): string {
   return `local check = function(KEYS, ARGV)
 ${program.lua}
 end
 local N, M = tonumber(ARGV[1]), tonumber(ARGV[2])
+local KEYS_PER_ID = ${keysPerId(program)}
 local find, sub = string.find, string.sub
-local out, o, ko, now = {}, 0, 0, nil
+local out, o, ko, now, nowMs = { 0 }, 1, 0, nil, nil
 for i = 1, N do
   local spec, f, n, pos = ARGV[2 + M + i], {}, 0, 1
   while true do
@@ -59,7 +71,9 @@ for i = 1, N do
   if t == '' then
     if now == nil then
       local r = redis.call('TIME')
-      now = tostring(tonumber(r[1]) * 1000 + math.floor(tonumber(r[2]) / 1000))
+      nowMs = tonumber(r[1]) * 1000 + math.floor(tonumber(r[2]) / 1000)
+      now = tostring(nowMs)
+      out[1] = nowMs
     end
     t = now
   end
@@ -76,10 +90,32 @@ for i = 1, N do
     err = r.err
   end
   if err == nil then
-    local n = #r
-    out[o + 1] = n
-    for j = 1, n do out[o + 1 + j] = r[j] end
-    o = o + 1 + n
+    local n, j = #r, 2
+    if nowMs ~= nil and r[1] == nowMs then
+      out[o + 1] = 2 * n + 1
+      o = o + 1
+    else
+      out[o + 1], out[o + 2] = 2 * n, r[1]
+      o = o + 2
+    end
+    out[o + 1] = r[2] + 2 * r[3]
+    o = o + 1
+    for i = 1, nk / KEYS_PER_ID do
+      local bms, reason = r[2 * i + 2], r[2 * i + 3]
+      if reason == '' then
+        out[o + 1] = bms
+        o = o + 1
+      else
+        out[o + 1], out[o + 2] = -bms - 1, reason
+        o = o + 2
+      end
+      j = 2 * i + 3
+    end
+    if j < 3 then j = 3 end
+    for q = j + 1, n do
+      o = o + 1
+      out[o] = r[q]
+    end
   else
     out[o + 1] = -1
     out[o + 2] = 'ERR ' .. tostring(err)
@@ -88,6 +124,33 @@ for i = 1, N do
 end
 return out
 `;
+}
+
+/** KEYS per identifier of a program's check (scripts/frame.ts): state and block, and with a lockout two more. */
+const keysPerId = (program: Program): number => (program.lockout === undefined ? 2 : 4);
+
+/**
+ * One check's reply out of a batch's (`batchLua` says how it is written), from its head at `at`, for a
+ * check of `ids` identifiers; undefined when the items do not add up (a malformed reply).
+ */
+function rebuild(all: readonly unknown[], at: number, ids: number): { reply: Reply; next: number } | undefined {
+  const head = all[at] as number;
+  const n = Math.floor(head / 2);
+  const rest = n - 3 - 2 * ids;
+  if (rest < 0) return undefined;
+  let p = at + 1;
+  const reply: Reply = [head % 2 === 1 ? (all[0] as number) : (all[p++] as number | string)];
+  const flags = all[p++];
+  if (typeof flags !== 'number') return undefined;
+  reply.push(flags & 1, flags >> 1);
+  for (let k = 0; k < ids; k++) {
+    const v = all[p++];
+    if (typeof v !== 'number') return undefined;
+    if (v >= 0) reply.push(v, '');
+    else reply.push(-v - 1, all[p++] as string);
+  }
+  for (let k = 0; k < rest; k++) reply.push(all[p++] as number | string);
+  return p <= all.length ? { reply, next: p } : undefined;
 }
 
 /** Where a frame's ARGV (scripts/frame.ts) has its masks: after the rule arguments. */
@@ -152,20 +215,23 @@ export class Batcher {
       for (let j = masks; j < a.length; j++) spec += `,${a[j]}`;
       argv.push(spec);
     }
+    const perId = keysPerId(program);
     this.client.evalScript(this.scriptOf(program), keys, argv, deadlineAt).then(
       (replies) => {
         const all = Array.isArray(replies) ? (replies as unknown[]) : [];
-        let at = 0;
+        let at = 1;
         items.forEach((item, i) => {
-          const n = all[at];
-          if (typeof n === 'number' && n >= 0 && at + 1 + n <= all.length) {
-            item.resolve(all.slice(at + 1, at + 1 + n) as Reply);
-            at += 1 + n;
+          const head = all[at];
+          const r =
+            head === -1 ? undefined : typeof head === 'number' && head >= 0 ? rebuild(all, at, item.keys.length / perId) : undefined;
+          if (r !== undefined) {
+            item.resolve(r.reply);
+            at = r.next;
           } else {
-            const r = n === -1 ? all[at + 1] : undefined;
-            item.reject(new BatchedReplyError(typeof r === 'string' ? r : `ERR floodgate: no reply for check ${i + 1} of a batch`));
+            const e = head === -1 ? all[at + 1] : undefined;
+            item.reject(new BatchedReplyError(typeof e === 'string' ? e : `ERR floodgate: no reply for check ${i + 1} of a batch`));
             // After a malformed reply nothing else can be read from it.
-            at = n === -1 ? at + 2 : all.length + 1;
+            at = head === -1 ? at + 2 : all.length + 1;
           }
         });
       },

@@ -1,5 +1,5 @@
 -- Golden copy, generated: token-bucket, one rule: the batch script, the check script wrapped to run a turn's checks in one call.
--- The script as a limiter sends it to Redis (EVALSHA 1e5b74f7cbe70cd9cc82fe903e05ace7bb2dbdbf); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 45d0cfab39d3efa050f7ab646bf64e739a7ee23e); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'token-bucket', limits: { limit: 10, window: '1m' } }, { script: 'batch' })
 -- or from the command line:
 --   npx floodgate script --algorithm token-bucket --limits 10/1m --batch
@@ -143,8 +143,9 @@ return out
 
 end
 local N, M = tonumber(ARGV[1]), tonumber(ARGV[2])
+local KEYS_PER_ID = 2
 local find, sub = string.find, string.sub
-local out, o, ko, now = {}, 0, 0, nil
+local out, o, ko, now, nowMs = { 0 }, 1, 0, nil, nil
 for i = 1, N do
   local spec, f, n, pos = ARGV[2 + M + i], {}, 0, 1
   while true do
@@ -161,7 +162,9 @@ for i = 1, N do
   if t == '' then
     if now == nil then
       local r = redis.call('TIME')
-      now = tostring(tonumber(r[1]) * 1000 + math.floor(tonumber(r[2]) / 1000))
+      nowMs = tonumber(r[1]) * 1000 + math.floor(tonumber(r[2]) / 1000)
+      now = tostring(nowMs)
+      out[1] = nowMs
     end
     t = now
   end
@@ -178,10 +181,32 @@ for i = 1, N do
     err = r.err
   end
   if err == nil then
-    local n = #r
-    out[o + 1] = n
-    for j = 1, n do out[o + 1 + j] = r[j] end
-    o = o + 1 + n
+    local n, j = #r, 2
+    if nowMs ~= nil and r[1] == nowMs then
+      out[o + 1] = 2 * n + 1
+      o = o + 1
+    else
+      out[o + 1], out[o + 2] = 2 * n, r[1]
+      o = o + 2
+    end
+    out[o + 1] = r[2] + 2 * r[3]
+    o = o + 1
+    for i = 1, nk / KEYS_PER_ID do
+      local bms, reason = r[2 * i + 2], r[2 * i + 3]
+      if reason == '' then
+        out[o + 1] = bms
+        o = o + 1
+      else
+        out[o + 1], out[o + 2] = -bms - 1, reason
+        o = o + 2
+      end
+      j = 2 * i + 3
+    end
+    if j < 3 then j = 3 end
+    for q = j + 1, n do
+      o = o + 1
+      out[o] = r[q]
+    end
   else
     out[o + 1] = -1
     out[o + 2] = 'ERR ' .. tostring(err)
