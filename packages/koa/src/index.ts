@@ -85,7 +85,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
       for (const [name, value] of outcome.set) res.setHeader(name, value);
       for (const [name, value] of outcome.append) appendHeaderItem(res, name, value);
     }
-    if (outcome.own !== undefined) whenResponseDone(ctx.res, (finished) => http.completed(outcome, finished, ctx.res.statusCode, [ctx]));
+    if (outcome.own !== undefined) whenResponseDone(res, (finished) => http.completed(outcome, finished, res.statusCode, [ctx]));
     if (outcome.action === 'next') return next();
     // Decided by reason, not status: `statusCode: 503` is a denial like any other.
     if (handler !== undefined && outcome.decision?.reason !== 'store-unavailable') return handled(ctx, next, outcome.decision!);

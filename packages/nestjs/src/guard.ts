@@ -15,6 +15,10 @@ function firstTime(key: object, step: Step): boolean {
   return true;
 }
 
+/** What a guard's promise settles with: a denial rejects it. */
+const rejected = <T>(result: T | RateLimitException): T | Promise<never> =>
+  result instanceof RateLimitException ? Promise.reject(result) : result;
+
 /**
  * Runs the limits of the route it guards: the module's, then its class's, then its handler's (each level:
  * concurrency, slow-down, rate limit), less those `@SkipRateLimit()` names. A denial is a thrown
@@ -61,10 +65,8 @@ export class FloodgateGuard implements CanActivate {
       if (pending instanceof RateLimitException) return pending;
       if (pending !== undefined) {
         const next = i + 1;
-        return pending.then(() => {
-          const rest = this.from(next, steps, x);
-          return rest instanceof RateLimitException ? Promise.reject(rest) : rest;
-        });
+        // A later step's denial known at once must reject: resolved, Nest would take the exception for a yes.
+        return pending.then(() => rejected(this.from(next, steps, x)));
       }
     }
     return true;

@@ -142,6 +142,16 @@ describe.each(['express', 'fastify'] as const)('on %s', (platform) => {
     expect(Number(cached.headers['retry-after'])).toBeGreaterThanOrEqual(1);
   });
 
+  test("a later limit's denial from the block cache, after an earlier limit waited on Redis, still refuses", async () => {
+    // The module's limit admits (a promise, answered by Redis), then the route's own limit denies at once.
+    const url = await start({
+      imports: [FloodgateModule.forRoot(options({ limits: { limit: 100, window: '1m' } }))],
+      controllers: [controller('/', { x: [RateLimit({ name: 'route', limits: { limit: 1, window: '1m' } })] })],
+      providers: [appGuard],
+    });
+    expect(await statuses(url, '/x', 4)).toEqual([200, 429, 429, 429]);
+  });
+
   test('a denial the block cache answers reaches Nest as a 429 with its headers; a later limit of the route does not run', async () => {
     const url = await start({
       imports: [FloodgateModule.forRoot(options({ limits: { limit: 1, window: '1m' } }))],

@@ -90,7 +90,7 @@ for i = 1, N do
     err = r.err
   end
   if err == nil then
-    local n, j = #r, 2
+    local n, ids = #r, nk / KEYS_PER_ID
     if nowMs ~= nil and r[1] == nowMs then
       out[o + 1] = 2 * n + 1
       o = o + 1
@@ -100,7 +100,7 @@ for i = 1, N do
     end
     out[o + 1] = r[2] + 2 * r[3]
     o = o + 1
-    for i = 1, nk / KEYS_PER_ID do
+    for i = 1, ids do
       local bms, reason = r[2 * i + 2], r[2 * i + 3]
       if reason == '' then
         out[o + 1] = bms
@@ -109,10 +109,8 @@ for i = 1, N do
         out[o + 1], out[o + 2] = -bms - 1, reason
         o = o + 2
       end
-      j = 2 * i + 3
     end
-    if j < 3 then j = 3 end
-    for q = j + 1, n do
+    for q = 2 * ids + 4, n do
       o = o + 1
       out[o] = r[q]
     end
@@ -222,8 +220,7 @@ export class Batcher {
         let at = 1;
         items.forEach((item, i) => {
           const head = all[at];
-          const r =
-            head === -1 ? undefined : typeof head === 'number' && head >= 0 ? rebuild(all, at, item.keys.length / perId) : undefined;
+          const r = typeof head === 'number' && head >= 0 ? rebuild(all, at, item.keys.length / perId) : undefined;
           if (r !== undefined) {
             item.resolve(r.reply);
             at = r.next;

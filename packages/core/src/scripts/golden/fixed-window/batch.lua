@@ -1,5 +1,5 @@
 -- Golden copy, generated: fixed-window, one rule: the batch script, the check script wrapped to run a turn's checks in one call.
--- The script as a limiter sends it to Redis (EVALSHA 2d4faaab6c43f26a09d3b1718eef63b3191f5146); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA fe514e6eb542e9fd5323b1108260ec59f2e0526c); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'fixed-window', limits: { limit: 10, window: '1m' } }, { script: 'batch' })
 -- or from the command line:
 --   npx floodgate script --algorithm fixed-window --limits 10/1m --batch
@@ -196,7 +196,7 @@ for i = 1, N do
     err = r.err
   end
   if err == nil then
-    local n, j = #r, 2
+    local n, ids = #r, nk / KEYS_PER_ID
     if nowMs ~= nil and r[1] == nowMs then
       out[o + 1] = 2 * n + 1
       o = o + 1
@@ -206,7 +206,7 @@ for i = 1, N do
     end
     out[o + 1] = r[2] + 2 * r[3]
     o = o + 1
-    for i = 1, nk / KEYS_PER_ID do
+    for i = 1, ids do
       local bms, reason = r[2 * i + 2], r[2 * i + 3]
       if reason == '' then
         out[o + 1] = bms
@@ -215,10 +215,8 @@ for i = 1, N do
         out[o + 1], out[o + 2] = -bms - 1, reason
         o = o + 2
       end
-      j = 2 * i + 3
     end
-    if j < 3 then j = 3 end
-    for q = j + 1, n do
+    for q = 2 * ids + 4, n do
       o = o + 1
       out[o] = r[q]
     end

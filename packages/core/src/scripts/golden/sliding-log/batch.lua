@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-log, one rule: the batch script, the check script wrapped to run a turn's checks in one call.
--- The script as a limiter sends it to Redis (EVALSHA 5035b8f748851fe52cc97f62efaf584d20bd3256); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA e43d7a4fd8fafdd2ae784928e2ea74ee178cd0c5); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-log', limits: { limit: 10, window: '1m' } }, { script: 'batch' })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-log --limits 10/1m --batch
@@ -222,7 +222,7 @@ for i = 1, N do
     err = r.err
   end
   if err == nil then
-    local n, j = #r, 2
+    local n, ids = #r, nk / KEYS_PER_ID
     if nowMs ~= nil and r[1] == nowMs then
       out[o + 1] = 2 * n + 1
       o = o + 1
@@ -232,7 +232,7 @@ for i = 1, N do
     end
     out[o + 1] = r[2] + 2 * r[3]
     o = o + 1
-    for i = 1, nk / KEYS_PER_ID do
+    for i = 1, ids do
       local bms, reason = r[2 * i + 2], r[2 * i + 3]
       if reason == '' then
         out[o + 1] = bms
@@ -241,10 +241,8 @@ for i = 1, N do
         out[o + 1], out[o + 2] = -bms - 1, reason
         o = o + 2
       end
-      j = 2 * i + 3
     end
-    if j < 3 then j = 3 end
-    for q = j + 1, n do
+    for q = 2 * ids + 4, n do
       o = o + 1
       out[o] = r[q]
     end

@@ -1,5 +1,5 @@
 -- Golden copy, generated: token-bucket, one rule: the batch script, the check script wrapped to run a turn's checks in one call.
--- The script as a limiter sends it to Redis (EVALSHA 45d0cfab39d3efa050f7ab646bf64e739a7ee23e); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA be89d83b346f38d81f42b154c7fb4798b609b907); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'token-bucket', limits: { limit: 10, window: '1m' } }, { script: 'batch' })
 -- or from the command line:
 --   npx floodgate script --algorithm token-bucket --limits 10/1m --batch
@@ -181,7 +181,7 @@ for i = 1, N do
     err = r.err
   end
   if err == nil then
-    local n, j = #r, 2
+    local n, ids = #r, nk / KEYS_PER_ID
     if nowMs ~= nil and r[1] == nowMs then
       out[o + 1] = 2 * n + 1
       o = o + 1
@@ -191,7 +191,7 @@ for i = 1, N do
     end
     out[o + 1] = r[2] + 2 * r[3]
     o = o + 1
-    for i = 1, nk / KEYS_PER_ID do
+    for i = 1, ids do
       local bms, reason = r[2 * i + 2], r[2 * i + 3]
       if reason == '' then
         out[o + 1] = bms
@@ -200,10 +200,8 @@ for i = 1, N do
         out[o + 1], out[o + 2] = -bms - 1, reason
         o = o + 2
       end
-      j = 2 * i + 3
     end
-    if j < 3 then j = 3 end
-    for q = j + 1, n do
+    for q = 2 * ids + 4, n do
       o = o + 1
       out[o] = r[q]
     end
