@@ -1,6 +1,7 @@
 // CPU cost of HttpLimiter.decide() for one build, without HTTP: `hot` (a client the block cache denies, answered
-// synchronously) or `allow` (1 rule x 1 identifier, 64 checks in flight to Redis).
-//   node bench/scripts/decide-micro.mjs <build root: . or a snapshot-before.sh dir> <redis port> [hot|allow]
+// synchronously), `allow` (1 rule x 1 identifier, 64 checks in flight to Redis) or `shared` (as allow, with a
+// second identifier, an organisation shared by 8 clients' checks in flight at once: a crowded identifier).
+//   node bench/scripts/decide-micro.mjs <build root: . or a snapshot-before.sh dir> <redis port> [hot|allow|shared]
 // Pin it (taskset -c 0) and alternate builds, several runs each: the figures are per call, medians of 7 (5).
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
@@ -47,7 +48,7 @@ async function allow(http) {
     redis,
     name: `micro-${process.pid}`,
     limits: [{ limit, window: 60_000 }],
-    identify: (req) => [`client:${req.h}`],
+    identify: mode === 'shared' ? (req) => [`client:${req.h}`, `org:${Number(req.h) % 8}`] : (req) => [`client:${req.h}`],
   });
   console.log(`${rootArg}: ${await (mode === 'hot' ? hot : allow)(http)}`);
   redis.disconnect();

@@ -4,7 +4,7 @@
 # (this checkout's build), B a snapshot from snapshot-before.sh.
 #   bench/scripts/micro-ab.sh . /tmp/fg-before 6379 allow 8
 set -euo pipefail
-a=${1:?usage: micro-ab.sh BUILD_A BUILD_B REDIS_PORT [hot|allow] [PAIRS]}
+a=${1:?usage: micro-ab.sh BUILD_A BUILD_B REDIS_PORT [hot|allow|shared] [PAIRS]}
 b=${2:?}
 port=${3:?}
 mode=${4:-allow}

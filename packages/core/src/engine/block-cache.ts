@@ -1,5 +1,6 @@
 import type { Decision, PairState } from '../kernel/decision';
 import { shared } from '../kernel/state';
+import { OldestKey } from '../kernel/insertion-order';
 import { DEFAULT_UNIT } from '../config/rules';
 
 /** A cached manual block is asked about again at least this often: another process may lift it. */
@@ -37,6 +38,8 @@ interface Entry {
  */
 export class BlockCache {
   private readonly entries = new Map<string, Entry>();
+  /** The least recently remembered identifier, for the bound. */
+  private readonly oldest = new OldestKey(this.entries);
   /** The entry set last (the end of the LRU order), while no other has been set since. */
   private newest: Entry | undefined;
 
@@ -175,7 +178,7 @@ export class BlockCache {
     this.entries.delete(id);
     this.entries.set(id, entry);
     this.newest = entry;
-    if (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value as string);
+    if (this.entries.size > this.max) this.entries.delete(this.oldest.take()!);
   }
 
   private answer(e: Entry, now: number, costArg: number | string): Decision {

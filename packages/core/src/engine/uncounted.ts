@@ -1,4 +1,5 @@
 import type { PairState } from '../kernel/decision';
+import { OldestKey, RoundRobin } from '../kernel/insertion-order';
 
 /*
  * What `failure: 'open'` may admit of one identifier (docs/security.md, "'open' admits no flood").
@@ -51,6 +52,8 @@ interface Entry {
   spans: Span[];
   /** The longest window its units were admitted under: after that they count for no rule. */
   keepMs: number;
+  /** Whether one of its spans holds uncounted units (only those can refuse a check before or after Redis). */
+  uncounted: boolean;
 }
 
 /**
@@ -61,6 +64,15 @@ const SPANS = 16;
 
 export class Uncounted {
   private readonly entries = new Map<string, Entry>();
+  /**
+   * Entries holding uncounted units. With none (the policy admitted nothing lately, the usual case) only
+   * what Redis counted is noted, which refuses nothing: full() and over() are over at once.
+   */
+  private holding = 0;
+  /** The least recently noted identifier, for the bound. */
+  private readonly oldest = new OldestKey(this.entries);
+  /** The amortised cleanup's place among the identifiers. */
+  private readonly sweep = new RoundRobin(this.entries);
 
   constructor(
     private readonly now: () => number,
@@ -72,12 +84,17 @@ export class Uncounted {
     return this.entries.size;
   }
 
+  /** Whether any identifier holds units the policy admitted: without them, full() and over() refuse nothing. */
+  get holdsUncounted(): boolean {
+    return this.holding > 0;
+  }
+
   /**
    * Before a check is sent: the first identifier whose uncounted units leave no room for `cost` under one
    * of its rules, if any. An identifier without them is never refused here, whatever the cost.
    */
   full(ids: readonly string[], cost: number, rooms: Rooms): NoRoom | undefined {
-    if (this.entries.size === 0) return undefined;
+    if (this.holding === 0) return undefined;
     const now = this.now();
     for (const id of ids) {
       const entry = this.live(id, now);
@@ -107,7 +124,7 @@ export class Uncounted {
    * would have consumed) do not cover its identifier's uncounted units within its window, if any.
    */
   over(states: readonly PairState[], pending: number): NoRoom | undefined {
-    if (this.entries.size === 0) return undefined;
+    if (this.holding === 0) return undefined;
     const now = this.now();
     for (const s of states) {
       const entry = this.live(s.identifier, now);
@@ -129,14 +146,16 @@ export class Uncounted {
 
   /** Forgets what was noted of `ids` (reset()). */
   forget(ids: readonly string[]): void {
-    for (const id of ids) this.entries.delete(id);
+    for (const id of ids) this.drop(id);
   }
 
   private note(ids: readonly string[], units: number, rooms: Rooms, now: number, kind: 'uncounted' | 'counted'): void {
     for (const id of ids) this.add(id, units, rooms(id), now, kind);
-    // Amortised cleanup: the least recently noted identifier goes once nothing of it counts any more.
-    const oldest = this.entries.keys().next();
-    if (!oldest.done) this.live(oldest.value, now);
+    // Amortised cleanup: per note, the next identifier (round and round, in the order noted) goes once
+    // nothing of it counts any more. Those just noted are passed over: they went to the end, and a sweep
+    // that met them there at every note of a busy client would never come round to the others.
+    const next = this.sweep.next((id) => ids.includes(id));
+    if (next !== undefined) this.live(next, now);
   }
 
   /** The identifier's entry with the spans no rule counts any more dropped; undefined when none is left. */
@@ -148,10 +167,24 @@ export class Uncounted {
     while (old < spans.length && spans[old]!.at <= now - entry.keepMs) old++;
     if (old === spans.length) {
       this.entries.delete(id);
+      if (entry.uncounted) this.holding--;
       return undefined;
     }
-    if (old > 0) spans.splice(0, old);
+    if (old > 0) {
+      spans.splice(0, old);
+      if (entry.uncounted && !spans.some((s) => s.uncounted > 0)) {
+        entry.uncounted = false;
+        this.holding--;
+      }
+    }
     return entry;
+  }
+
+  private drop(id: string): void {
+    const entry = this.entries.get(id);
+    if (entry === undefined) return;
+    this.entries.delete(id);
+    if (entry.uncounted) this.holding--;
   }
 
   private add(id: string, units: number, rooms: readonly RuleRoom[], now: number, kind: 'uncounted' | 'counted'): void {
@@ -163,7 +196,8 @@ export class Uncounted {
       keepMs = Math.max(keepMs, r.windowMs);
       shortestMs = Math.min(shortestMs, r.windowMs);
     }
-    const entry = this.live(id, now) ?? { spans: [], keepMs };
+    const found = this.live(id, now);
+    const entry = found ?? { spans: [], keepMs, uncounted: false };
     entry.keepMs = Math.max(entry.keepMs, keepMs);
     const spans = entry.spans;
     let last = spans[spans.length - 1];
@@ -179,9 +213,13 @@ export class Uncounted {
     last.at = Math.max(last.at, now);
     last[kind] += units;
     // Least recently noted first, for the bound.
-    this.entries.delete(id);
+    if (found !== undefined) this.entries.delete(id);
     this.entries.set(id, entry);
-    if (this.entries.size > this.maxIds) this.entries.delete(this.entries.keys().next().value as string);
+    if (kind === 'uncounted' && units > 0 && !entry.uncounted) {
+      entry.uncounted = true;
+      this.holding++;
+    }
+    if (this.entries.size > this.maxIds) this.drop(this.oldest.take()!);
   }
 }
 

@@ -145,6 +145,8 @@ const plain = (units: readonly string[]): boolean => units.length === 1 && units
 
 export const uncountedByUnit = {
   full(u: Uncounted, ids: readonly string[], cost: CallCost, units: readonly string[], rooms: Rooms): NoRoom | undefined {
+    // Nothing the policy admitted: nothing to refuse, and nothing to map per unit first.
+    if (!u.holdsUncounted) return undefined;
     if (plain(units)) return u.full(ids, cost as number, rooms);
     const list = listOf(cost, units);
     for (let k = 0; k < units.length; k++) {
@@ -182,6 +184,7 @@ export const uncountedByUnit = {
     return undefined;
   },
   over(u: Uncounted, states: readonly PairState[], pending: CallCost, units: readonly string[]): NoRoom | undefined {
+    if (!u.holdsUncounted) return undefined;
     if (plain(units)) return u.over(states, pending as number);
     const list = listOf(pending, units);
     for (let k = 0; k < units.length; k++) {

@@ -9,6 +9,7 @@ import { isBlockKey } from '../scripts/keys';
 import { indexTwin } from '../scripts/block-index';
 import { shared } from '../kernel/state';
 import { byPrefix } from '../kernel/by-prefix';
+import { OldestKey } from '../kernel/insertion-order';
 
 /** Default for `memory.maxKeys`: identifiers whose state one in-memory store (or `failure: 'local'`) keeps. */
 export const DEFAULT_MEMORY_MAX_KEYS = 100_000;
@@ -34,6 +35,9 @@ export class MemoryStore implements Store, FrameStorage {
   readonly remote = false;
   private readonly states = new Map<string, Entry>();
   private readonly blocks = new Map<string, Entry>();
+  /** Each map's least recently used key, for the bound. */
+  private readonly oldestState = new OldestKey(this.states);
+  private readonly oldestBlock = new OldestKey(this.blocks);
   private writesSinceSweep = 0;
   private liveAfterSweep = 0;
 
@@ -63,7 +67,7 @@ export class MemoryStore implements Store, FrameStorage {
     const map = isBlockKey(key) ? this.blocks : this.states;
     map.delete(key);
     map.set(key, { value, expiresAt: now + ttlMs });
-    if (map.size > this.maxKeys) map.delete(map.keys().next().value as string);
+    if (map.size > this.maxKeys) map.delete((map === this.states ? this.oldestState : this.oldestBlock).take()!);
     // Sweep after as many writes as there were live entries at the last sweep (not the current size,
     // which counts the expired ones too and would keep moving the threshold out of reach).
     if (++this.writesSinceSweep >= Math.max(1024, this.liveAfterSweep)) this.sweep(now);

@@ -127,3 +127,90 @@ test("Redis's admissions of a crowded client count against what the policy admit
   // Before sending, only uncounted units refuse a check, even one above the capacity.
   expect(r.full('b', 6)).toBeUndefined();
 });
+
+test('units Redis counted alone refuse nothing; the units the policy admits refuse again wherever the ledger has them', () => {
+  const r = rig(undefined, 3);
+  const rooms = (): readonly RuleRoom[] => [
+    { windowMs: 1_000, capacity: 5 },
+    { windowMs: 60_000, capacity: 20 },
+  ];
+  // A crowded client's admissions by Redis: kept, but they never refuse a check before or after Redis.
+  r.ledger.counted(['a', 'b'], 5, rooms, true);
+  expect(r.ledger.holdsUncounted).toBe(false);
+  expect(r.full('a', 5)).toBeUndefined();
+  expect(r.ledger.over([pair('a', 1_000, 0)], 0)).toBeUndefined();
+  // The policy admits units of 'c' and 'd': each refuses once what is left cannot cover them.
+  for (let i = 0; i < 5; i++) r.admit('c');
+  for (let i = 0; i < 5; i++) r.admit('d');
+  expect(r.ledger.holdsUncounted).toBe(true);
+  expect(r.full('c')?.identifier).toBe('c');
+  // 'a' and 'b' are the least recently noted: 'c' and 'd' pushed them out (maxIds 3), and the bound
+  // forgets them, not what 'd' holds. Forgetting 'c' (reset()) leaves 'd' refused as before.
+  expect(r.ledger.size).toBe(3);
+  r.ledger.forget(['c']);
+  expect(r.full('d')?.identifier).toBe('d');
+  expect(r.ledger.over([pair('d', 1_000, 4)], 0)?.identifier).toBe('d');
+  // The per-second units of 'd' are a second old: only the per-minute rule counts them, and only when
+  // Redis has fewer than 5 left.
+  r.advance(1_000);
+  expect(r.full('d', 15)).toBeUndefined();
+  expect(r.full('d', 16)?.identifier).toBe('d');
+  expect(r.ledger.over([pair('d', 60_000, 4)], 0)?.identifier).toBe('d');
+  // A minute on, 'd' keeps only what Redis counts of it: nothing is held, and nothing refused.
+  r.advance(59_000);
+  r.ledger.counted(['d'], 1, rooms, true);
+  expect(r.ledger.holdsUncounted).toBe(false);
+  expect(r.ledger.over([pair('d', 60_000, 0)], 0)).toBeUndefined();
+  // New admissions by the policy refuse again (4 fit beside the 1 Redis counted this second).
+  for (let i = 0; i < 4; i++) expect(r.admit('d')).toBeUndefined();
+  expect(r.full('d', 1)).toBeUndefined();
+  expect(r.full('d', 2)?.identifier).toBe('d');
+});
+
+test('whether the ledger holds uncounted units is exactly whether one of its identifiers does, whatever the order of notes', () => {
+  // A seeded walk of admissions, Redis's counts, resets, clock steps and a tight bound on identifiers. The
+  // flag full() and over() rely on to refuse nothing must never say "none" while an identifier's spans
+  // still hold some, nor the reverse; it is checked against the spans themselves after every step.
+  let seed = 7;
+  const rand = (n: number): number => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+    return seed % n;
+  };
+  const rules: RuleRoom[] = [
+    { windowMs: 100, capacity: 1_000 },
+    { windowMs: 1_600, capacity: 1_000 },
+  ];
+  const r = rig(rules, 4);
+  const rooms = (): readonly RuleRoom[] => rules;
+  const entries = (r.ledger as unknown as { entries: Map<string, { spans: { uncounted: number }[] }> }).entries;
+  const ids = ['a', 'b', 'c', 'd', 'e', 'f'];
+  let cleared = 0;
+  for (let step = 0; step < 4_000; step++) {
+    const id = ids[rand(ids.length)]!;
+    const op = rand(10);
+    // Outages come and go: the policy admits in the first 300 steps of every 1,000 only.
+    if (op < 3) {
+      if (step % 1_000 < 300) r.admit(id, 1 + rand(3));
+    } else if (op < 7) r.ledger.counted([id, ids[rand(ids.length)]!], 1 + rand(3), rooms, rand(2) === 0);
+    else if (op < 8) r.ledger.forget([id]);
+    else r.advance(rand(400));
+    const holding = [...entries.values()].some((e) => e.spans.some((s) => s.uncounted > 0));
+    expect(r.ledger.holdsUncounted).toBe(holding);
+    if (!holding && entries.size > 0) cleared++;
+  }
+  // The walk reached the case the flag is for: identifiers noted, none of them holding uncounted units.
+  expect(cleared).toBeGreaterThan(100);
+});
+
+test('identifiers nothing counts any more leave as others are noted, one a note, whatever the order they were noted in', () => {
+  const r = rig([{ windowMs: 1_000, capacity: 1_000 }], 1_000);
+  const rooms = (): readonly RuleRoom[] => [{ windowMs: 1_000, capacity: 1_000 }];
+  for (let i = 0; i < 50; i++) r.ledger.counted([`id-${i}`], 1, rooms, true);
+  // Noted again: it moves behind the others.
+  r.ledger.counted(['id-0'], 1, rooms, true);
+  r.advance(1_000);
+  for (let i = 0; i < 49; i++) r.ledger.counted(['busy'], 1, rooms, true);
+  expect(r.ledger.size).toBeGreaterThan(1);
+  for (let i = 0; i < 3; i++) r.ledger.counted(['busy'], 1, rooms, true);
+  expect(r.ledger.size).toBe(1);
+});

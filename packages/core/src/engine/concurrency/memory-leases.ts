@@ -1,5 +1,6 @@
 import { shared } from '../../kernel/state';
 import { byPrefix } from '../../kernel/by-prefix';
+import { OldestKey, RoundRobin } from '../../kernel/insertion-order';
 import { acquireTwin, releaseTwin, type LeaseSets } from '../../scripts/lease-script';
 import { DEFAULT_MEMORY_MAX_KEYS } from '../../stores/memory';
 
@@ -10,10 +11,12 @@ import { DEFAULT_MEMORY_MAX_KEYS } from '../../stores/memory';
  * denies past it, and prunes expired ones first), and at most `maxKeys` identifiers have a set: past that
  * the least recently used set is forgotten, which can only under-limit that identifier. A set is deleted
  * when its last lease is released; one whose leases all expired unreleased (a request that never ended)
- * is dropped when it is next read, or when it reaches the LRU end and each write checks the oldest set.
+ * is dropped when it is next read, or by the cleanup each write makes of one other set, round and round.
  */
 export class MemoryLeases implements LeaseSets {
   private readonly sets = new Map<string, { leases: Map<string, number>; latest: number }>();
+  private readonly oldest = new OldestKey(this.sets);
+  private readonly sweep = new RoundRobin(this.sets);
 
   constructor(public maxKeys = DEFAULT_MEMORY_MAX_KEYS) {}
 
@@ -41,8 +44,9 @@ export class MemoryLeases implements LeaseSets {
     for (const expiry of leases.values()) latest = Math.max(latest, expiry);
     this.sets.delete(key);
     this.sets.set(key, { leases, latest });
-    const [oldest, entry] = this.sets.entries().next().value as [string, { latest: number }];
-    if (this.sets.size > this.maxKeys || entry.latest <= now) this.sets.delete(oldest);
+    if (this.sets.size > this.maxKeys) this.sets.delete(this.oldest.take()!);
+    const other = this.sweep.next((k) => k === key);
+    if (other !== undefined && this.sets.get(other)!.latest <= now) this.sets.delete(other);
   }
 
   remove(key: string): void {
