@@ -1,12 +1,12 @@
 import type { Decision, PairState } from '../kernel/decision';
 import { shared } from '../kernel/state';
-import { OldestKey } from '../kernel/insertion-order';
+import { OldestKey, UseOrder, type Placed } from '../kernel/insertion-order';
 import { DEFAULT_UNIT } from '../config/rules';
 
 /** A cached manual block is asked about again at least this often: another process may lift it. */
 export const BLOCK_RECHECK_MS = 1_000;
 
-interface Entry {
+interface Entry extends Placed {
   /** Clock time until which the entry answers (a denial's retry time; a block's next re-check). */
   until: number;
   /** Clock time the denial was seen, to age the times in the decision it answers with. */
@@ -38,10 +38,9 @@ interface Entry {
  */
 export class BlockCache {
   private readonly entries = new Map<string, Entry>();
-  /** The least recently remembered identifier, for the bound. */
+  /** Least recently used first (remembered or answered from), for the bound. */
+  private readonly order = new UseOrder();
   private readonly oldest = new OldestKey(this.entries);
-  /** The entry set last (the end of the LRU order), while no other has been set since. */
-  private newest: Entry | undefined;
 
   constructor(
     readonly prefix: string,
@@ -78,12 +77,7 @@ export class BlockCache {
       // Only the cost that was denied is answered from here: its retry time is exact. A smaller cost may
       // fit, and a larger one may need longer than the cached retry, so both ask the store.
       if (!e.blocked && cost !== e.minCost) continue;
-      // LRU touch, skipped for the entry that is already the newest (a client that keeps hammering).
-      if (e !== this.newest) {
-        this.entries.delete(id);
-        this.entries.set(id, e);
-        this.newest = e;
-      }
+      this.order.used(this.entries, id, e);
       if (!best || (e.blocked && !best.blocked) || (e.blocked === best.blocked && e.until > best.until)) best = e;
     }
     return best && this.answer(best, now, cost);
@@ -120,7 +114,16 @@ export class BlockCache {
     const now = this.now();
     if (decision.reason === 'blocked') {
       const until = now + Math.min(decision.retryAfterMs, BLOCK_RECHECK_MS);
-      this.put(decision.identifier, { until, seenAt: now, minCost: 0, blocked: true, failureOnly: false, decision, state: undefined });
+      this.put(decision.identifier, {
+        until,
+        seenAt: now,
+        minCost: 0,
+        blocked: true,
+        failureOnly: false,
+        decision,
+        state: undefined,
+        placed: 0,
+      });
       return;
     }
     if (decision.reason !== 'limit' || cost === 0 || decision.cost === 0) return;
@@ -133,7 +136,7 @@ export class BlockCache {
       const prev = this.entries.get(id);
       if (prev?.blocked && prev.until > now) continue;
       const until = now + state.retryAfterMs;
-      this.put(id, { until, seenAt: now, minCost: cost, blocked: false, failureOnly: this.blocksOnly, decision, state });
+      this.put(id, { until, seenAt: now, minCost: cost, blocked: false, failureOnly: this.blocksOnly, decision, state, placed: 0 });
     }
   }
 
@@ -150,7 +153,16 @@ export class BlockCache {
       const prev = this.entries.get(s.identifier);
       if (prev !== undefined && prev.until > now) continue;
       const state: PairState = { ...s, allowed: false, retryAfterMs: s.resetMs };
-      this.put(s.identifier, { until: now + s.resetMs, seenAt: now, minCost: cost, blocked: false, failureOnly: true, decision, state });
+      this.put(s.identifier, {
+        until: now + s.resetMs,
+        seenAt: now,
+        minCost: cost,
+        blocked: false,
+        failureOnly: true,
+        decision,
+        state,
+        placed: 0,
+      });
     }
   }
 
@@ -161,7 +173,6 @@ export class BlockCache {
   /** Forgets every entry (resetPrefix, between tests). */
   clear(): void {
     this.entries.clear();
-    this.newest = undefined;
   }
 
   dispose(): void {
@@ -175,9 +186,7 @@ export class BlockCache {
   }
 
   private put(id: string, entry: Entry): void {
-    this.entries.delete(id);
-    this.entries.set(id, entry);
-    this.newest = entry;
+    this.order.set(this.entries, id, entry);
     if (this.entries.size > this.max) this.entries.delete(this.oldest.take()!);
   }
 

@@ -1,5 +1,5 @@
 import type { PairState } from '../kernel/decision';
-import { OldestKey, RoundRobin } from '../kernel/insertion-order';
+import { OldestKey, RoundRobin, UseOrder, type Placed } from '../kernel/insertion-order';
 
 /*
  * What `failure: 'open'` may admit of one identifier (docs/security.md, "'open' admits no flood").
@@ -47,7 +47,7 @@ interface Span {
   counted: number;
 }
 
-interface Entry {
+interface Entry extends Placed {
   /** Oldest first. */
   spans: Span[];
   /** The longest window its units were admitted under: after that they count for no rule. */
@@ -69,7 +69,8 @@ export class Uncounted {
    * what Redis counted is noted, which refuses nothing: full() and over() are over at once.
    */
   private holding = 0;
-  /** The least recently noted identifier, for the bound. */
+  /** The least recently noted identifier first, for the bound. */
+  private readonly order = new UseOrder();
   private readonly oldest = new OldestKey(this.entries);
   /** The amortised cleanup's place among the identifiers. */
   private readonly sweep = new RoundRobin(this.entries);
@@ -152,8 +153,8 @@ export class Uncounted {
   private note(ids: readonly string[], units: number, rooms: Rooms, now: number, kind: 'uncounted' | 'counted'): void {
     for (const id of ids) this.add(id, units, rooms(id), now, kind);
     // Amortised cleanup: per note, the next identifier (round and round, in the order noted) goes once
-    // nothing of it counts any more. Those just noted are passed over: they went to the end, and a sweep
-    // that met them there at every note of a busy client would never come round to the others.
+    // nothing of it counts any more. Those just noted are passed over: a sweep that met a busy client's
+    // identifiers at the end at every note would never come round to the others.
     const next = this.sweep.next((id) => ids.includes(id));
     if (next !== undefined) this.live(next, now);
   }
@@ -197,7 +198,7 @@ export class Uncounted {
       shortestMs = Math.min(shortestMs, r.windowMs);
     }
     const found = this.live(id, now);
-    const entry = found ?? { spans: [], keepMs, uncounted: false };
+    const entry = found ?? { spans: [], keepMs, uncounted: false, placed: 0 };
     entry.keepMs = Math.max(entry.keepMs, keepMs);
     const spans = entry.spans;
     let last = spans[spans.length - 1];
@@ -213,8 +214,8 @@ export class Uncounted {
     last.at = Math.max(last.at, now);
     last[kind] += units;
     // Least recently noted first, for the bound.
-    if (found !== undefined) this.entries.delete(id);
-    this.entries.set(id, entry);
+    if (found !== undefined) this.order.used(this.entries, id, entry);
+    else this.order.set(this.entries, id, entry);
     if (kind === 'uncounted' && units > 0 && !entry.uncounted) {
       entry.uncounted = true;
       this.holding++;

@@ -10,10 +10,54 @@
  * keys inserted after them, and follow the table when it compacts.
  */
 
+/** An entry of a map kept in use order (UseOrder): when it was last put at the end. */
+export interface Placed {
+  placed: number;
+}
+
 /**
- * The oldest key of a Map whose keys are only ever appended (a key set again is deleted first, so it moves
- * to the end), for a caller that deletes each key it is given at once. Every key before the cursor has then
- * been deleted or moved behind it, so the cursor's next key is the oldest.
+ * Least recently used order over Maps (their insertion order), at a cost that stays flat for keys used
+ * over and over. Moving a key to the end (delete, then set) leaves the deleted slot in the key's hash
+ * chain until V8 next compacts the table, so a key moved at every use walks a chain of its own past copies:
+ * on the memory store holding 100,000 identifiers, a check of a busy client took 215 µs, against 2.2 µs
+ * alone. Here a key moves to the end only once it has fallen into the older half of the order (half the
+ * map's size of puts since it was last put there), and is otherwise updated in place: a key used within the
+ * last size / 2 puts is never first in line, and a busy key moves about once per size / 2 puts.
+ */
+export class UseOrder {
+  /** Puts so far: an entry put at the end has `clock - placed` entries or fewer behind it. */
+  private clock = 0;
+
+  /** Sets `key` to `entry`: put at the end when new or fallen into the older half, else in its place. */
+  set<K, V extends Placed>(map: Map<K, V>, key: K, entry: V): void {
+    const old = map.get(key);
+    if (old !== undefined && this.recent(old, map.size)) {
+      entry.placed = old.placed;
+      map.set(key, entry);
+      return;
+    }
+    if (old !== undefined) map.delete(key);
+    entry.placed = ++this.clock;
+    map.set(key, entry);
+  }
+
+  /** `key`, set to `entry`, was used: it moves to the end once it has fallen into the older half. */
+  used<K, V extends Placed>(map: Map<K, V>, key: K, entry: V): void {
+    if (this.recent(entry, map.size)) return;
+    map.delete(key);
+    entry.placed = ++this.clock;
+    map.set(key, entry);
+  }
+
+  private recent(entry: Placed, size: number): boolean {
+    return this.clock - entry.placed < size / 2;
+  }
+}
+
+/**
+ * The oldest key of a Map whose keys are only ever appended (a key moved is deleted first, so it goes to the
+ * end; one updated in place keeps its place), for a caller that deletes each key it is given at once. Every
+ * key before the cursor has then been deleted or moved behind it, so the cursor's next key is the oldest.
  */
 export class OldestKey<K> {
   private cursor: Iterator<K> | undefined;

@@ -9,12 +9,12 @@ import { isBlockKey } from '../scripts/keys';
 import { indexTwin } from '../scripts/block-index';
 import { shared } from '../kernel/state';
 import { byPrefix } from '../kernel/by-prefix';
-import { OldestKey } from '../kernel/insertion-order';
+import { OldestKey, UseOrder, type Placed } from '../kernel/insertion-order';
 
 /** Default for `memory.maxKeys`: identifiers whose state one in-memory store (or `failure: 'local'`) keeps. */
 export const DEFAULT_MEMORY_MAX_KEYS = 100_000;
 
-interface Entry {
+interface Entry extends Placed {
   value: unknown;
   expiresAt: number;
 }
@@ -35,7 +35,9 @@ export class MemoryStore implements Store, FrameStorage {
   readonly remote = false;
   private readonly states = new Map<string, Entry>();
   private readonly blocks = new Map<string, Entry>();
-  /** Each map's least recently used key, for the bound. */
+  /** Each map least recently used first (a state read or written, a block written), for the bound. */
+  private readonly stateOrder = new UseOrder();
+  private readonly blockOrder = new UseOrder();
   private readonly oldestState = new OldestKey(this.states);
   private readonly oldestBlock = new OldestKey(this.blocks);
   private writesSinceSweep = 0;
@@ -55,18 +57,14 @@ export class MemoryStore implements Store, FrameStorage {
       map.delete(key);
       return undefined;
     }
-    if (map === this.states) {
-      // Most recently used last: Map keeps insertion order, so the first key is the LRU victim.
-      map.delete(key);
-      map.set(key, entry);
-    }
+    // Most recently used last: Map keeps insertion order, so the first key is the LRU victim.
+    if (map === this.states) this.stateOrder.used(map, key, entry);
     return entry.value;
   }
 
   set(key: string, value: unknown, ttlMs: number, now: number): void {
     const map = isBlockKey(key) ? this.blocks : this.states;
-    map.delete(key);
-    map.set(key, { value, expiresAt: now + ttlMs });
+    (map === this.states ? this.stateOrder : this.blockOrder).set(map, key, { value, expiresAt: now + ttlMs, placed: 0 });
     if (map.size > this.maxKeys) map.delete((map === this.states ? this.oldestState : this.oldestBlock).take()!);
     // Sweep after as many writes as there were live entries at the last sweep (not the current size,
     // which counts the expired ones too and would keep moving the threshold out of reach).

@@ -1,4 +1,4 @@
-import { OldestKey, RoundRobin } from '../../src/kernel/insertion-order';
+import { OldestKey, RoundRobin, UseOrder } from '../../src/kernel/insertion-order';
 
 /** A seeded generator, so that a failure replays. */
 function seeded(seed: number): (n: number) => number {
@@ -62,4 +62,42 @@ test('RoundRobin: every key once per round whatever moves, keys added join the r
   expect(round.next(() => true)).toBeUndefined();
   map.clear();
   expect(round.next()).toBeUndefined();
+});
+
+test('UseOrder: an entry used within the last size / 2 - 1 puts is never the oldest, and a busy key moves about once per size / 2 puts', () => {
+  const rand = seeded(5);
+  const max = 400;
+  const map = new Map<string, { placed: number }>();
+  const order = new UseOrder();
+  const oldest = new OldestKey(map);
+  const moves = jest.spyOn(map, 'delete');
+  let puts = 0;
+  let next = 0;
+  const lastUse = new Map<string, number>();
+  const use = (key: string): void => {
+    const entry = map.get(key);
+    if (entry === undefined) order.set(map, key, { placed: 0 });
+    else if (rand(2) === 0) order.used(map, key, entry);
+    else order.set(map, key, { placed: 0 });
+    lastUse.set(key, ++puts);
+    while (map.size > max) {
+      const victim = oldest.take()!;
+      expect(puts - lastUse.get(victim)!).toBeGreaterThanOrEqual(max / 2 - 1);
+      map.delete(victim);
+    }
+  };
+  for (let step = 0; step < 40_000; step++) {
+    const op = rand(10);
+    if (op < 4) use(`new${next++}`);
+    else if (op < 8) use(`busy${rand(4)}`);
+    else {
+      const keys = [...map.keys()];
+      use(keys[rand(keys.length)]!);
+    }
+  }
+  // About 16,000 uses of four busy keys: each moved about once per max / 2 puts (40,000 puts / 200 = 200
+  // times each at most), where moving at every use would be 16,000 moves.
+  const busyMoves = moves.mock.calls.filter(([key]) => key.startsWith('busy')).length;
+  expect(busyMoves).toBeGreaterThan(0);
+  expect(busyMoves).toBeLessThanOrEqual(4 * (40_000 / (max / 2)));
 });

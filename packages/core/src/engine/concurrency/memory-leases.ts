@@ -1,8 +1,14 @@
 import { shared } from '../../kernel/state';
 import { byPrefix } from '../../kernel/by-prefix';
-import { OldestKey, RoundRobin } from '../../kernel/insertion-order';
+import { OldestKey, RoundRobin, UseOrder, type Placed } from '../../kernel/insertion-order';
 import { acquireTwin, releaseTwin, type LeaseSets } from '../../scripts/lease-script';
 import { DEFAULT_MEMORY_MAX_KEYS } from '../../stores/memory';
+
+/** An identifier's leases (lease id to expiry) and the latest expiry among them. */
+interface LeaseSet extends Placed {
+  leases: Map<string, number>;
+  latest: number;
+}
 
 /**
  * The leases of the memory store and of `failure: 'local'`: the scripts' JavaScript twin over a Map.
@@ -14,7 +20,9 @@ import { DEFAULT_MEMORY_MAX_KEYS } from '../../stores/memory';
  * is dropped when it is next read, or by the cleanup each write makes of one other set, round and round.
  */
 export class MemoryLeases implements LeaseSets {
-  private readonly sets = new Map<string, { leases: Map<string, number>; latest: number }>();
+  private readonly sets = new Map<string, LeaseSet>();
+  /** Least recently used first, for the bound. */
+  private readonly order = new UseOrder();
   private readonly oldest = new OldestKey(this.sets);
   private readonly sweep = new RoundRobin(this.sets);
 
@@ -33,17 +41,18 @@ export class MemoryLeases implements LeaseSets {
   read(key: string, now: number): Map<string, number> | undefined {
     const entry = this.sets.get(key);
     if (entry === undefined) return undefined;
-    this.sets.delete(key);
-    if (entry.latest <= now) return undefined;
-    this.sets.set(key, entry);
+    if (entry.latest <= now) {
+      this.sets.delete(key);
+      return undefined;
+    }
+    this.order.used(this.sets, key, entry);
     return entry.leases;
   }
 
   write(key: string, leases: Map<string, number>, now: number): void {
     let latest = 0;
     for (const expiry of leases.values()) latest = Math.max(latest, expiry);
-    this.sets.delete(key);
-    this.sets.set(key, { leases, latest });
+    this.order.set(this.sets, key, { leases, latest, placed: 0 });
     if (this.sets.size > this.maxKeys) this.sets.delete(this.oldest.take()!);
     const other = this.sweep.next((k) => k === key);
     if (other !== undefined && this.sets.get(other)!.latest <= now) this.sets.delete(other);
