@@ -16,6 +16,7 @@
 
 import { deadlines, type Deadline } from '../kernel/deadlines';
 import { afterTurn, realNow } from '../kernel/real-timers';
+import { Counts } from '../kernel/counts';
 
 /** A waiting check, and its deadline's entry (kernel/deadlines.ts). */
 interface Waiter extends Deadline {
@@ -27,15 +28,8 @@ interface Waiter extends Deadline {
 }
 
 export class InFlight {
-  /**
-   * Units in flight per identifier. One whose units all settled stays at 0 until those at 0 outnumber those
-   * in flight, so a busy identifier is not deleted and set again at every check: each delete leaves a slot
-   * in its hash chain until V8 compacts the table, and with 10,000 identifiers in flight a busy one's
-   * check walked its own past copies (tens of µs per check, against under 1 µs).
-   */
-  private readonly units = new Map<string, number>();
-  /** Identifiers with units in flight (entries above 0). */
-  private active = 0;
+  /** Units in flight per identifier (a busy one's entry is kept at 0 between its checks: kernel/counts.ts). */
+  private readonly units = new Counts();
   /** Per full identifier, its waiters in arrival order (a Set: O(1) removal when one gives up). */
   private readonly queues = new Map<string, Set<Waiter>>();
 
@@ -77,47 +71,32 @@ export class InFlight {
 
   /** Counts a settled check's units out (whenever Redis answered, or the command failed) and wakes waiters. */
   leave(ids: readonly string[], cost: number): void {
-    for (const id of ids) {
-      const had = this.units.get(id) ?? 0;
-      if (had <= 0) continue;
-      const left = had - cost;
-      if (left > 0) this.units.set(id, left);
-      else {
-        this.units.set(id, 0);
-        this.active--;
-      }
-    }
-    // Those at 0 go in one pass once they outnumber those in flight: at least that many settles apart.
-    if (this.units.size > 2 * this.active + 64) for (const [id, n] of this.units) if (n === 0) this.units.delete(id);
+    for (const id of ids) this.units.take(id, cost);
     for (const id of ids) this.wake(id);
   }
 
   /** Whether any of `ids` has units in flight (other checks of it, when asked before entering or after leaving). */
   busy(ids: readonly string[]): boolean {
-    for (const id of ids) if ((this.units.get(id) ?? 0) > 0) return true;
+    for (const id of ids) if (this.units.get(id) > 0) return true;
     return false;
   }
 
   /** Identifiers with units in flight (for tests and health). */
   get size(): number {
-    return this.active;
+    return this.units.size;
   }
 
   /** The first identifier that has no room for `cost` more units, if any. */
   private fullFor(ids: readonly string[], cost: number): string | undefined {
     for (const id of ids) {
-      const n = this.units.get(id) ?? 0;
+      const n = this.units.get(id);
       if (n > 0 && n + cost > this.capacityOf(id)) return id;
     }
     return undefined;
   }
 
   private add(ids: readonly string[], cost: number): void {
-    for (const id of ids) {
-      const n = this.units.get(id) ?? 0;
-      if (n <= 0) this.active++;
-      this.units.set(id, n + cost);
-    }
+    for (const id of ids) this.units.add(id, cost);
   }
 
   /** Admits the waiters of `id` in order while they fit; one that waits on another identifier moves there. */

@@ -49,7 +49,8 @@ export class UseOrder {
     map.set(key, entry);
   }
 
-  private recent(entry: Placed, size: number): boolean {
+  /** Whether `entry` (of a map of `size` keys) is in the newer half of the order: used lately, or put there. */
+  recent(entry: Placed, size: number): boolean {
     return this.clock - entry.placed < size / 2;
   }
 }

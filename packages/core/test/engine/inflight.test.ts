@@ -40,7 +40,7 @@ describe('units in flight, among many identifiers', () => {
     // copies (tens of µs per check, against under 1 µs). Deletes are counted here, not timed.
     const inflight = new InFlight(() => 1e9);
     for (let i = 0; i < 10_000; i++) expect(inflight.enter([`other:${i}`], 1, 1_000)).toBe(true);
-    const units = (inflight as unknown as { units: Map<string, number> }).units;
+    const units = (inflight as unknown as { units: { counts: Map<string, number> } }).units.counts;
     const deletes = jest.spyOn(units, 'delete');
     for (let i = 0; i < 2_000; i++) {
       const ids = i % 2 === 0 ? ['client:a', 'org:1'] : ['client:b', 'org:1'];

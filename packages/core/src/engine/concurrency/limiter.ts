@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { StoreError } from '../../kernel/errors';
+import { Counts } from '../../kernel/counts';
 import { storeFailureWarning, toStoreError } from '../../stores/deadline';
 import { Events } from '../events';
 import { encodeIdentifier, keyScheme, type KeyScheme } from '../../scripts/keys';
@@ -277,22 +278,19 @@ class Leases implements ConcurrencyLimiter {
 
 /** Leases of this process per identifier (held, or being acquired); an identifier with none has no entry. */
 class Tally {
-  private readonly counts = new Map<string, number>();
+  /** Leases per identifier (a busy one's entry is kept at 0 between its leases: kernel/counts.ts). */
+  private readonly counts = new Counts();
 
   /** The first identifier with `max` or more, if any. */
   full(ids: readonly string[], max: number): string | undefined {
-    return ids.find((id) => (this.counts.get(id) ?? 0) >= max);
+    return ids.find((id) => this.counts.get(id) >= max);
   }
 
   add(ids: readonly string[]): void {
-    for (const id of ids) this.counts.set(id, (this.counts.get(id) ?? 0) + 1);
+    for (const id of ids) this.counts.add(id, 1);
   }
 
   remove(ids: readonly string[]): void {
-    for (const id of ids) {
-      const left = (this.counts.get(id) ?? 0) - 1;
-      if (left > 0) this.counts.set(id, left);
-      else this.counts.delete(id);
-    }
+    for (const id of ids) this.counts.take(id, 1);
   }
 }

@@ -15,9 +15,12 @@ interface LeaseSet extends Placed {
  *
  * Bounded (docs/security.md, "Unbounded memory"): a set never holds more than `max` live leases (the twin
  * denies past it, and prunes expired ones first), and at most `maxKeys` identifiers have a set: past that
- * the least recently used set is forgotten, which can only under-limit that identifier. A set is deleted
- * when its last lease is released; one whose leases all expired unreleased (a request that never ended)
- * is dropped when it is next read, or by the cleanup each write makes of one other set, round and round.
+ * the least recently used set is forgotten, which can only under-limit that identifier. A set whose last
+ * lease is released, or whose leases all expired unreleased (a request that never ended), counts for
+ * nothing and keeps its entry for the identifier's next lease: deleting a busy identifier's entry at every
+ * release and setting it again at its next lease would make each lease walk the entry's past copies in its
+ * hash chain (kernel/counts.ts says why). The cleanup each write makes of one other set, round and round,
+ * drops such sets.
  */
 export class MemoryLeases implements LeaseSets {
   private readonly sets = new Map<string, LeaseSet>();
@@ -40,11 +43,7 @@ export class MemoryLeases implements LeaseSets {
 
   read(key: string, now: number): Map<string, number> | undefined {
     const entry = this.sets.get(key);
-    if (entry === undefined) return undefined;
-    if (entry.latest <= now) {
-      this.sets.delete(key);
-      return undefined;
-    }
+    if (entry === undefined || entry.latest <= now) return undefined;
     this.order.used(this.sets, key, entry);
     return entry.leases;
   }
@@ -54,12 +53,16 @@ export class MemoryLeases implements LeaseSets {
     for (const expiry of leases.values()) latest = Math.max(latest, expiry);
     this.order.set(this.sets, key, { leases, latest, placed: 0 });
     if (this.sets.size > this.maxKeys) this.sets.delete(this.oldest.take()!);
+    // One other set goes once it counts for nothing and has not been used lately: a busy identifier's set,
+    // emptied at each release, is met at the end again and again, and must not be deleted every time.
     const other = this.sweep.next((k) => k === key);
-    if (other !== undefined && this.sets.get(other)!.latest <= now) this.sets.delete(other);
+    const entry = other === undefined ? undefined : this.sets.get(other)!;
+    if (entry !== undefined && entry.latest <= now && !this.order.recent(entry, this.sets.size)) this.sets.delete(other!);
   }
 
   remove(key: string): void {
-    this.sets.delete(key);
+    const entry = this.sets.get(key);
+    if (entry !== undefined) entry.latest = 0;
   }
 
   acquire(keys: readonly string[], id: string, max: number, leaseMs: number, now: number): number[] {
