@@ -133,7 +133,10 @@ test('a server loading its dataset (-LOADING, then ready): checks take the polic
     const limiter = createLimiter({ redis: client, prefix: 'loading', limits: { limit: 5, window: '1m' }, timeoutMs: 100, logger: quiet });
     await sleep(300);
     const { decisions, slowestMs } = await timedAll(Array.from({ length: 1_000 }, (_, i) => limiter.check(`ip:10.2.${i >> 8}.${i & 255}`)));
-    expect(slowestMs).toBeLessThan(100 + 300);
+    // Well before the dataset is loaded (seconds): a fresh-clone CI run on a loaded machine, with this
+    // Redis loading beside it, saw 500 ms for the slowest of the 1,000 (the policy's answers, below, say
+    // none of them waited for Redis).
+    expect(slowestMs).toBeLessThan(100 + 600);
     expect(decisions.every((d) => d.source === 'fallback' && d.error?.kind === 'timeout')).toBe(true);
     await waitForPing(port, 60_000);
     let decided: Decision | undefined;
