@@ -22,7 +22,7 @@ export interface Placed {
  * on the memory store holding 100,000 identifiers, a check of a busy client took 215 µs, against 2.2 µs
  * alone. Here a key moves to the end only once it has fallen into the older half of the order (half the
  * map's size of puts since it was last put there), and is otherwise updated in place: a key used within the
- * last size / 2 puts is never first in line, and a busy key moves about once per size / 2 puts.
+ * last size / 2 - 1 puts is never first in line, and a busy key moves about once per size / 2 puts.
  */
 export class UseOrder {
   /** Puts so far: an entry put at the end has `clock - placed` entries or fewer behind it. */
