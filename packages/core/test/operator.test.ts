@@ -72,8 +72,8 @@ test(`the denial sample counts each denial a check gave, and at most ${TOP_KEEP}
     prefix,
     name: 'tight',
     // Sliding, not fixed: a fixed window of 1 min starts again at each minute, so a minute that began between
-    // the admissions and the burst below admitted the burst again (745 of 1,200 in the sample in one full
-    // run). A sliding window denies every check within a minute of its admission.
+    // the admissions and the burst below admitted the burst again (745 identifiers in the sample, not
+    // 1,000, in one full run). A sliding window denies every check within a minute of its admission.
     algorithm: 'sliding-window',
     limits: { limit: 1, window: '1m' },
     // 1,200 checks at once: each must be Redis's denial, not a deadline missed on a loaded machine (240 of
