@@ -80,7 +80,7 @@ class FixedWindowModel {
     for (const id of ids) {
       for (const r of this.applies(id)) {
         const unit = r.unit ?? 'requests';
-        // A cost of 0 always fits, whatever was charged past the limit.
+        // A check's cost of 0 always fits (a reservation counts at least 1).
         if (costs[unit] === 0) continue;
         expect((this.counts.get(this.key(id, r, t)) ?? 0) + costs[unit]!).toBeLessThanOrEqual(r.limit);
       }
@@ -170,8 +170,10 @@ describe.each<AlgorithmName>(['fixed-window', 'sliding-window', 'sliding-log', '
               const r = await onRedis.reserve(op.ids, { cost });
               const m = await onMemory.reserve(op.ids, { cost });
               expect(comparable(r.decision)).toEqual(comparable(m.decision));
-              if (r.decision.allowed) model?.admit(op.ids, cost, now);
-              held.push({ r, m, ids: op.ids, t: now, costs: cost, life: model?.lifeOf(op.ids) ?? new Map() });
+              // A reservation counts at least 1 of every unit (a unit at its limit denies an estimate of 0).
+              const counted = Object.fromEntries(Object.entries(cost).map(([u, n]) => [u, Math.max(n, 1)]));
+              if (r.decision.allowed) model?.admit(op.ids, counted, now);
+              held.push({ r, m, ids: op.ids, t: now, costs: counted, life: model?.lifeOf(op.ids) ?? new Map() });
             } else if (held.length > 0 && (op.op === 'settle' || op.op === 'cancel')) {
               const h = held[op.k % held.length]!;
               if (op.op === 'cancel') {

@@ -24,7 +24,7 @@ import { cacheCost, callCost, createPlan, createPlans, decodeCall, nowOf, type C
 import { costPositive, costScalar, uncountedByUnit, type CallCost } from './units';
 import { StoreFailures, noRoom } from './failure';
 import { Refunds } from './refund';
-import { assertReservable, reservation, type Cost, type Reservation, type ReserveOptions } from './reserve';
+import { assertReservable, reservation, reservedCost, type Cost, type Reservation, type ReserveOptions } from './reserve';
 import { block, reset, unblock, type AdminParts, type BlockOptions } from './admin';
 
 export type { BlockOptions } from './admin';
@@ -324,7 +324,9 @@ export class FloodgateLimiter implements Limiter {
       await this.overrideTable.pending();
       plan = this.overrideTable.planFor(plan.planner.identifiers(identifiers)) ?? plan;
     }
-    const decision = await settle(() => this.start('c', identifiers, cost, planName, address));
+    // At least 1 of every unit: a unit at or past its limit denies even an estimate of 0 (reserve.ts).
+    const estimate = reservedCost(plan.planner.cost(cost));
+    const decision = await settle(() => this.start('c', identifiers, estimate, planName, address));
     return reservation(decision, plan, this.refunder);
   }
 

@@ -2,6 +2,7 @@ import type { Decision } from '../kernel/decision';
 import { ConfigError } from '../kernel/errors';
 import type { PlanState } from './plan';
 import type { Refunds } from './refund';
+import type { CallCost } from './units';
 
 /*
  * Reservations (docs/budgets.md): a check at an estimate, settled later at the actual cost. The check is
@@ -10,6 +11,11 @@ import type { Refunds } from './refund';
  * charges what it went past it, in one script call (scripts/settle.ts); cancel gives it all back (a
  * refund). Each of settle and cancel happens at most once, and only one of them: the receipts of the check
  * are forgotten before either is sent (refund.ts).
+ *
+ * A reservation counts at least 1 of every unit its plan counts (reservedCost): an estimate of 0 in a unit
+ * would be admitted whatever that unit's count, so a unit already at or past its limit (a debt a settle
+ * charged included) would never deny the "check first, charge after" pattern. The settle charges what was
+ * used from there, so the 1 is never kept beyond what the actual cost says.
  */
 
 /** A cost: one number for every rule, or one per unit the rules count (`{ requests: 1, tokens: 1200 }`). */
@@ -35,6 +41,11 @@ export interface Reservation {
   settle(actual: Cost): Promise<boolean>;
   /** Gives the whole estimate back (a refund). True when sent; false as for settle(). */
   cancel(): Promise<boolean>;
+}
+
+/** A reservation's estimate as counted: at least 1 of every unit (see the top of the file), in a cost's input form. */
+export function reservedCost(estimate: CallCost): Cost {
+  return typeof estimate === 'number' ? Math.max(estimate, 1) : Object.fromEntries(Object.entries(estimate.byUnit).map(([u, n]) => [u, Math.max(n, 1)]));
 }
 
 /** Reservations need the refundable script: its receipts are what a settle gives back from. */

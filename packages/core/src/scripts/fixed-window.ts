@@ -3,6 +3,7 @@ import type { Algorithm, FrameContext, PairEval, SavedValue, LuaTemplates } from
 import { hashIncarnation, hashReceipt, receiptItems, savedHash } from './hash-state';
 import { adoptLua, HASH_INCARNATION, INCARNATION_FIELD } from './incarnation';
 import { fieldBase, unitSuffix } from './units';
+import { charged, chargedLua, DEBT_SUFFIX, withDebt, withDebtLua } from './debt';
 
 /*
  * Fixed window: one counter per aligned window floor(now / W), as in the INCR + EXPIRE pattern, but all
@@ -14,6 +15,8 @@ import { fieldBase, unitSuffix } from './units';
  *   '<W>' units counted in that window, per rule window W (keyed by window, so two rules with one window
  *         share one counter); '<W>@<unit>' for rules of another unit than requests (units.ts)
  *   'i'   the key's incarnation, when a check that answers undo receipts wrote it (incarnation.ts)
+ *   '<W>~' (or '<W>@<unit>~') while a settle's charge past the limit is being paid off: the time it is
+ *         (debt.ts), counted beside the window's count until then, whichever window that falls in
  * A counter whose window floor(t / W) is not the current one is zero: the decision never depends on the
  * key's TTL. One stamp instead of an index per rule: 4 fields for 3 rules instead of 6 (less memory,
  * a shorter HSET).
@@ -33,20 +36,22 @@ import { fieldBase, unitSuffix } from './units';
  * so the PEXPIRE is skipped when the new state needs no longer, and `inc`, its incarnation.
  */
 const lua: LuaTemplates = {
-  vars: ['c'],
+  vars: ['c', 'u'],
   idVars: ['stale', 'hold', 'kept', 'inc'],
   setup: (f) => `local ${f.id}_I = floor(NOW / ${lit(f.window)})\nlocal ${f.id}_E = (${f.id}_I + 1) * ${lit(f.window)} - NOW`,
   load: (m, _ctx, v) => `local raw = redis.call('HGETALL', key)
 local t, other, stale, hold, kept, inc
-${m.fields.map((f) => `local ${v(f)('c')} = 0`).join('\n')}
+${m.fields.map((f) => `local ${v(f)('c')}, ${v(f)('u')} = 0, 0`).join('\n')}
 for k = 1, #raw, 2 do
   local name = raw[k]
   if name == 't' then t = tonumber(raw[k + 1])
   elseif name == '${INCARNATION_FIELD}' then inc = raw[k + 1]
-${m.fields.map((f) => `  elseif name == ${str(f.name)} then ${v(f)('c')} = tonumber(raw[k + 1]) or 0`).join('\n')}
+${m.fields.map((f) => `  elseif name == ${str(f.name)} then ${v(f)('c')} = tonumber(raw[k + 1]) or 0
+  elseif name == ${str(f.name + DEBT_SUFFIX)} then ${v(f)('u')} = tonumber(raw[k + 1]) or 0`).join('\n')}
   else
     other = other or {}
     other[#other + 1] = name
+    other[#other + 1] = raw[k + 1]
   end
 end
 -- each count as of the stamp t, and how long the key lives already (to the end of t's windows)
@@ -61,12 +66,19 @@ else
 end`,
   )
   .join('\n')}
--- counters of windows these rules do not have (another plan's): kept while their window is current
+-- counters of windows these rules do not have (another plan's): kept while their window is current, and
+-- their debts while they are owed
 if other then
-  for k = 1, #other do
-    local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
-    if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then
-      local left = (floor(NOW / w) + 1) * w - NOW
+  for k = 1, #other, 2 do
+    local left
+    if string.sub(other[k], -1) == '${DEBT_SUFFIX}' then
+      local u = tonumber(other[k + 1])
+      if u and u > NOW then left = u - NOW end
+    else
+      local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
+      if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then left = (floor(NOW / w) + 1) * w - NOW end
+    end
+    if left then
       if hold == nil or left > hold then hold = left end
     else
       stale = stale or {}
@@ -79,13 +91,29 @@ end`,
 if avail < 0 then avail = 0 end
 reset, retry = 0, 0
 if ${v('c')} > 0 then reset = ${r.field.id}_E end
-if ${cost} > avail then retry = ${r.field.id}_E end`,
+if ${cost} > avail then retry = ${r.field.id}_E end
+${withDebtLua(v('u'), v('c'), cost, r.limit, r.window)}`,
   commit: (f, _ctx, v) => `${v('c')} = ${v('c')} + ${f.cost}`,
+  // A settle's charge past the limit (ctx.charge) sets its debt with the limit of the mask's first rule of
+  // the field, as the twin's commit does; a debt is written while owed, and deleted once paid.
   save: (m, ctx, v) => `if stale then redis.call('HDEL', key, unpack(stale)) end
 ${adoptLua(ctx.incarnations, `redis.call('HSET', key, '${INCARNATION_FIELD}', inc)`)}
 redis.call('HSET', key, 't', fmt('%d', NOW), ${m.fields.map((f) => `${str(f.name)}, fmt('%d', ${v(f)('c')})`).join(', ')})
 local ttl = hold or 0
-${m.fields.map((f) => `if ${f.id}_E > ttl then ttl = ${f.id}_E end`).join('\n')}
+${m.fields
+  .map((f) => {
+    const u = v(f)('u');
+    const r = m.rules.find((x) => x.field === f)!;
+    return `if ${f.id}_E > ttl then ttl = ${f.id}_E end
+${ctx.charge ? `${chargedLua(u, v(f)('c'), f.cost, `${f.id}_E`, r.limit, r.window)}
+` : ''}if ${u} > NOW then
+  redis.call('HSET', key, ${str(f.name + DEBT_SUFFIX)}, fmt('%d', ${u}))
+  if ${u} - NOW > ttl then ttl = ${u} - NOW end
+elseif ${u} ~= 0 then
+  redis.call('HDEL', key, ${str(f.name + DEBT_SUFFIX)})
+end`;
+  })
+  .join('\n')}
 if kept == nil or ttl > kept then redis.call('PEXPIRE', key, ttl + PAD) end`,
   // the window consumed: '<W>:<index>'
   receipt: (f) => `${str(`${f.name}:`)} .. fmt('%d', ${f.id}_I)`,
@@ -114,6 +142,9 @@ interface State {
   n: Map<string, number>;
 }
 
+/** A field's debt: when it is paid off (debt.ts), 0 for none. */
+const debtOf = (f: Fields, name: string): number => (f.get(name + DEBT_SUFFIX) as number | undefined) ?? 0;
+
 const stamp = (f: Fields): number | undefined => f.get('t') as number | undefined;
 
 function count(st: State, name: string, w: number, now: number): number {
@@ -127,13 +158,20 @@ function evaluate(st: State, j: number, cost: number, ctx: FrameContext): PairEv
   const n = count(st, ctx.field[j]!, w, ctx.now);
   const avail = Math.max(ctx.limit[j]! - n, 0);
   const left = (Math.floor(ctx.now / w) + 1) * w - ctx.now;
-  return [avail, n > 0 ? left : 0, cost > avail ? left : 0];
+  return withDebt([avail, n > 0 ? left : 0, cost > avail ? left : 0], debtOf(st.f, ctx.field[j]!), n, cost, ctx.limit[j]!, w, ctx.now);
 }
 
 function commit(st: State, j: number, cost: number, ctx: FrameContext): void {
   const name = ctx.field[j]!;
   if (st.n.has(name)) return;
-  st.n.set(name, count(st, name, ctx.window[j]!, ctx.now) + cost);
+  const w = ctx.window[j]!;
+  const c = count(st, name, w, ctx.now) + cost;
+  st.n.set(name, c);
+  // A settle's charge past the limit: its debt (debt.ts), paid off from the end of this window.
+  if (ctx.charge) {
+    const end = (Math.floor(ctx.now / w) + 1) * w - ctx.now;
+    st.f.set(name + DEBT_SUFFIX, charged(debtOf(st.f, name), c, cost, end, ctx.limit[j]!, w, ctx.now));
+  }
 }
 
 function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<Fields> | undefined {
@@ -145,7 +183,16 @@ function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<F
   // Counters of windows these rules do not have stay while their window is current (the Lua's `hold`).
   let hold = 0;
   for (const [name, value] of st.f) {
-    if (name === 't' || name === INCARNATION_FIELD || own.has(name) || !/^\d+(@[\w-]+)?$/.test(name)) continue;
+    if (name === 't' || name === INCARNATION_FIELD || own.has(name)) continue;
+    // Debts, this call's or another plan's: kept while they are owed.
+    if (name.endsWith(DEBT_SUFFIX)) {
+      if ((value as number) > now) {
+        f.set(name, value);
+        if (!own.has(name.slice(0, -DEBT_SUFFIX.length))) hold = Math.max(hold, (value as number) - now);
+      }
+      continue;
+    }
+    if (!/^\d+(@[\w-]+)?$/.test(name)) continue;
     const w = Number(fieldBase(name));
     if (t === undefined || w < 1 || Math.floor(t / w) !== Math.floor(now / w)) continue;
     f.set(name, value);
@@ -155,7 +202,13 @@ function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<F
   const inc = st.f.get(INCARNATION_FIELD) ?? ctx.incarnation;
   if (inc !== undefined) f.set(INCARNATION_FIELD, inc);
   st.f = f;
-  return savedHash(f, js, (j) => (Math.floor(now / ctx.window[j]!) + 1) * ctx.window[j]! - now, ctx, hold);
+  return savedHash(
+    f,
+    js,
+    (j) => Math.max((Math.floor(now / ctx.window[j]!) + 1) * ctx.window[j]! - now, debtOf(f, ctx.field[j]!) - now),
+    ctx,
+    hold,
+  );
 }
 
 function receiptOf(_st: State, js: readonly number[], ctx: FrameContext): string {

@@ -4,6 +4,9 @@ import { lit } from './compiler/lua';
 import { adoptLua } from './incarnation';
 import { DEFAULT_UNIT } from '../config/rules';
 
+/** The furthest a charge dates its entries ahead of NOW: about 35 years (debt.ts), below the incarnation's -2^52. */
+const DEBT_CAP_MS = 2 ** 40;
+
 /*
  * Sliding log (the DomainTools design): one Redis list per identifier holding the timestamps (ms) of the
  * most recent admitted units, newest first, trimmed to the largest limit among the identifier's rules.
@@ -28,6 +31,11 @@ import { DEFAULT_UNIT } from '../config/rules';
  * shortens the key's TTL (another plan's windows may be longer): a check under one plan never forgets an
  * entry another plan still counts. The list's length stays at most the largest limit any rule set had.
  *
+ * A settle's charge past a rule's limit (debt.ts) dates the entries it pushes later: at the newest entry
+ * (when a debt is already owed) or NOW, plus the time the rule's limit needs for the units past it
+ * (ceil(x * W / L), the largest over the rules). A log of at most the largest limit then stays full until the
+ * whole charge is paid off at the limit's rate, however many windows that takes.
+ *
  * The key's incarnation (incarnation.ts), when a check that answers undo receipts wrote it, is the last
  * item: the incarnation negated, which every reader takes for a timestamp outside every window (it is
  * below -2^52) and which sorts after every entry. A save keeps it last.
@@ -43,14 +51,45 @@ const MAX_LOG_LIMIT = 1_000;
  */
 const maxL = (ctx: CompileContext): number => Math.max(...ctx.rules.map((r) => r.limit));
 
+/**
+ * A charge's date for its entries (the twin: chargeDate): the newest entry's, when it is still ahead of NOW
+ * (a debt is owed: the whole charge is past the limit), else NOW; plus, per rule, the time its limit needs
+ * for the units past it, the largest.
+ */
+function debtLua(ctx: CompileContext, v: (name: string) => string, cost: string): string {
+  const rules = ctx.rules.map(
+    (r) => `do
+  local n = 0
+  for i = 1, math.min(#log, ${lit(r.limit)}) do
+    if log[i] + ${lit(r.window)} > NOW then n = n + 1 end
+  end
+  local x = ${cost}
+  if not owing then x = n + ${cost} - ${lit(r.limit)} end
+  if x > 0 then
+    local s = floor((x * ${lit(r.window)} + ${lit(r.limit - 1)}) / ${lit(r.limit)})
+    if s > shift then shift = s end
+  end
+end`,
+  );
+  return `local log, shift = ${v('e')}, 0
+local owing = log[1] ~= nil and log[1] > NOW
+${rules.join('\n')}
+if shift > 0 then
+  if owing then ${v('at')} = log[1] end
+  ${v('at')} = ${v('at')} + shift
+  if ${v('at')} - NOW > ${lit(DEBT_CAP_MS)} then ${v('at')} = NOW + ${lit(DEBT_CAP_MS)} end
+end
+`;
+}
+
 const lua: LuaTemplates = {
-  vars: ['e', 'add'],
+  vars: ['e', 'add', 'at'],
   idVars: ['inc'],
   load: (m, ctx, v) => {
     const x = v(m.fields[0]!);
     return `local raw = redis.call('LRANGE', key, 0, ${lit(maxL(ctx) - 1)})
 local inc
-local ${x('e')}, ${x('add')} = {}, 0
+local ${x('e')}, ${x('add')}, ${x('at')} = {}, 0, NOW
 for i = 1, #raw do ${x('e')}[i] = tonumber(raw[i]) end`;
   },
   evaluate: ({ window: W, limit: L }, _ctx, v, cost) => `local log, n = ${v('e')}, 0
@@ -74,8 +113,8 @@ elseif ${cost} > 0 and n + ${cost} > ${lit(L)} then
 end`,
   commit: (f, ctx, v) => `local count = ${f.cost}
 if count > ${lit(maxL(ctx))} then count = ${lit(maxL(ctx))} end
-local pushed = {}
-for i = 1, count do pushed[i] = NOW end
+${ctx.charge ? debtLua(ctx, v, f.cost) : ''}local pushed = {}
+for i = 1, count do pushed[i] = ${v('at')} end
 -- copy what the list holds, not MAXL slots: a short list under a large limit stays O(its length)
 local keep = ${lit(maxL(ctx))} - count
 if #${v('e')} < keep then keep = #${v('e')} end
@@ -89,7 +128,7 @@ if add > 0 then
   local tail = redis.call('LINDEX', key, -1)
   if tail and string.sub(tail, 1, 1) == '-' then inc = string.sub(tail, 2) else tail = nil end
   ${adoptLua(ctx.incarnations, '')}
-  local now = fmt('%d', NOW)
+  local now = fmt('%d', ${x('at')})
   local left, len = add, 0
   while left > 0 do
     local batch, chunk = {}, math.min(left, 1000)
@@ -111,12 +150,12 @@ if add > 0 then
   end
   if inc and not tail then redis.call('RPUSH', key, '-' .. inc) end
   -- other plans' windows may need the key longer than these rules do: its TTL is never shortened
-  local ttl = ${lit(Math.max(...m.rules.map((r) => r.window)))} + PAD
+  local ttl = ${x('at')} - NOW + ${lit(Math.max(...m.rules.map((r) => r.window)))} + PAD
   if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
 end`;
   },
   // '<timestamp>:<entries pushed>'
-  receipt: (_f, _ctx, v) => `fmt('%d:%d', NOW, ${v('add')})`,
+  receipt: (_f, _ctx, v) => `fmt('%d:%d', ${v('at')}, ${v('add')})`,
 };
 
 /*
@@ -149,7 +188,23 @@ interface State {
   /** The newest entries, at most the largest limit: what the rules read. */
   e: number[];
   add: number;
+  /** The date of the entries a commit pushed: NOW, or later for a charge past the limit. */
+  at: number;
   done: boolean;
+}
+
+/** The twin of debtLua: the date of a charge's entries. */
+function chargeDate(st: State, cost: number, ctx: FrameContext): number {
+  const owing = st.e[0] !== undefined && st.e[0] > ctx.now;
+  let shift = 0;
+  ctx.limit.forEach((lim, j) => {
+    const w = ctx.window[j]!;
+    const n = st.e.slice(0, lim).filter((t) => t + w > ctx.now).length;
+    const x = owing ? cost : n + cost - lim;
+    if (x > 0) shift = Math.max(shift, Math.floor((x * w + (lim - 1)) / lim));
+  });
+  if (shift === 0) return ctx.now;
+  return Math.min((owing ? st.e[0]! : ctx.now) + shift, ctx.now + DEBT_CAP_MS);
 }
 
 function incarnationOf(stored: readonly number[] | undefined): string | undefined {
@@ -182,7 +237,8 @@ function commit(st: State, _j: number, cost: number, ctx: FrameContext): void {
   st.done = true;
   const maxL = maxLimit(ctx);
   const add = Math.min(cost, maxL);
-  st.e = [...new Array<number>(add).fill(ctx.now), ...st.e.slice(0, maxL - add)];
+  if (ctx.charge) st.at = chargeDate(st, cost, ctx);
+  st.e = [...new Array<number>(add).fill(st.at), ...st.e.slice(0, maxL - add)];
   st.add = add;
 }
 
@@ -192,9 +248,9 @@ function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<n
   const inc = stored ?? ctx.incarnation;
   const entries = stored === undefined ? st.all : st.all.slice(0, -1);
   const keep = Math.max(...js.map((j) => ctx.limit[j]!), entries.length);
-  const value = [...new Array<number>(st.add).fill(ctx.now), ...entries].slice(0, keep);
+  const value = [...new Array<number>(st.add).fill(st.at), ...entries].slice(0, keep);
   if (inc !== undefined) value.push(-Number(inc));
-  const ttl = Math.max(...js.map((j) => ctx.window[j]!));
+  const ttl = st.at - ctx.now + Math.max(...js.map((j) => ctx.window[j]!));
   return { value, ttlMs: ttl + ctx.pad };
 }
 
@@ -216,10 +272,10 @@ export const slidingLog: Algorithm<State, number[]> = {
   undo: {
     undo,
     incarnation,
-    twin: { receipt: (st, js, ctx) => (js.length === 0 ? '' : `${ctx.now}:${st.add}`), undo: undoOn, incarnation: incarnationOf },
+    twin: { receipt: (st, js) => (js.length === 0 ? '' : `${st.at}:${st.add}`), undo: undoOn, incarnation: incarnationOf },
   },
   twin: {
-    load: (stored, ctx) => ({ all: stored ?? [], e: (stored ?? []).slice(0, maxLimit(ctx)), add: 0, done: false }),
+    load: (stored, ctx) => ({ all: stored ?? [], e: (stored ?? []).slice(0, maxLimit(ctx)), add: 0, at: ctx.now, done: false }),
     evaluate,
     commit,
     save,

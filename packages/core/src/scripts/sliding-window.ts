@@ -1,9 +1,10 @@
 import { ConfigError } from '../kernel/errors';
-import { lit, str } from './compiler/lua';
+import { indent, lit, str } from './compiler/lua';
 import type { Algorithm, FrameContext, PairEval, SavedValue, LuaTemplates } from './types';
 import { hashIncarnation, hashReceipt, receiptItems, savedHash } from './hash-state';
 import { adoptLua, HASH_INCARNATION, INCARNATION_FIELD } from './incarnation';
 import { unitSuffix } from './units';
+import { charged, chargedLua, withDebt, withDebtLua } from './debt';
 
 /*
  * Sliding window as a ring of time buckets (the Redback design): a rule's window W is cut into P buckets
@@ -17,7 +18,9 @@ import { unitSuffix } from './units';
  *   last, c[0], c[1], ..., c[P]    last = the newest bucket written; c[k] = the count of bucket last - k
  * The counts are kept newest first, so reading the ring needs no modular arithmetic: when the current
  * bucket is d buckets past `last`, c[k] has age d + k and only c[0 .. P - d] are still in the window.
- * Advancing shifts the counts by d. MessagePack because Redis's cmsgpack decodes a ring in one C call:
+ * Advancing shifts the counts by d. While a settle's charge past the limit is being paid off, one more
+ * integer follows the counts: the time it is (debt.ts), counted beside the ring's sum until then.
+ * MessagePack because Redis's cmsgpack decodes a ring in one C call:
  * layout 1 kept '<last>,<c0>,...' text, and splitting it with string.gmatch cost ~40 µs of Redis CPU per
  * check of 3 rules x 2 identifiers, more than everything else the script does. Small counts take one
  * byte each, so a ring of precision 10 is about 20 bytes.
@@ -42,7 +45,7 @@ import { unitSuffix } from './units';
  * bucket leaves), so the PEXPIRE is skipped when the new state needs no longer, and `inc`, its incarnation.
  */
 const lua: LuaTemplates = {
-  vars: ['r', 'n', 'd', 'y'],
+  vars: ['r', 'n', 'd', 'y', 'u'],
   idVars: ['kept', 'inc'],
   setup: (f) => `local ${f.id}_cur = floor(NOW / ${lit(f.window / f.precision)})`,
   load: (m, _ctx, v) => `local raw = redis.call('HMGET', key, ${m.fields.map((f) => str(f.name)).join(', ')}, '${INCARNATION_FIELD}')
@@ -51,10 +54,11 @@ local inc = raw[${m.fields.length + 1}] or nil
 ${m.fields
   .map((f, k) => {
     const x = v(f);
-    return `local ${x('r')}, ${x('n')}, ${x('d')}, ${x('y')} = nil, 0, 0, nil
+    return `local ${x('r')}, ${x('n')}, ${x('d')}, ${x('y')}, ${x('u')} = nil, 0, 0, nil, 0
 if raw[${k + 1}] then
   local r = { cmsgpack.unpack(raw[${k + 1}]) }
   ${x('r')} = r
+  ${x('u')} = r[${lit(f.precision + 3)}] or 0
   ${x('d')} = ${f.id}_cur - r[1]
   local top = ${lit(f.precision + 2)}
   if ${x('d')} > 0 then top = top - ${x('d')} end
@@ -97,7 +101,8 @@ elseif ${cost} > 0 and ${v('n')} + ${cost} > ${lit(limit)} then
       break
     end
   end
-end`;
+end
+${withDebtLua(v('u'), v('n'), cost, limit, window)}`;
   },
   commit: ({ id, precision, cost }, _ctx, v) => `if not ${v('r')} then ${v('r')} = { ${id}_cur${', 0'.repeat(precision + 1)} } end
 if ${v('d')} > 0 then
@@ -111,17 +116,29 @@ end
 ${v('r')}[2] = ${v('r')}[2] + ${cost}
 ${v('n')} = ${v('n')} + ${cost}
 if ${cost} > 0 then ${v('y')} = 2 end`,
-  save: (m, ctx, v) => `${adoptLua(ctx.incarnations, `redis.call('HSET', key, '${INCARNATION_FIELD}', inc)`)}
-redis.call('HSET', key, ${m.fields.map((f) => `${str(f.name)}, cmsgpack.pack(unpack(${v(f)('r')}, 1, ${lit(f.precision + 2)}))`).join(', ')})
-local ttl = 0
+  // A settle's charge past the limit (ctx.charge) sets its debt with the limit of the mask's first rule of
+  // the ring, as the twin's commit does, paid off from when the current bucket leaves; a ring carries its
+  // debt while it is owed.
+  save: (m, ctx, v) => `local ttl = 0
 ${m.fields
-  .map(
-    (f) => `do
-  local left = (${v(f)('r')}[1] + ${lit(f.precision + 1)}) * ${lit(f.window / f.precision)} - NOW
+  .map((f) => {
+    const [r, u] = [v(f)('r'), v(f)('u')];
+    const rule = m.rules.find((x) => x.field === f)!;
+    return `do
+  local left = (${r}[1] + ${lit(f.precision + 1)}) * ${lit(f.window / f.precision)} - NOW
+${ctx.charge ? `${indent(chargedLua(u, v(f)('n'), f.cost, 'left', rule.limit, rule.window), 2)}
+` : ''}  if ${u} > NOW then
+    ${r}[${lit(f.precision + 3)}] = ${u}
+    if ${u} - NOW > left then left = ${u} - NOW end
+  else
+    ${r}[${lit(f.precision + 3)}] = nil
+  end
   if left > ttl then ttl = left end
-end`,
-  )
+end`;
+  })
   .join('\n')}
+${adoptLua(ctx.incarnations, `redis.call('HSET', key, '${INCARNATION_FIELD}', inc)`)}
+redis.call('HSET', key, ${m.fields.map((f) => `${str(f.name)}, cmsgpack.pack(unpack(${v(f)('r')}))`).join(', ')})
 -- other plans' rings may need the key longer than these rules do: its TTL is never shortened
 if (kept == nil or ttl > kept) and redis.call('PTTL', key) < ttl + PAD then redis.call('PEXPIRE', key, ttl + PAD) end`,
   // the bucket the cost went into: '<W>:<P>:<bucket>'
@@ -142,7 +159,7 @@ local function fg_undo(key, receipt, cost)
         local c = r[k] - cost(sfx)
         if c < 0 then c = 0 end
         r[k] = c
-        redis.call('HSET', key, name, cmsgpack.pack(unpack(r, 1, n)))
+        redis.call('HSET', key, name, cmsgpack.pack(unpack(r)))
       end
     end
   end
@@ -153,6 +170,8 @@ end
 interface Ring {
   last: number;
   c: number[];
+  /** While a debt is owed: when it is paid off (debt.ts). */
+  u?: number;
 }
 type Rings = Map<string, Ring>;
 /** The stored hash: the rings by field, and the incarnation ('i') as text. */
@@ -221,7 +240,7 @@ function evaluate(st: State, j: number, cost: number, ctx: FrameContext): PairEv
       }
     }
   }
-  return [Math.max(lim - m.n, 0), reset, retry];
+  return withDebt([Math.max(lim - m.n, 0), reset, retry], st.f.get(ringName(j, ctx))?.u ?? 0, m.n, cost, lim, ctx.window[j]!, ctx.now);
 }
 
 function commit(st: State, j: number, cost: number, ctx: FrameContext): void {
@@ -242,11 +261,21 @@ function commit(st: State, j: number, cost: number, ctx: FrameContext): void {
   r.c[0]! += cost;
   m.n += cost;
   if (cost > 0) m.y = 0;
+  // A settle's charge past the limit: its debt (debt.ts), paid off from when this bucket leaves the window.
+  if (ctx.charge) {
+    const u = charged(r.u ?? 0, m.n, cost, (r.last + p + 1) * (ctx.window[j]! / p) - ctx.now, ctx.limit[j]!, ctx.window[j]!, ctx.now);
+    if (u > 0) r.u = u;
+  }
 }
 
 function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<Stored> | undefined {
   if (js.length === 0) return undefined;
   st.inc ??= ctx.incarnation;
+  // A ring carries its debt while it is owed.
+  for (const j of js) {
+    const r = st.f.get(ringName(j, ctx))!;
+    if (r.u !== undefined && r.u <= ctx.now) delete r.u;
+  }
   const value: Stored = new Map(st.f);
   if (st.inc !== undefined) value.set(INCARNATION_FIELD, st.inc);
   return savedHash(
@@ -254,7 +283,8 @@ function save(st: State, js: readonly number[], ctx: FrameContext): SavedValue<S
     js,
     (j) => {
       const p = ctx.precision[j]!;
-      return (st.f.get(ringName(j, ctx))!.last + p + 1) * (ctx.window[j]! / p) - ctx.now;
+      const r = st.f.get(ringName(j, ctx))!;
+      return Math.max((r.last + p + 1) * (ctx.window[j]! / p) - ctx.now, (r.u ?? 0) - ctx.now);
     },
     ctx,
   );
@@ -289,7 +319,7 @@ export const slidingWindow: Algorithm<State, Stored> = {
       let inc: string | undefined;
       for (const [k, r] of stored ?? []) {
         if (typeof r === 'string') inc = r;
-        else f.set(k, { last: r.last, c: [...r.c] });
+        else f.set(k, r.u === undefined ? { last: r.last, c: [...r.c] } : { last: r.last, c: [...r.c], u: r.u });
       }
       return { f, inc, done: new Set(), memo: new Map() };
     },

@@ -4,6 +4,7 @@ import type { Algorithm, FrameContext, PairEval, SavedValue, LuaTemplates } from
 import { hashIncarnation, hashReceipt, receiptItems, savedHash } from './hash-state';
 import { adoptLua, HASH_INCARNATION, INCARNATION_FIELD } from './incarnation';
 import { unitSuffix } from './units';
+import { debtCapMs } from './debt';
 
 /*
  * Token bucket as GCRA, the Generic Cell Rate Algorithm (ITU-T I.371; the form popularised by
@@ -72,7 +73,7 @@ if ${cost} > ${lit(C)} then
 elseif ${cost} > 0 and ${v('d')} + ${cost} * ${lit(W)} > ${lit(C * W)} then
   retry = floor((${v('d')} + ${cost} * ${lit(W)} - ${lit(C * W)} + ${lit(L)} - 1) / ${lit(L)})
 end`,
-  // A charge (a settle past the estimate) is owed up to one window beyond an empty bucket: (C + L) * W.
+  // A charge (a settle past the estimate) is owed past an empty bucket, however far (maxDebt).
   commit: ({ window: W, burst: C, limit: L, cost }, ctx, v) => `local k = ${cost}
 ${
   ctx.charge
@@ -80,7 +81,7 @@ ${
     : `if k > ${lit(C)} then k = ${lit(C)} end
 `
 }local debt = ${v('d')} + k * ${lit(W)}
-if debt > ${lit((ctx.charge ? C + L : C) * W)} then debt = ${lit((ctx.charge ? C + L : C) * W)} end
+if debt > ${lit(ctx.charge ? maxDebt(W, L, C) : C * W)} then debt = ${lit(ctx.charge ? maxDebt(W, L, C) : C * W)} end
 -- a debt charged past empty (a settle) is never lowered by a commit
 if debt < ${v('d')} then debt = ${v('d')} end
 ${v('add')} = debt - ${v('d')}
@@ -124,6 +125,13 @@ local function fg_undo(key, receipt, cost)
   end
 end
 `;
+
+/**
+ * The largest debt in ticks a charge leaves (docs/budgets.md): paid off at the limit's rate, one unit every
+ * W / L ms, however many windows that takes, up to debtCapMs (about 35 years), and small enough that a
+ * check's d + cost * W stays an exact integer.
+ */
+const maxDebt = (W: number, L: number, C: number): number => Math.min(Number.MAX_SAFE_INTEGER - C * W, debtCapMs(L) * L);
 
 interface Tat {
   a: number;
@@ -169,9 +177,9 @@ function commit(st: State, j: number, cost: number, ctx: FrameContext): void {
   const lim = ctx.limit[j]!;
   const cap = ctx.burst[j]!;
   const debt0 = debt(st, j, ctx);
-  // A charge (settle.ts) is owed up to one window beyond an empty bucket, as the Lua's commit.
+  // A charge (settle.ts) is owed past an empty bucket, however far (maxDebt), as the Lua's commit.
   // A debt charged past empty (a settle) is never lowered by a commit.
-  const d = Math.max(ctx.charge ? Math.min(debt0 + cost * w, (cap + lim) * w) : Math.min(debt0 + Math.min(cost, cap) * w, cap * w), debt0);
+  const d = Math.max(ctx.charge ? Math.min(debt0 + cost * w, maxDebt(w, lim, cap)) : Math.min(debt0 + Math.min(cost, cap) * w, cap * w), debt0);
   const q = Math.floor(d / lim);
   st.f.set(name, { a: ctx.now + q, r: d - q * lim });
   st.inc.set(name, d - debt0);

@@ -64,11 +64,14 @@ describe.each<AlgorithmName>(['fixed-window', 'sliding-window', 'sliding-log', '
         expect(await r.settle(25)).toBe(true);
         expect(await remaining(limiter)).toBe(0);
         expect((await limiter.check('user:1', { cost: 1 })).allowed).toBe(false);
-        // Half a window on, still denied: for a window the excess stays in it; for the bucket the debt
-        // (at most a window beyond empty) drains.
+        // 25 against 10 a minute: the 15 past the limit are paid off at the limit's rate, 1.5 windows after
+        // the window lets go of the charge, however many windows that takes (a debt is never forgotten
+        // with the window it was charged in).
         now += 30_000;
         expect((await limiter.check('user:1', { cost: 1 })).allowed).toBe(false);
         now += 61_000;
+        expect((await limiter.check('user:1', { cost: 1 })).allowed).toBe(false);
+        now = T0 + 160_000;
         expect((await limiter.check('user:1', { cost: 1 })).allowed).toBe(true);
       } finally {
         await limiter.close();

@@ -1,5 +1,5 @@
 -- Golden copy, generated: fixed-window, one rule: the batch script, the check script wrapped to run a turn's checks in one call.
--- The script as a limiter sends it to Redis (EVALSHA fe514e6eb542e9fd5323b1108260ec59f2e0526c); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA c7f292c54dc44a2c5b870558b52e32f1f364ac08); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'fixed-window', limits: { limit: 10, window: '1m' } }, { script: 'batch' })
 -- or from the command line:
 --   npx floodgate script --algorithm fixed-window --limits 10/1m --batch
@@ -71,15 +71,17 @@ for i = 1, NIDS do
   if mask == '1' then
     local raw = redis.call('HGETALL', key)
     local t, other, stale, hold, kept, inc
-    local f1_c = 0
+    local f1_c, f1_u = 0, 0
     for k = 1, #raw, 2 do
       local name = raw[k]
       if name == 't' then t = tonumber(raw[k + 1])
       elseif name == 'i' then inc = raw[k + 1]
       elseif name == "60000" then f1_c = tonumber(raw[k + 1]) or 0
+      elseif name == "60000~" then f1_u = tonumber(raw[k + 1]) or 0
       else
         other = other or {}
         other[#other + 1] = name
+        other[#other + 1] = raw[k + 1]
       end
     end
     -- each count as of the stamp t, and how long the key lives already (to the end of t's windows)
@@ -90,12 +92,19 @@ for i = 1, NIDS do
       local had = (h + 1) * 60000 - NOW
       if kept == nil or had > kept then kept = had end
     end
-    -- counters of windows these rules do not have (another plan's): kept while their window is current
+    -- counters of windows these rules do not have (another plan's): kept while their window is current, and
+    -- their debts while they are owed
     if other then
-      for k = 1, #other do
-        local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
-        if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then
-          local left = (floor(NOW / w) + 1) * w - NOW
+      for k = 1, #other, 2 do
+        local left
+        if string.sub(other[k], -1) == '~' then
+          local u = tonumber(other[k + 1])
+          if u and u > NOW then left = u - NOW end
+        else
+          local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
+          if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then left = (floor(NOW / w) + 1) * w - NOW end
+        end
+        if left then
           if hold == nil or left > hold then hold = left end
         else
           stale = stale or {}
@@ -110,11 +119,23 @@ for i = 1, NIDS do
       reset, retry = 0, 0
       if f1_c > 0 then reset = f1_E end
       if COST > avail then retry = f1_E end
+      if f1_u > NOW then
+        local owe = floor(((f1_u - NOW) * 10 + 59999) / 60000)
+        avail = avail - owe
+        if avail < 0 then avail = 0 end
+        if f1_u - NOW > reset then reset = f1_u - NOW end
+        if COST > 0 and COST <= 10 and f1_c + owe + COST > 10 then
+          local room = 10 - COST - f1_c
+          if room < 0 then room = 10 - COST end
+          local t = f1_u - NOW - floor(room * 60000 / 10)
+          if t > retry then retry = t end
+        end
+      end
     end
     out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
     e = e + 3
     if retry > 0 then ok = false end
-    S[i] = { stale, hold, kept, inc, f1_c }
+    S[i] = { stale, hold, kept, inc, f1_c, f1_u }
   else
     return redis.error_reply('ERR floodgate: no plan for rule mask ' .. tostring(mask))
   end
@@ -127,7 +148,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
     local key, mask, s = KEYS[2 * i - 1], ARGV[MASKS + i], S[i]
     if s then
       if mask == '1' then
-        local stale, hold, kept, inc, f1_c = unpack(s, 1, 5)
+        local stale, hold, kept, inc, f1_c, f1_u = unpack(s, 1, 6)
         do -- field f1
           f1_c = f1_c + COST
         end
@@ -136,6 +157,12 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
         redis.call('HSET', key, 't', fmt('%d', NOW), "60000", fmt('%d', f1_c))
         local ttl = hold or 0
         if f1_E > ttl then ttl = f1_E end
+        if f1_u > NOW then
+          redis.call('HSET', key, "60000~", fmt('%d', f1_u))
+          if f1_u - NOW > ttl then ttl = f1_u - NOW end
+        elseif f1_u ~= 0 then
+          redis.call('HDEL', key, "60000~")
+        end
         if kept == nil or ttl > kept then redis.call('PEXPIRE', key, ttl + PAD) end
         do -- rule r1
           avail = 10 - f1_c
@@ -143,6 +170,18 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           reset, retry = 0, 0
           if f1_c > 0 then reset = f1_E end
           if after > avail then retry = f1_E end
+          if f1_u > NOW then
+            local owe = floor(((f1_u - NOW) * 10 + 59999) / 60000)
+            avail = avail - owe
+            if avail < 0 then avail = 0 end
+            if f1_u - NOW > reset then reset = f1_u - NOW end
+            if after > 0 and after <= 10 and f1_c + owe + after > 10 then
+              local room = 10 - after - f1_c
+              if room < 0 then room = 10 - after end
+              local t = f1_u - NOW - floor(room * 60000 / 10)
+              if t > retry then retry = t end
+            end
+          end
         end
         out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
         e = e + 3

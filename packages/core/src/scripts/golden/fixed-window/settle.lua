@@ -1,5 +1,5 @@
 -- Golden copy, generated: fixed-window, one rule of tokens, refunds: true: the settle script of a reservation (give back part, charge past).
--- The script as a limiter sends it to Redis (EVALSHA eef222f3fe594a81f8824892a8678abe44ed39bc); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 02142ae71db29fa4a78c82535c07ac3ddc4f75a6); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'fixed-window', limits: { limit: 1000, window: '1m', unit: 'tokens' }, refunds: true }, { script: 'settle' })
 -- or from the command line:
 --   npx floodgate script --algorithm fixed-window --limits '1000/1m unit tokens' --refunds --settle
@@ -88,15 +88,17 @@ for i = 1, #KEYS do
     if mask == '1' then
       local raw = redis.call('HGETALL', key)
       local t, other, stale, hold, kept, inc
-      local f1_c = 0
+      local f1_c, f1_u = 0, 0
       for k = 1, #raw, 2 do
         local name = raw[k]
         if name == 't' then t = tonumber(raw[k + 1])
         elseif name == 'i' then inc = raw[k + 1]
         elseif name == "60000@tokens" then f1_c = tonumber(raw[k + 1]) or 0
+        elseif name == "60000@tokens~" then f1_u = tonumber(raw[k + 1]) or 0
         else
           other = other or {}
           other[#other + 1] = name
+          other[#other + 1] = raw[k + 1]
         end
       end
       -- each count as of the stamp t, and how long the key lives already (to the end of t's windows)
@@ -107,12 +109,19 @@ for i = 1, #KEYS do
         local had = (h + 1) * 60000 - NOW
         if kept == nil or had > kept then kept = had end
       end
-      -- counters of windows these rules do not have (another plan's): kept while their window is current
+      -- counters of windows these rules do not have (another plan's): kept while their window is current, and
+      -- their debts while they are owed
       if other then
-        for k = 1, #other do
-          local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
-          if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then
-            local left = (floor(NOW / w) + 1) * w - NOW
+        for k = 1, #other, 2 do
+          local left
+          if string.sub(other[k], -1) == '~' then
+            local u = tonumber(other[k + 1])
+            if u and u > NOW then left = u - NOW end
+          else
+            local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
+            if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then left = (floor(NOW / w) + 1) * w - NOW end
+          end
+          if left then
             if hold == nil or left > hold then hold = left end
           else
             stale = stale or {}
@@ -132,6 +141,22 @@ for i = 1, #KEYS do
       redis.call('HSET', key, 't', fmt('%d', NOW), "60000@tokens", fmt('%d', f1_c))
       local ttl = hold or 0
       if f1_E > ttl then ttl = f1_E end
+      if COST > 0 then
+        local x = COST
+        if f1_u <= NOW then x = f1_c - 1000 end
+        if x > 0 then
+          local from = NOW + f1_E
+          if f1_u > from then from = f1_u end
+          f1_u = from + floor((x * 60000 + 999) / 1000)
+          if f1_u - NOW > 1099511627776 then f1_u = NOW + 1099511627776 end
+        end
+      end
+      if f1_u > NOW then
+        redis.call('HSET', key, "60000@tokens~", fmt('%d', f1_u))
+        if f1_u - NOW > ttl then ttl = f1_u - NOW end
+      elseif f1_u ~= 0 then
+        redis.call('HDEL', key, "60000@tokens~")
+      end
       if kept == nil or ttl > kept then redis.call('PEXPIRE', key, ttl + PAD) end
     end
   end

@@ -1,5 +1,5 @@
 -- Golden copy, generated: fixed-window, eight rules on three identifier kinds: the shared shape, a function per rule and field.
--- The script as a limiter sends it to Redis (EVALSHA 84aae99f4651ca4e76b2c7797b0c72f25cabd16e); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA a416495e387b7ca2167c829b4512267413229a21); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'fixed-window', limits: [{ limit: 10, window: '1s' }, { limit: 100, window: '1m' }, { limit: 500, window: '1h' }, { limit: 1000, window: '1d' }, { limit: 50, window: '1m', for: 'user' }, { limit: 200, window: '1h', for: 'user' }, { limit: 50, window: '1m', for: 'key' }, { limit: 200, window: '1h', for: 'key' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm fixed-window --limits '10/1s, 100/1m, 500/1h, 1000/1d, 50/1m for user, 200/1h for user, 50/1m for key, 200/1h for key'
@@ -60,115 +60,211 @@ local e
 local F = {}
 
 -- rule r1: 10 per 1s (field f1)
-function F.r1_eval(c, cost)
+function F.r1_eval(c, u, cost)
   local avail, reset, retry
   avail = 10 - c
   if avail < 0 then avail = 0 end
   reset, retry = 0, 0
   if c > 0 then reset = f1_E end
   if cost > avail then retry = f1_E end
+  if u > NOW then
+    local owe = floor(((u - NOW) * 10 + 999) / 1000)
+    avail = avail - owe
+    if avail < 0 then avail = 0 end
+    if u - NOW > reset then reset = u - NOW end
+    if cost > 0 and cost <= 10 and c + owe + cost > 10 then
+      local room = 10 - cost - c
+      if room < 0 then room = 10 - cost end
+      local t = u - NOW - floor(room * 1000 / 10)
+      if t > retry then retry = t end
+    end
+  end
   return avail, reset, retry
 end
 
 -- rule r2: 100 per 1m (field f2)
-function F.r2_eval(c, cost)
+function F.r2_eval(c, u, cost)
   local avail, reset, retry
   avail = 100 - c
   if avail < 0 then avail = 0 end
   reset, retry = 0, 0
   if c > 0 then reset = f2_E end
   if cost > avail then retry = f2_E end
+  if u > NOW then
+    local owe = floor(((u - NOW) * 100 + 59999) / 60000)
+    avail = avail - owe
+    if avail < 0 then avail = 0 end
+    if u - NOW > reset then reset = u - NOW end
+    if cost > 0 and cost <= 100 and c + owe + cost > 100 then
+      local room = 100 - cost - c
+      if room < 0 then room = 100 - cost end
+      local t = u - NOW - floor(room * 60000 / 100)
+      if t > retry then retry = t end
+    end
+  end
   return avail, reset, retry
 end
 
 -- rule r3: 500 per 1h (field f3)
-function F.r3_eval(c, cost)
+function F.r3_eval(c, u, cost)
   local avail, reset, retry
   avail = 500 - c
   if avail < 0 then avail = 0 end
   reset, retry = 0, 0
   if c > 0 then reset = f3_E end
   if cost > avail then retry = f3_E end
+  if u > NOW then
+    local owe = floor(((u - NOW) * 500 + 3599999) / 3600000)
+    avail = avail - owe
+    if avail < 0 then avail = 0 end
+    if u - NOW > reset then reset = u - NOW end
+    if cost > 0 and cost <= 500 and c + owe + cost > 500 then
+      local room = 500 - cost - c
+      if room < 0 then room = 500 - cost end
+      local t = u - NOW - floor(room * 3600000 / 500)
+      if t > retry then retry = t end
+    end
+  end
   return avail, reset, retry
 end
 
 -- rule r4: 1000 per 1d (field f4)
-function F.r4_eval(c, cost)
+function F.r4_eval(c, u, cost)
   local avail, reset, retry
   avail = 1000 - c
   if avail < 0 then avail = 0 end
   reset, retry = 0, 0
   if c > 0 then reset = f4_E end
   if cost > avail then retry = f4_E end
+  if u > NOW then
+    local owe = floor(((u - NOW) * 1000 + 86399999) / 86400000)
+    avail = avail - owe
+    if avail < 0 then avail = 0 end
+    if u - NOW > reset then reset = u - NOW end
+    if cost > 0 and cost <= 1000 and c + owe + cost > 1000 then
+      local room = 1000 - cost - c
+      if room < 0 then room = 1000 - cost end
+      local t = u - NOW - floor(room * 86400000 / 1000)
+      if t > retry then retry = t end
+    end
+  end
   return avail, reset, retry
 end
 
 -- rule r5: 50 per 1m (field f2)
-function F.r5_eval(c, cost)
+function F.r5_eval(c, u, cost)
   local avail, reset, retry
   avail = 50 - c
   if avail < 0 then avail = 0 end
   reset, retry = 0, 0
   if c > 0 then reset = f2_E end
   if cost > avail then retry = f2_E end
+  if u > NOW then
+    local owe = floor(((u - NOW) * 50 + 59999) / 60000)
+    avail = avail - owe
+    if avail < 0 then avail = 0 end
+    if u - NOW > reset then reset = u - NOW end
+    if cost > 0 and cost <= 50 and c + owe + cost > 50 then
+      local room = 50 - cost - c
+      if room < 0 then room = 50 - cost end
+      local t = u - NOW - floor(room * 60000 / 50)
+      if t > retry then retry = t end
+    end
+  end
   return avail, reset, retry
 end
 
 -- rule r6: 200 per 1h (field f3)
-function F.r6_eval(c, cost)
+function F.r6_eval(c, u, cost)
   local avail, reset, retry
   avail = 200 - c
   if avail < 0 then avail = 0 end
   reset, retry = 0, 0
   if c > 0 then reset = f3_E end
   if cost > avail then retry = f3_E end
+  if u > NOW then
+    local owe = floor(((u - NOW) * 200 + 3599999) / 3600000)
+    avail = avail - owe
+    if avail < 0 then avail = 0 end
+    if u - NOW > reset then reset = u - NOW end
+    if cost > 0 and cost <= 200 and c + owe + cost > 200 then
+      local room = 200 - cost - c
+      if room < 0 then room = 200 - cost end
+      local t = u - NOW - floor(room * 3600000 / 200)
+      if t > retry then retry = t end
+    end
+  end
   return avail, reset, retry
 end
 
 -- rule r7: 50 per 1m (field f2)
-function F.r7_eval(c, cost)
+function F.r7_eval(c, u, cost)
   local avail, reset, retry
   avail = 50 - c
   if avail < 0 then avail = 0 end
   reset, retry = 0, 0
   if c > 0 then reset = f2_E end
   if cost > avail then retry = f2_E end
+  if u > NOW then
+    local owe = floor(((u - NOW) * 50 + 59999) / 60000)
+    avail = avail - owe
+    if avail < 0 then avail = 0 end
+    if u - NOW > reset then reset = u - NOW end
+    if cost > 0 and cost <= 50 and c + owe + cost > 50 then
+      local room = 50 - cost - c
+      if room < 0 then room = 50 - cost end
+      local t = u - NOW - floor(room * 60000 / 50)
+      if t > retry then retry = t end
+    end
+  end
   return avail, reset, retry
 end
 
 -- rule r8: 200 per 1h (field f3)
-function F.r8_eval(c, cost)
+function F.r8_eval(c, u, cost)
   local avail, reset, retry
   avail = 200 - c
   if avail < 0 then avail = 0 end
   reset, retry = 0, 0
   if c > 0 then reset = f3_E end
   if cost > avail then retry = f3_E end
+  if u > NOW then
+    local owe = floor(((u - NOW) * 200 + 3599999) / 3600000)
+    avail = avail - owe
+    if avail < 0 then avail = 0 end
+    if u - NOW > reset then reset = u - NOW end
+    if cost > 0 and cost <= 200 and c + owe + cost > 200 then
+      local room = 200 - cost - c
+      if room < 0 then room = 200 - cost end
+      local t = u - NOW - floor(room * 3600000 / 200)
+      if t > retry then retry = t end
+    end
+  end
   return avail, reset, retry
 end
 
 -- field f1 = "1000"
-function F.f1_commit(c)
+function F.f1_commit(c, u)
   c = c + COST
-  return c
+  return c, u
 end
 
 -- field f2 = "60000"
-function F.f2_commit(c)
+function F.f2_commit(c, u)
   c = c + COST
-  return c
+  return c, u
 end
 
 -- field f3 = "3600000"
-function F.f3_commit(c)
+function F.f3_commit(c, u)
   c = c + COST
-  return c
+  return c, u
 end
 
 -- field f4 = "86400000"
-function F.f4_commit(c)
+function F.f4_commit(c, u)
   c = c + COST
-  return c
+  return c, u
 end
 
 -- mask m1 '11110000': rules r1, r2, r3, r4
@@ -176,21 +272,26 @@ function F.m1_check(key)
   local avail, reset, retry
   local raw = redis.call('HGETALL', key)
   local t, other, stale, hold, kept, inc
-  local f1_c = 0
-  local f2_c = 0
-  local f3_c = 0
-  local f4_c = 0
+  local f1_c, f1_u = 0, 0
+  local f2_c, f2_u = 0, 0
+  local f3_c, f3_u = 0, 0
+  local f4_c, f4_u = 0, 0
   for k = 1, #raw, 2 do
     local name = raw[k]
     if name == 't' then t = tonumber(raw[k + 1])
     elseif name == 'i' then inc = raw[k + 1]
     elseif name == "1000" then f1_c = tonumber(raw[k + 1]) or 0
+    elseif name == "1000~" then f1_u = tonumber(raw[k + 1]) or 0
     elseif name == "60000" then f2_c = tonumber(raw[k + 1]) or 0
+    elseif name == "60000~" then f2_u = tonumber(raw[k + 1]) or 0
     elseif name == "3600000" then f3_c = tonumber(raw[k + 1]) or 0
+    elseif name == "3600000~" then f3_u = tonumber(raw[k + 1]) or 0
     elseif name == "86400000" then f4_c = tonumber(raw[k + 1]) or 0
+    elseif name == "86400000~" then f4_u = tonumber(raw[k + 1]) or 0
     else
       other = other or {}
       other[#other + 1] = name
+      other[#other + 1] = raw[k + 1]
     end
   end
   -- each count as of the stamp t, and how long the key lives already (to the end of t's windows)
@@ -222,12 +323,19 @@ function F.m1_check(key)
     local had = (h + 1) * 86400000 - NOW
     if kept == nil or had > kept then kept = had end
   end
-  -- counters of windows these rules do not have (another plan's): kept while their window is current
+  -- counters of windows these rules do not have (another plan's): kept while their window is current, and
+  -- their debts while they are owed
   if other then
-    for k = 1, #other do
-      local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
-      if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then
-        local left = (floor(NOW / w) + 1) * w - NOW
+    for k = 1, #other, 2 do
+      local left
+      if string.sub(other[k], -1) == '~' then
+        local u = tonumber(other[k + 1])
+        if u and u > NOW then left = u - NOW end
+      else
+        local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
+        if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then left = (floor(NOW / w) + 1) * w - NOW end
+      end
+      if left then
         if hold == nil or left > hold then hold = left end
       else
         stale = stale or {}
@@ -236,53 +344,77 @@ function F.m1_check(key)
     end
     if hold and (kept == nil or hold > kept) then kept = hold end
   end
-  avail, reset, retry = F.r1_eval(f1_c, COST)
+  avail, reset, retry = F.r1_eval(f1_c, f1_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r2_eval(f2_c, COST)
+  avail, reset, retry = F.r2_eval(f2_c, f2_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r3_eval(f3_c, COST)
+  avail, reset, retry = F.r3_eval(f3_c, f3_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r4_eval(f4_c, COST)
+  avail, reset, retry = F.r4_eval(f4_c, f4_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  return { stale, hold, kept, inc, f1_c, f2_c, f3_c, f4_c }
+  return { stale, hold, kept, inc, f1_c, f1_u, f2_c, f2_u, f3_c, f3_u, f4_c, f4_u }
 end
 function F.m1_commit(key, s, after)
   local avail, reset, retry
-  local stale, hold, kept, inc, f1_c, f2_c, f3_c, f4_c = unpack(s, 1, 8)
-  f1_c = F.f1_commit(f1_c)
-  f2_c = F.f2_commit(f2_c)
-  f3_c = F.f3_commit(f3_c)
-  f4_c = F.f4_commit(f4_c)
+  local stale, hold, kept, inc, f1_c, f1_u, f2_c, f2_u, f3_c, f3_u, f4_c, f4_u = unpack(s, 1, 12)
+  f1_c, f1_u = F.f1_commit(f1_c, f1_u)
+  f2_c, f2_u = F.f2_commit(f2_c, f2_u)
+  f3_c, f3_u = F.f3_commit(f3_c, f3_u)
+  f4_c, f4_u = F.f4_commit(f4_c, f4_u)
   if stale then redis.call('HDEL', key, unpack(stale)) end
 
   redis.call('HSET', key, 't', fmt('%d', NOW), "1000", fmt('%d', f1_c), "60000", fmt('%d', f2_c), "3600000", fmt('%d', f3_c), "86400000", fmt('%d', f4_c))
   local ttl = hold or 0
   if f1_E > ttl then ttl = f1_E end
+  if f1_u > NOW then
+    redis.call('HSET', key, "1000~", fmt('%d', f1_u))
+    if f1_u - NOW > ttl then ttl = f1_u - NOW end
+  elseif f1_u ~= 0 then
+    redis.call('HDEL', key, "1000~")
+  end
   if f2_E > ttl then ttl = f2_E end
+  if f2_u > NOW then
+    redis.call('HSET', key, "60000~", fmt('%d', f2_u))
+    if f2_u - NOW > ttl then ttl = f2_u - NOW end
+  elseif f2_u ~= 0 then
+    redis.call('HDEL', key, "60000~")
+  end
   if f3_E > ttl then ttl = f3_E end
+  if f3_u > NOW then
+    redis.call('HSET', key, "3600000~", fmt('%d', f3_u))
+    if f3_u - NOW > ttl then ttl = f3_u - NOW end
+  elseif f3_u ~= 0 then
+    redis.call('HDEL', key, "3600000~")
+  end
   if f4_E > ttl then ttl = f4_E end
+  if f4_u > NOW then
+    redis.call('HSET', key, "86400000~", fmt('%d', f4_u))
+    if f4_u - NOW > ttl then ttl = f4_u - NOW end
+  elseif f4_u ~= 0 then
+    redis.call('HDEL', key, "86400000~")
+  end
   if kept == nil or ttl > kept then redis.call('PEXPIRE', key, ttl + PAD) end
-  avail, reset, retry = F.r1_eval(f1_c, after)
+  avail, reset, retry = F.r1_eval(f1_c, f1_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r2_eval(f2_c, after)
+  avail, reset, retry = F.r2_eval(f2_c, f2_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r3_eval(f3_c, after)
+  avail, reset, retry = F.r3_eval(f3_c, f3_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r4_eval(f4_c, after)
+  avail, reset, retry = F.r4_eval(f4_c, f4_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
@@ -293,21 +425,26 @@ function F.m2_check(key)
   local avail, reset, retry
   local raw = redis.call('HGETALL', key)
   local t, other, stale, hold, kept, inc
-  local f1_c = 0
-  local f2_c = 0
-  local f3_c = 0
-  local f4_c = 0
+  local f1_c, f1_u = 0, 0
+  local f2_c, f2_u = 0, 0
+  local f3_c, f3_u = 0, 0
+  local f4_c, f4_u = 0, 0
   for k = 1, #raw, 2 do
     local name = raw[k]
     if name == 't' then t = tonumber(raw[k + 1])
     elseif name == 'i' then inc = raw[k + 1]
     elseif name == "1000" then f1_c = tonumber(raw[k + 1]) or 0
+    elseif name == "1000~" then f1_u = tonumber(raw[k + 1]) or 0
     elseif name == "60000" then f2_c = tonumber(raw[k + 1]) or 0
+    elseif name == "60000~" then f2_u = tonumber(raw[k + 1]) or 0
     elseif name == "3600000" then f3_c = tonumber(raw[k + 1]) or 0
+    elseif name == "3600000~" then f3_u = tonumber(raw[k + 1]) or 0
     elseif name == "86400000" then f4_c = tonumber(raw[k + 1]) or 0
+    elseif name == "86400000~" then f4_u = tonumber(raw[k + 1]) or 0
     else
       other = other or {}
       other[#other + 1] = name
+      other[#other + 1] = raw[k + 1]
     end
   end
   -- each count as of the stamp t, and how long the key lives already (to the end of t's windows)
@@ -339,12 +476,19 @@ function F.m2_check(key)
     local had = (h + 1) * 86400000 - NOW
     if kept == nil or had > kept then kept = had end
   end
-  -- counters of windows these rules do not have (another plan's): kept while their window is current
+  -- counters of windows these rules do not have (another plan's): kept while their window is current, and
+  -- their debts while they are owed
   if other then
-    for k = 1, #other do
-      local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
-      if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then
-        local left = (floor(NOW / w) + 1) * w - NOW
+    for k = 1, #other, 2 do
+      local left
+      if string.sub(other[k], -1) == '~' then
+        local u = tonumber(other[k + 1])
+        if u and u > NOW then left = u - NOW end
+      else
+        local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
+        if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then left = (floor(NOW / w) + 1) * w - NOW end
+      end
+      if left then
         if hold == nil or left > hold then hold = left end
       else
         stale = stale or {}
@@ -353,69 +497,93 @@ function F.m2_check(key)
     end
     if hold and (kept == nil or hold > kept) then kept = hold end
   end
-  avail, reset, retry = F.r1_eval(f1_c, COST)
+  avail, reset, retry = F.r1_eval(f1_c, f1_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r2_eval(f2_c, COST)
+  avail, reset, retry = F.r2_eval(f2_c, f2_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r3_eval(f3_c, COST)
+  avail, reset, retry = F.r3_eval(f3_c, f3_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r4_eval(f4_c, COST)
+  avail, reset, retry = F.r4_eval(f4_c, f4_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r5_eval(f2_c, COST)
+  avail, reset, retry = F.r5_eval(f2_c, f2_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r6_eval(f3_c, COST)
+  avail, reset, retry = F.r6_eval(f3_c, f3_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  return { stale, hold, kept, inc, f1_c, f2_c, f3_c, f4_c }
+  return { stale, hold, kept, inc, f1_c, f1_u, f2_c, f2_u, f3_c, f3_u, f4_c, f4_u }
 end
 function F.m2_commit(key, s, after)
   local avail, reset, retry
-  local stale, hold, kept, inc, f1_c, f2_c, f3_c, f4_c = unpack(s, 1, 8)
-  f1_c = F.f1_commit(f1_c)
-  f2_c = F.f2_commit(f2_c)
-  f3_c = F.f3_commit(f3_c)
-  f4_c = F.f4_commit(f4_c)
+  local stale, hold, kept, inc, f1_c, f1_u, f2_c, f2_u, f3_c, f3_u, f4_c, f4_u = unpack(s, 1, 12)
+  f1_c, f1_u = F.f1_commit(f1_c, f1_u)
+  f2_c, f2_u = F.f2_commit(f2_c, f2_u)
+  f3_c, f3_u = F.f3_commit(f3_c, f3_u)
+  f4_c, f4_u = F.f4_commit(f4_c, f4_u)
   if stale then redis.call('HDEL', key, unpack(stale)) end
 
   redis.call('HSET', key, 't', fmt('%d', NOW), "1000", fmt('%d', f1_c), "60000", fmt('%d', f2_c), "3600000", fmt('%d', f3_c), "86400000", fmt('%d', f4_c))
   local ttl = hold or 0
   if f1_E > ttl then ttl = f1_E end
+  if f1_u > NOW then
+    redis.call('HSET', key, "1000~", fmt('%d', f1_u))
+    if f1_u - NOW > ttl then ttl = f1_u - NOW end
+  elseif f1_u ~= 0 then
+    redis.call('HDEL', key, "1000~")
+  end
   if f2_E > ttl then ttl = f2_E end
+  if f2_u > NOW then
+    redis.call('HSET', key, "60000~", fmt('%d', f2_u))
+    if f2_u - NOW > ttl then ttl = f2_u - NOW end
+  elseif f2_u ~= 0 then
+    redis.call('HDEL', key, "60000~")
+  end
   if f3_E > ttl then ttl = f3_E end
+  if f3_u > NOW then
+    redis.call('HSET', key, "3600000~", fmt('%d', f3_u))
+    if f3_u - NOW > ttl then ttl = f3_u - NOW end
+  elseif f3_u ~= 0 then
+    redis.call('HDEL', key, "3600000~")
+  end
   if f4_E > ttl then ttl = f4_E end
+  if f4_u > NOW then
+    redis.call('HSET', key, "86400000~", fmt('%d', f4_u))
+    if f4_u - NOW > ttl then ttl = f4_u - NOW end
+  elseif f4_u ~= 0 then
+    redis.call('HDEL', key, "86400000~")
+  end
   if kept == nil or ttl > kept then redis.call('PEXPIRE', key, ttl + PAD) end
-  avail, reset, retry = F.r1_eval(f1_c, after)
+  avail, reset, retry = F.r1_eval(f1_c, f1_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r2_eval(f2_c, after)
+  avail, reset, retry = F.r2_eval(f2_c, f2_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r3_eval(f3_c, after)
+  avail, reset, retry = F.r3_eval(f3_c, f3_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r4_eval(f4_c, after)
+  avail, reset, retry = F.r4_eval(f4_c, f4_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r5_eval(f2_c, after)
+  avail, reset, retry = F.r5_eval(f2_c, f2_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r6_eval(f3_c, after)
+  avail, reset, retry = F.r6_eval(f3_c, f3_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
@@ -426,21 +594,26 @@ function F.m3_check(key)
   local avail, reset, retry
   local raw = redis.call('HGETALL', key)
   local t, other, stale, hold, kept, inc
-  local f1_c = 0
-  local f2_c = 0
-  local f3_c = 0
-  local f4_c = 0
+  local f1_c, f1_u = 0, 0
+  local f2_c, f2_u = 0, 0
+  local f3_c, f3_u = 0, 0
+  local f4_c, f4_u = 0, 0
   for k = 1, #raw, 2 do
     local name = raw[k]
     if name == 't' then t = tonumber(raw[k + 1])
     elseif name == 'i' then inc = raw[k + 1]
     elseif name == "1000" then f1_c = tonumber(raw[k + 1]) or 0
+    elseif name == "1000~" then f1_u = tonumber(raw[k + 1]) or 0
     elseif name == "60000" then f2_c = tonumber(raw[k + 1]) or 0
+    elseif name == "60000~" then f2_u = tonumber(raw[k + 1]) or 0
     elseif name == "3600000" then f3_c = tonumber(raw[k + 1]) or 0
+    elseif name == "3600000~" then f3_u = tonumber(raw[k + 1]) or 0
     elseif name == "86400000" then f4_c = tonumber(raw[k + 1]) or 0
+    elseif name == "86400000~" then f4_u = tonumber(raw[k + 1]) or 0
     else
       other = other or {}
       other[#other + 1] = name
+      other[#other + 1] = raw[k + 1]
     end
   end
   -- each count as of the stamp t, and how long the key lives already (to the end of t's windows)
@@ -472,12 +645,19 @@ function F.m3_check(key)
     local had = (h + 1) * 86400000 - NOW
     if kept == nil or had > kept then kept = had end
   end
-  -- counters of windows these rules do not have (another plan's): kept while their window is current
+  -- counters of windows these rules do not have (another plan's): kept while their window is current, and
+  -- their debts while they are owed
   if other then
-    for k = 1, #other do
-      local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
-      if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then
-        local left = (floor(NOW / w) + 1) * w - NOW
+    for k = 1, #other, 2 do
+      local left
+      if string.sub(other[k], -1) == '~' then
+        local u = tonumber(other[k + 1])
+        if u and u > NOW then left = u - NOW end
+      else
+        local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
+        if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then left = (floor(NOW / w) + 1) * w - NOW end
+      end
+      if left then
         if hold == nil or left > hold then hold = left end
       else
         stale = stale or {}
@@ -486,69 +666,93 @@ function F.m3_check(key)
     end
     if hold and (kept == nil or hold > kept) then kept = hold end
   end
-  avail, reset, retry = F.r1_eval(f1_c, COST)
+  avail, reset, retry = F.r1_eval(f1_c, f1_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r2_eval(f2_c, COST)
+  avail, reset, retry = F.r2_eval(f2_c, f2_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r3_eval(f3_c, COST)
+  avail, reset, retry = F.r3_eval(f3_c, f3_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r4_eval(f4_c, COST)
+  avail, reset, retry = F.r4_eval(f4_c, f4_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r7_eval(f2_c, COST)
+  avail, reset, retry = F.r7_eval(f2_c, f2_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r8_eval(f3_c, COST)
+  avail, reset, retry = F.r8_eval(f3_c, f3_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  return { stale, hold, kept, inc, f1_c, f2_c, f3_c, f4_c }
+  return { stale, hold, kept, inc, f1_c, f1_u, f2_c, f2_u, f3_c, f3_u, f4_c, f4_u }
 end
 function F.m3_commit(key, s, after)
   local avail, reset, retry
-  local stale, hold, kept, inc, f1_c, f2_c, f3_c, f4_c = unpack(s, 1, 8)
-  f1_c = F.f1_commit(f1_c)
-  f2_c = F.f2_commit(f2_c)
-  f3_c = F.f3_commit(f3_c)
-  f4_c = F.f4_commit(f4_c)
+  local stale, hold, kept, inc, f1_c, f1_u, f2_c, f2_u, f3_c, f3_u, f4_c, f4_u = unpack(s, 1, 12)
+  f1_c, f1_u = F.f1_commit(f1_c, f1_u)
+  f2_c, f2_u = F.f2_commit(f2_c, f2_u)
+  f3_c, f3_u = F.f3_commit(f3_c, f3_u)
+  f4_c, f4_u = F.f4_commit(f4_c, f4_u)
   if stale then redis.call('HDEL', key, unpack(stale)) end
 
   redis.call('HSET', key, 't', fmt('%d', NOW), "1000", fmt('%d', f1_c), "60000", fmt('%d', f2_c), "3600000", fmt('%d', f3_c), "86400000", fmt('%d', f4_c))
   local ttl = hold or 0
   if f1_E > ttl then ttl = f1_E end
+  if f1_u > NOW then
+    redis.call('HSET', key, "1000~", fmt('%d', f1_u))
+    if f1_u - NOW > ttl then ttl = f1_u - NOW end
+  elseif f1_u ~= 0 then
+    redis.call('HDEL', key, "1000~")
+  end
   if f2_E > ttl then ttl = f2_E end
+  if f2_u > NOW then
+    redis.call('HSET', key, "60000~", fmt('%d', f2_u))
+    if f2_u - NOW > ttl then ttl = f2_u - NOW end
+  elseif f2_u ~= 0 then
+    redis.call('HDEL', key, "60000~")
+  end
   if f3_E > ttl then ttl = f3_E end
+  if f3_u > NOW then
+    redis.call('HSET', key, "3600000~", fmt('%d', f3_u))
+    if f3_u - NOW > ttl then ttl = f3_u - NOW end
+  elseif f3_u ~= 0 then
+    redis.call('HDEL', key, "3600000~")
+  end
   if f4_E > ttl then ttl = f4_E end
+  if f4_u > NOW then
+    redis.call('HSET', key, "86400000~", fmt('%d', f4_u))
+    if f4_u - NOW > ttl then ttl = f4_u - NOW end
+  elseif f4_u ~= 0 then
+    redis.call('HDEL', key, "86400000~")
+  end
   if kept == nil or ttl > kept then redis.call('PEXPIRE', key, ttl + PAD) end
-  avail, reset, retry = F.r1_eval(f1_c, after)
+  avail, reset, retry = F.r1_eval(f1_c, f1_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r2_eval(f2_c, after)
+  avail, reset, retry = F.r2_eval(f2_c, f2_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r3_eval(f3_c, after)
+  avail, reset, retry = F.r3_eval(f3_c, f3_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r4_eval(f4_c, after)
+  avail, reset, retry = F.r4_eval(f4_c, f4_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r7_eval(f2_c, after)
+  avail, reset, retry = F.r7_eval(f2_c, f2_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r8_eval(f3_c, after)
+  avail, reset, retry = F.r8_eval(f3_c, f3_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end

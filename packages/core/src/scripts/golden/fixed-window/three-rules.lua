@@ -1,5 +1,5 @@
 -- Golden copy, generated: fixed-window, three rules on two identifier kinds (two for every identifier, one for 'user').
--- The script as a limiter sends it to Redis (EVALSHA d2374302e70ae322f2d6b747ebaea53f87a4606e); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 58c9496c4d0d7ad61db7d4f132f218d67fc4bd25); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'fixed-window', limits: [{ limit: 20, window: '10s' }, { limit: 500, window: '1h' }, { limit: 100, window: '1h', for: 'user' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm fixed-window --limits '20/10s, 500/1h, 100/1h for user'
@@ -76,17 +76,20 @@ for i = 1, NIDS do
   if mask == '110' then
     local raw = redis.call('HGETALL', key)
     local t, other, stale, hold, kept, inc
-    local f1_c = 0
-    local f2_c = 0
+    local f1_c, f1_u = 0, 0
+    local f2_c, f2_u = 0, 0
     for k = 1, #raw, 2 do
       local name = raw[k]
       if name == 't' then t = tonumber(raw[k + 1])
       elseif name == 'i' then inc = raw[k + 1]
       elseif name == "10000" then f1_c = tonumber(raw[k + 1]) or 0
+      elseif name == "10000~" then f1_u = tonumber(raw[k + 1]) or 0
       elseif name == "3600000" then f2_c = tonumber(raw[k + 1]) or 0
+      elseif name == "3600000~" then f2_u = tonumber(raw[k + 1]) or 0
       else
         other = other or {}
         other[#other + 1] = name
+        other[#other + 1] = raw[k + 1]
       end
     end
     -- each count as of the stamp t, and how long the key lives already (to the end of t's windows)
@@ -104,12 +107,19 @@ for i = 1, NIDS do
       local had = (h + 1) * 3600000 - NOW
       if kept == nil or had > kept then kept = had end
     end
-    -- counters of windows these rules do not have (another plan's): kept while their window is current
+    -- counters of windows these rules do not have (another plan's): kept while their window is current, and
+    -- their debts while they are owed
     if other then
-      for k = 1, #other do
-        local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
-        if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then
-          local left = (floor(NOW / w) + 1) * w - NOW
+      for k = 1, #other, 2 do
+        local left
+        if string.sub(other[k], -1) == '~' then
+          local u = tonumber(other[k + 1])
+          if u and u > NOW then left = u - NOW end
+        else
+          local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
+          if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then left = (floor(NOW / w) + 1) * w - NOW end
+        end
+        if left then
           if hold == nil or left > hold then hold = left end
         else
           stale = stale or {}
@@ -124,6 +134,18 @@ for i = 1, NIDS do
       reset, retry = 0, 0
       if f1_c > 0 then reset = f1_E end
       if COST > avail then retry = f1_E end
+      if f1_u > NOW then
+        local owe = floor(((f1_u - NOW) * 20 + 9999) / 10000)
+        avail = avail - owe
+        if avail < 0 then avail = 0 end
+        if f1_u - NOW > reset then reset = f1_u - NOW end
+        if COST > 0 and COST <= 20 and f1_c + owe + COST > 20 then
+          local room = 20 - COST - f1_c
+          if room < 0 then room = 20 - COST end
+          local t = f1_u - NOW - floor(room * 10000 / 20)
+          if t > retry then retry = t end
+        end
+      end
     end
     out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
     e = e + 3
@@ -134,25 +156,40 @@ for i = 1, NIDS do
       reset, retry = 0, 0
       if f2_c > 0 then reset = f2_E end
       if COST > avail then retry = f2_E end
+      if f2_u > NOW then
+        local owe = floor(((f2_u - NOW) * 500 + 3599999) / 3600000)
+        avail = avail - owe
+        if avail < 0 then avail = 0 end
+        if f2_u - NOW > reset then reset = f2_u - NOW end
+        if COST > 0 and COST <= 500 and f2_c + owe + COST > 500 then
+          local room = 500 - COST - f2_c
+          if room < 0 then room = 500 - COST end
+          local t = f2_u - NOW - floor(room * 3600000 / 500)
+          if t > retry then retry = t end
+        end
+      end
     end
     out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
     e = e + 3
     if retry > 0 then ok = false end
-    S[i] = { stale, hold, kept, inc, f1_c, f2_c }
+    S[i] = { stale, hold, kept, inc, f1_c, f1_u, f2_c, f2_u }
   elseif mask == '111' then
     local raw = redis.call('HGETALL', key)
     local t, other, stale, hold, kept, inc
-    local f1_c = 0
-    local f2_c = 0
+    local f1_c, f1_u = 0, 0
+    local f2_c, f2_u = 0, 0
     for k = 1, #raw, 2 do
       local name = raw[k]
       if name == 't' then t = tonumber(raw[k + 1])
       elseif name == 'i' then inc = raw[k + 1]
       elseif name == "10000" then f1_c = tonumber(raw[k + 1]) or 0
+      elseif name == "10000~" then f1_u = tonumber(raw[k + 1]) or 0
       elseif name == "3600000" then f2_c = tonumber(raw[k + 1]) or 0
+      elseif name == "3600000~" then f2_u = tonumber(raw[k + 1]) or 0
       else
         other = other or {}
         other[#other + 1] = name
+        other[#other + 1] = raw[k + 1]
       end
     end
     -- each count as of the stamp t, and how long the key lives already (to the end of t's windows)
@@ -170,12 +207,19 @@ for i = 1, NIDS do
       local had = (h + 1) * 3600000 - NOW
       if kept == nil or had > kept then kept = had end
     end
-    -- counters of windows these rules do not have (another plan's): kept while their window is current
+    -- counters of windows these rules do not have (another plan's): kept while their window is current, and
+    -- their debts while they are owed
     if other then
-      for k = 1, #other do
-        local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
-        if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then
-          local left = (floor(NOW / w) + 1) * w - NOW
+      for k = 1, #other, 2 do
+        local left
+        if string.sub(other[k], -1) == '~' then
+          local u = tonumber(other[k + 1])
+          if u and u > NOW then left = u - NOW end
+        else
+          local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
+          if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then left = (floor(NOW / w) + 1) * w - NOW end
+        end
+        if left then
           if hold == nil or left > hold then hold = left end
         else
           stale = stale or {}
@@ -190,6 +234,18 @@ for i = 1, NIDS do
       reset, retry = 0, 0
       if f1_c > 0 then reset = f1_E end
       if COST > avail then retry = f1_E end
+      if f1_u > NOW then
+        local owe = floor(((f1_u - NOW) * 20 + 9999) / 10000)
+        avail = avail - owe
+        if avail < 0 then avail = 0 end
+        if f1_u - NOW > reset then reset = f1_u - NOW end
+        if COST > 0 and COST <= 20 and f1_c + owe + COST > 20 then
+          local room = 20 - COST - f1_c
+          if room < 0 then room = 20 - COST end
+          local t = f1_u - NOW - floor(room * 10000 / 20)
+          if t > retry then retry = t end
+        end
+      end
     end
     out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
     e = e + 3
@@ -200,6 +256,18 @@ for i = 1, NIDS do
       reset, retry = 0, 0
       if f2_c > 0 then reset = f2_E end
       if COST > avail then retry = f2_E end
+      if f2_u > NOW then
+        local owe = floor(((f2_u - NOW) * 500 + 3599999) / 3600000)
+        avail = avail - owe
+        if avail < 0 then avail = 0 end
+        if f2_u - NOW > reset then reset = f2_u - NOW end
+        if COST > 0 and COST <= 500 and f2_c + owe + COST > 500 then
+          local room = 500 - COST - f2_c
+          if room < 0 then room = 500 - COST end
+          local t = f2_u - NOW - floor(room * 3600000 / 500)
+          if t > retry then retry = t end
+        end
+      end
     end
     out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
     e = e + 3
@@ -210,11 +278,23 @@ for i = 1, NIDS do
       reset, retry = 0, 0
       if f2_c > 0 then reset = f2_E end
       if COST > avail then retry = f2_E end
+      if f2_u > NOW then
+        local owe = floor(((f2_u - NOW) * 100 + 3599999) / 3600000)
+        avail = avail - owe
+        if avail < 0 then avail = 0 end
+        if f2_u - NOW > reset then reset = f2_u - NOW end
+        if COST > 0 and COST <= 100 and f2_c + owe + COST > 100 then
+          local room = 100 - COST - f2_c
+          if room < 0 then room = 100 - COST end
+          local t = f2_u - NOW - floor(room * 3600000 / 100)
+          if t > retry then retry = t end
+        end
+      end
     end
     out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
     e = e + 3
     if retry > 0 then ok = false end
-    S[i] = { stale, hold, kept, inc, f1_c, f2_c }
+    S[i] = { stale, hold, kept, inc, f1_c, f1_u, f2_c, f2_u }
   else
     return redis.error_reply('ERR floodgate: no plan for rule mask ' .. tostring(mask))
   end
@@ -227,7 +307,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
     local key, mask, s = KEYS[2 * i - 1], ARGV[MASKS + i], S[i]
     if s then
       if mask == '110' then
-        local stale, hold, kept, inc, f1_c, f2_c = unpack(s, 1, 6)
+        local stale, hold, kept, inc, f1_c, f1_u, f2_c, f2_u = unpack(s, 1, 8)
         do -- field f1
           f1_c = f1_c + COST
         end
@@ -239,7 +319,19 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
         redis.call('HSET', key, 't', fmt('%d', NOW), "10000", fmt('%d', f1_c), "3600000", fmt('%d', f2_c))
         local ttl = hold or 0
         if f1_E > ttl then ttl = f1_E end
+        if f1_u > NOW then
+          redis.call('HSET', key, "10000~", fmt('%d', f1_u))
+          if f1_u - NOW > ttl then ttl = f1_u - NOW end
+        elseif f1_u ~= 0 then
+          redis.call('HDEL', key, "10000~")
+        end
         if f2_E > ttl then ttl = f2_E end
+        if f2_u > NOW then
+          redis.call('HSET', key, "3600000~", fmt('%d', f2_u))
+          if f2_u - NOW > ttl then ttl = f2_u - NOW end
+        elseif f2_u ~= 0 then
+          redis.call('HDEL', key, "3600000~")
+        end
         if kept == nil or ttl > kept then redis.call('PEXPIRE', key, ttl + PAD) end
         do -- rule r1
           avail = 20 - f1_c
@@ -247,6 +339,18 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           reset, retry = 0, 0
           if f1_c > 0 then reset = f1_E end
           if after > avail then retry = f1_E end
+          if f1_u > NOW then
+            local owe = floor(((f1_u - NOW) * 20 + 9999) / 10000)
+            avail = avail - owe
+            if avail < 0 then avail = 0 end
+            if f1_u - NOW > reset then reset = f1_u - NOW end
+            if after > 0 and after <= 20 and f1_c + owe + after > 20 then
+              local room = 20 - after - f1_c
+              if room < 0 then room = 20 - after end
+              local t = f1_u - NOW - floor(room * 10000 / 20)
+              if t > retry then retry = t end
+            end
+          end
         end
         out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
         e = e + 3
@@ -257,12 +361,24 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           reset, retry = 0, 0
           if f2_c > 0 then reset = f2_E end
           if after > avail then retry = f2_E end
+          if f2_u > NOW then
+            local owe = floor(((f2_u - NOW) * 500 + 3599999) / 3600000)
+            avail = avail - owe
+            if avail < 0 then avail = 0 end
+            if f2_u - NOW > reset then reset = f2_u - NOW end
+            if after > 0 and after <= 500 and f2_c + owe + after > 500 then
+              local room = 500 - after - f2_c
+              if room < 0 then room = 500 - after end
+              local t = f2_u - NOW - floor(room * 3600000 / 500)
+              if t > retry then retry = t end
+            end
+          end
         end
         out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
         e = e + 3
         if retry > 0 then ok = false end
       elseif mask == '111' then
-        local stale, hold, kept, inc, f1_c, f2_c = unpack(s, 1, 6)
+        local stale, hold, kept, inc, f1_c, f1_u, f2_c, f2_u = unpack(s, 1, 8)
         do -- field f1
           f1_c = f1_c + COST
         end
@@ -274,7 +390,19 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
         redis.call('HSET', key, 't', fmt('%d', NOW), "10000", fmt('%d', f1_c), "3600000", fmt('%d', f2_c))
         local ttl = hold or 0
         if f1_E > ttl then ttl = f1_E end
+        if f1_u > NOW then
+          redis.call('HSET', key, "10000~", fmt('%d', f1_u))
+          if f1_u - NOW > ttl then ttl = f1_u - NOW end
+        elseif f1_u ~= 0 then
+          redis.call('HDEL', key, "10000~")
+        end
         if f2_E > ttl then ttl = f2_E end
+        if f2_u > NOW then
+          redis.call('HSET', key, "3600000~", fmt('%d', f2_u))
+          if f2_u - NOW > ttl then ttl = f2_u - NOW end
+        elseif f2_u ~= 0 then
+          redis.call('HDEL', key, "3600000~")
+        end
         if kept == nil or ttl > kept then redis.call('PEXPIRE', key, ttl + PAD) end
         do -- rule r1
           avail = 20 - f1_c
@@ -282,6 +410,18 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           reset, retry = 0, 0
           if f1_c > 0 then reset = f1_E end
           if after > avail then retry = f1_E end
+          if f1_u > NOW then
+            local owe = floor(((f1_u - NOW) * 20 + 9999) / 10000)
+            avail = avail - owe
+            if avail < 0 then avail = 0 end
+            if f1_u - NOW > reset then reset = f1_u - NOW end
+            if after > 0 and after <= 20 and f1_c + owe + after > 20 then
+              local room = 20 - after - f1_c
+              if room < 0 then room = 20 - after end
+              local t = f1_u - NOW - floor(room * 10000 / 20)
+              if t > retry then retry = t end
+            end
+          end
         end
         out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
         e = e + 3
@@ -292,6 +432,18 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           reset, retry = 0, 0
           if f2_c > 0 then reset = f2_E end
           if after > avail then retry = f2_E end
+          if f2_u > NOW then
+            local owe = floor(((f2_u - NOW) * 500 + 3599999) / 3600000)
+            avail = avail - owe
+            if avail < 0 then avail = 0 end
+            if f2_u - NOW > reset then reset = f2_u - NOW end
+            if after > 0 and after <= 500 and f2_c + owe + after > 500 then
+              local room = 500 - after - f2_c
+              if room < 0 then room = 500 - after end
+              local t = f2_u - NOW - floor(room * 3600000 / 500)
+              if t > retry then retry = t end
+            end
+          end
         end
         out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
         e = e + 3
@@ -302,6 +454,18 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           reset, retry = 0, 0
           if f2_c > 0 then reset = f2_E end
           if after > avail then retry = f2_E end
+          if f2_u > NOW then
+            local owe = floor(((f2_u - NOW) * 100 + 3599999) / 3600000)
+            avail = avail - owe
+            if avail < 0 then avail = 0 end
+            if f2_u - NOW > reset then reset = f2_u - NOW end
+            if after > 0 and after <= 100 and f2_c + owe + after > 100 then
+              local room = 100 - after - f2_c
+              if room < 0 then room = 100 - after end
+              local t = f2_u - NOW - floor(room * 3600000 / 100)
+              if t > retry then retry = t end
+            end
+          end
         end
         out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
         e = e + 3

@@ -1,5 +1,5 @@
 -- Golden copy, generated: fixed-window, two rules counting two units (requests and tokens): a cost per unit in ARGV[2].
--- The script as a limiter sends it to Redis (EVALSHA 7ba9b59b5db94ae484e60f766ab10cdd36af6ded); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 3514161ec6123539cba25ad04ac7d6991980e6f4); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'fixed-window', limits: [{ limit: 60, window: '1m' }, { limit: 10000, window: '1m', unit: 'tokens' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm fixed-window --limits '60/1m, 10000/1m unit tokens'
@@ -79,17 +79,20 @@ for i = 1, NIDS do
   if mask == '11' then
     local raw = redis.call('HGETALL', key)
     local t, other, stale, hold, kept, inc
-    local f1_c = 0
-    local f2_c = 0
+    local f1_c, f1_u = 0, 0
+    local f2_c, f2_u = 0, 0
     for k = 1, #raw, 2 do
       local name = raw[k]
       if name == 't' then t = tonumber(raw[k + 1])
       elseif name == 'i' then inc = raw[k + 1]
       elseif name == "60000" then f1_c = tonumber(raw[k + 1]) or 0
+      elseif name == "60000~" then f1_u = tonumber(raw[k + 1]) or 0
       elseif name == "60000@tokens" then f2_c = tonumber(raw[k + 1]) or 0
+      elseif name == "60000@tokens~" then f2_u = tonumber(raw[k + 1]) or 0
       else
         other = other or {}
         other[#other + 1] = name
+        other[#other + 1] = raw[k + 1]
       end
     end
     -- each count as of the stamp t, and how long the key lives already (to the end of t's windows)
@@ -107,12 +110,19 @@ for i = 1, NIDS do
       local had = (h + 1) * 60000 - NOW
       if kept == nil or had > kept then kept = had end
     end
-    -- counters of windows these rules do not have (another plan's): kept while their window is current
+    -- counters of windows these rules do not have (another plan's): kept while their window is current, and
+    -- their debts while they are owed
     if other then
-      for k = 1, #other do
-        local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
-        if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then
-          local left = (floor(NOW / w) + 1) * w - NOW
+      for k = 1, #other, 2 do
+        local left
+        if string.sub(other[k], -1) == '~' then
+          local u = tonumber(other[k + 1])
+          if u and u > NOW then left = u - NOW end
+        else
+          local w = tonumber(string.match(other[k], '^(%d+)$') or string.match(other[k], '^(%d+)@[%w_%-]+$'))
+          if t and w and w >= 1 and floor(t / w) == floor(NOW / w) then left = (floor(NOW / w) + 1) * w - NOW end
+        end
+        if left then
           if hold == nil or left > hold then hold = left end
         else
           stale = stale or {}
@@ -127,6 +137,18 @@ for i = 1, NIDS do
       reset, retry = 0, 0
       if f1_c > 0 then reset = f1_E end
       if COST1 > avail then retry = f1_E end
+      if f1_u > NOW then
+        local owe = floor(((f1_u - NOW) * 60 + 59999) / 60000)
+        avail = avail - owe
+        if avail < 0 then avail = 0 end
+        if f1_u - NOW > reset then reset = f1_u - NOW end
+        if COST1 > 0 and COST1 <= 60 and f1_c + owe + COST1 > 60 then
+          local room = 60 - COST1 - f1_c
+          if room < 0 then room = 60 - COST1 end
+          local t = f1_u - NOW - floor(room * 60000 / 60)
+          if t > retry then retry = t end
+        end
+      end
     end
     out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
     e = e + 3
@@ -137,11 +159,23 @@ for i = 1, NIDS do
       reset, retry = 0, 0
       if f2_c > 0 then reset = f2_E end
       if COST2 > avail then retry = f2_E end
+      if f2_u > NOW then
+        local owe = floor(((f2_u - NOW) * 10000 + 59999) / 60000)
+        avail = avail - owe
+        if avail < 0 then avail = 0 end
+        if f2_u - NOW > reset then reset = f2_u - NOW end
+        if COST2 > 0 and COST2 <= 10000 and f2_c + owe + COST2 > 10000 then
+          local room = 10000 - COST2 - f2_c
+          if room < 0 then room = 10000 - COST2 end
+          local t = f2_u - NOW - floor(room * 60000 / 10000)
+          if t > retry then retry = t end
+        end
+      end
     end
     out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
     e = e + 3
     if retry > 0 then ok = false end
-    S[i] = { stale, hold, kept, inc, f1_c, f2_c }
+    S[i] = { stale, hold, kept, inc, f1_c, f1_u, f2_c, f2_u }
   else
     return redis.error_reply('ERR floodgate: no plan for rule mask ' .. tostring(mask))
   end
@@ -154,7 +188,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
     local key, mask, s = KEYS[2 * i - 1], ARGV[MASKS + i], S[i]
     if s then
       if mask == '11' then
-        local stale, hold, kept, inc, f1_c, f2_c = unpack(s, 1, 6)
+        local stale, hold, kept, inc, f1_c, f1_u, f2_c, f2_u = unpack(s, 1, 8)
         do -- field f1
           f1_c = f1_c + COST1
         end
@@ -166,7 +200,19 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
         redis.call('HSET', key, 't', fmt('%d', NOW), "60000", fmt('%d', f1_c), "60000@tokens", fmt('%d', f2_c))
         local ttl = hold or 0
         if f1_E > ttl then ttl = f1_E end
+        if f1_u > NOW then
+          redis.call('HSET', key, "60000~", fmt('%d', f1_u))
+          if f1_u - NOW > ttl then ttl = f1_u - NOW end
+        elseif f1_u ~= 0 then
+          redis.call('HDEL', key, "60000~")
+        end
         if f2_E > ttl then ttl = f2_E end
+        if f2_u > NOW then
+          redis.call('HSET', key, "60000@tokens~", fmt('%d', f2_u))
+          if f2_u - NOW > ttl then ttl = f2_u - NOW end
+        elseif f2_u ~= 0 then
+          redis.call('HDEL', key, "60000@tokens~")
+        end
         if kept == nil or ttl > kept then redis.call('PEXPIRE', key, ttl + PAD) end
         do -- rule r1
           avail = 60 - f1_c
@@ -174,6 +220,18 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           reset, retry = 0, 0
           if f1_c > 0 then reset = f1_E end
           if after * COST1 > avail then retry = f1_E end
+          if f1_u > NOW then
+            local owe = floor(((f1_u - NOW) * 60 + 59999) / 60000)
+            avail = avail - owe
+            if avail < 0 then avail = 0 end
+            if f1_u - NOW > reset then reset = f1_u - NOW end
+            if after * COST1 > 0 and after * COST1 <= 60 and f1_c + owe + after * COST1 > 60 then
+              local room = 60 - after * COST1 - f1_c
+              if room < 0 then room = 60 - after * COST1 end
+              local t = f1_u - NOW - floor(room * 60000 / 60)
+              if t > retry then retry = t end
+            end
+          end
         end
         out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
         e = e + 3
@@ -184,6 +242,18 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           reset, retry = 0, 0
           if f2_c > 0 then reset = f2_E end
           if after * COST2 > avail then retry = f2_E end
+          if f2_u > NOW then
+            local owe = floor(((f2_u - NOW) * 10000 + 59999) / 60000)
+            avail = avail - owe
+            if avail < 0 then avail = 0 end
+            if f2_u - NOW > reset then reset = f2_u - NOW end
+            if after * COST2 > 0 and after * COST2 <= 10000 and f2_c + owe + after * COST2 > 10000 then
+              local room = 10000 - after * COST2 - f2_c
+              if room < 0 then room = 10000 - after * COST2 end
+              local t = f2_u - NOW - floor(room * 60000 / 10000)
+              if t > retry then retry = t end
+            end
+          end
         end
         out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
         e = e + 3

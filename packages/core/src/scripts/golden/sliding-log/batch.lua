@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-log, one rule: the batch script, the check script wrapped to run a turn's checks in one call.
--- The script as a limiter sends it to Redis (EVALSHA e43d7a4fd8fafdd2ae784928e2ea74ee178cd0c5); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 1b4a57d0355b058c663cfa960cc0bb9421a8e619); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-log', limits: { limit: 10, window: '1m' } }, { script: 'batch' })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-log --limits 10/1m --batch
@@ -67,7 +67,7 @@ for i = 1, NIDS do
   if mask == '1' then
     local raw = redis.call('LRANGE', key, 0, 9)
     local inc
-    local f1_e, f1_add = {}, 0
+    local f1_e, f1_add, f1_at = {}, 0, NOW
     for i = 1, #raw do f1_e[i] = tonumber(raw[i]) end
     do -- rule r1
       local log, n = f1_e, 0
@@ -93,7 +93,7 @@ for i = 1, NIDS do
     out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
     e = e + 3
     if retry > 0 then ok = false end
-    S[i] = { inc, f1_e, f1_add }
+    S[i] = { inc, f1_e, f1_add, f1_at }
   else
     return redis.error_reply('ERR floodgate: no plan for rule mask ' .. tostring(mask))
   end
@@ -106,12 +106,12 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
     local key, mask, s = KEYS[2 * i - 1], ARGV[MASKS + i], S[i]
     if s then
       if mask == '1' then
-        local inc, f1_e, f1_add = unpack(s, 1, 3)
+        local inc, f1_e, f1_add, f1_at = unpack(s, 1, 4)
         do -- field f1
           local count = COST
           if count > 10 then count = 10 end
           local pushed = {}
-          for i = 1, count do pushed[i] = NOW end
+          for i = 1, count do pushed[i] = f1_at end
           -- copy what the list holds, not MAXL slots: a short list under a large limit stays O(its length)
           local keep = 10 - count
           if #f1_e < keep then keep = #f1_e end
@@ -124,7 +124,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           local tail = redis.call('LINDEX', key, -1)
           if tail and string.sub(tail, 1, 1) == '-' then inc = string.sub(tail, 2) else tail = nil end
           
-          local now = fmt('%d', NOW)
+          local now = fmt('%d', f1_at)
           local left, len = add, 0
           while left > 0 do
             local batch, chunk = {}, math.min(left, 1000)
@@ -146,7 +146,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           end
           if inc and not tail then redis.call('RPUSH', key, '-' .. inc) end
           -- other plans' windows may need the key longer than these rules do: its TTL is never shortened
-          local ttl = 60000 + PAD
+          local ttl = f1_at - NOW + 60000 + PAD
           if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
         end
         do -- rule r1

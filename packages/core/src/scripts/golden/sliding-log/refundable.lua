@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-log, one rule, refunds: true: the refundable script, which answers undo receipts.
--- The script as a limiter sends it to Redis (EVALSHA 60d8d3459757ee7bd536a5015a5c06888f01578d); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 60f85b1a297ea3f97b2a9c8d99e995f4f8188caa); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-log', limits: { limit: 10, window: '1m' }, refunds: true })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-log --limits 10/1m --refunds
@@ -70,7 +70,7 @@ for i = 1, NIDS do
   if mask == '1' then
     local raw = redis.call('LRANGE', key, 0, 9)
     local inc
-    local f1_e, f1_add = {}, 0
+    local f1_e, f1_add, f1_at = {}, 0, NOW
     for i = 1, #raw do f1_e[i] = tonumber(raw[i]) end
     do -- rule r1
       local log, n = f1_e, 0
@@ -96,7 +96,7 @@ for i = 1, NIDS do
     out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
     e = e + 3
     if retry > 0 then ok = false end
-    S[i] = { inc, f1_e, f1_add }
+    S[i] = { inc, f1_e, f1_add, f1_at }
   else
     return redis.error_reply('ERR floodgate: no plan for rule mask ' .. tostring(mask))
   end
@@ -110,12 +110,12 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
     local key, mask, s = KEYS[2 * i - 1], ARGV[MASKS + i], S[i]
     if s then
       if mask == '1' then
-        local inc, f1_e, f1_add = unpack(s, 1, 3)
+        local inc, f1_e, f1_add, f1_at = unpack(s, 1, 4)
         do -- field f1
           local count = COST
           if count > 10 then count = 10 end
           local pushed = {}
-          for i = 1, count do pushed[i] = NOW end
+          for i = 1, count do pushed[i] = f1_at end
           -- copy what the list holds, not MAXL slots: a short list under a large limit stays O(its length)
           local keep = 10 - count
           if #f1_e < keep then keep = #f1_e end
@@ -128,7 +128,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           local tail = redis.call('LINDEX', key, -1)
           if tail and string.sub(tail, 1, 1) == '-' then inc = string.sub(tail, 2) else tail = nil end
           if not inc then inc = NONCE end
-          local now = fmt('%d', NOW)
+          local now = fmt('%d', f1_at)
           local left, len = add, 0
           while left > 0 do
             local batch, chunk = {}, math.min(left, 1000)
@@ -150,7 +150,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           end
           if inc and not tail then redis.call('RPUSH', key, '-' .. inc) end
           -- other plans' windows may need the key longer than these rules do: its TTL is never shortened
-          local ttl = 60000 + PAD
+          local ttl = f1_at - NOW + 60000 + PAD
           if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
         end
         do -- rule r1
@@ -177,7 +177,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
         out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
         e = e + 3
         if retry > 0 then ok = false end
-        receipts[i] = (inc and (inc .. '#') or '') .. fmt('%d:%d', NOW, f1_add)
+        receipts[i] = (inc and (inc .. '#') or '') .. fmt('%d:%d', f1_at, f1_add)
       else
         return redis.error_reply('ERR floodgate: no plan for rule mask ' .. tostring(mask))
       end

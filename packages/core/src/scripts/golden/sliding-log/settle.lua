@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-log, one rule of tokens, refunds: true: the settle script of a reservation (give back part, charge past).
--- The script as a limiter sends it to Redis (EVALSHA 8033ad9a3ff7bf0df31ab65684a1d2bbf3befb96); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 3a633852f6fdfdbe162453800e1bf2e1e210bfd7); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-log', limits: { limit: 1000, window: '1m', unit: 'tokens' }, refunds: true }, { script: 'settle' })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-log --limits '1000/1m unit tokens' --refunds --settle
@@ -82,13 +82,32 @@ for i = 1, #KEYS do
     if mask == '1' then
       local raw = redis.call('LRANGE', key, 0, 999)
       local inc
-      local f1_e, f1_add = {}, 0
+      local f1_e, f1_add, f1_at = {}, 0, NOW
       for i = 1, #raw do f1_e[i] = tonumber(raw[i]) end
       do -- field f1
         local count = COST
         if count > 1000 then count = 1000 end
+        local log, shift = f1_e, 0
+        local owing = log[1] ~= nil and log[1] > NOW
+        do
+          local n = 0
+          for i = 1, math.min(#log, 1000) do
+            if log[i] + 60000 > NOW then n = n + 1 end
+          end
+          local x = COST
+          if not owing then x = n + COST - 1000 end
+          if x > 0 then
+            local s = floor((x * 60000 + 999) / 1000)
+            if s > shift then shift = s end
+          end
+        end
+        if shift > 0 then
+          if owing then f1_at = log[1] end
+          f1_at = f1_at + shift
+          if f1_at - NOW > 1099511627776 then f1_at = NOW + 1099511627776 end
+        end
         local pushed = {}
-        for i = 1, count do pushed[i] = NOW end
+        for i = 1, count do pushed[i] = f1_at end
         -- copy what the list holds, not MAXL slots: a short list under a large limit stays O(its length)
         local keep = 1000 - count
         if #f1_e < keep then keep = #f1_e end
@@ -101,7 +120,7 @@ for i = 1, #KEYS do
         local tail = redis.call('LINDEX', key, -1)
         if tail and string.sub(tail, 1, 1) == '-' then inc = string.sub(tail, 2) else tail = nil end
         if not inc then inc = NONCE end
-        local now = fmt('%d', NOW)
+        local now = fmt('%d', f1_at)
         local left, len = add, 0
         while left > 0 do
           local batch, chunk = {}, math.min(left, 1000)
@@ -123,7 +142,7 @@ for i = 1, #KEYS do
         end
         if inc and not tail then redis.call('RPUSH', key, '-' .. inc) end
         -- other plans' windows may need the key longer than these rules do: its TTL is never shortened
-        local ttl = 60000 + PAD
+        local ttl = f1_at - NOW + 60000 + PAD
         if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
       end
     end

@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-log, eight rules on three identifier kinds: the shared shape, a function per rule and field.
--- The script as a limiter sends it to Redis (EVALSHA 74ff6813b7a28f20b371c1ad4dde5454afcf5315); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 569084189d1234e9a2cd9ca3ba00daf28ec53341); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-log', limits: [{ limit: 10, window: '1s' }, { limit: 100, window: '1m' }, { limit: 500, window: '1h' }, { limit: 1000, window: '1d' }, { limit: 50, window: '1m', for: 'user' }, { limit: 200, window: '1h', for: 'user' }, { limit: 50, window: '1m', for: 'key' }, { limit: 200, window: '1h', for: 'key' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-log --limits '10/1s, 100/1m, 500/1h, 1000/1d, 50/1m for user, 200/1h for user, 50/1m for key, 200/1h for key'
@@ -47,7 +47,7 @@ local e
 local F = {}
 
 -- rule r1: 10 per 1s (field f1)
-function F.r1_eval(e, add, cost)
+function F.r1_eval(e, add, at, cost)
   local avail, reset, retry
   local log, n = e, 0
   reset = 0
@@ -72,7 +72,7 @@ function F.r1_eval(e, add, cost)
 end
 
 -- rule r2: 100 per 1m (field f1)
-function F.r2_eval(e, add, cost)
+function F.r2_eval(e, add, at, cost)
   local avail, reset, retry
   local log, n = e, 0
   reset = 0
@@ -97,7 +97,7 @@ function F.r2_eval(e, add, cost)
 end
 
 -- rule r3: 500 per 1h (field f1)
-function F.r3_eval(e, add, cost)
+function F.r3_eval(e, add, at, cost)
   local avail, reset, retry
   local log, n = e, 0
   reset = 0
@@ -122,7 +122,7 @@ function F.r3_eval(e, add, cost)
 end
 
 -- rule r4: 1000 per 1d (field f1)
-function F.r4_eval(e, add, cost)
+function F.r4_eval(e, add, at, cost)
   local avail, reset, retry
   local log, n = e, 0
   reset = 0
@@ -147,7 +147,7 @@ function F.r4_eval(e, add, cost)
 end
 
 -- rule r5: 50 per 1m (field f1)
-function F.r5_eval(e, add, cost)
+function F.r5_eval(e, add, at, cost)
   local avail, reset, retry
   local log, n = e, 0
   reset = 0
@@ -172,7 +172,7 @@ function F.r5_eval(e, add, cost)
 end
 
 -- rule r6: 200 per 1h (field f1)
-function F.r6_eval(e, add, cost)
+function F.r6_eval(e, add, at, cost)
   local avail, reset, retry
   local log, n = e, 0
   reset = 0
@@ -197,7 +197,7 @@ function F.r6_eval(e, add, cost)
 end
 
 -- rule r7: 50 per 1m (field f1)
-function F.r7_eval(e, add, cost)
+function F.r7_eval(e, add, at, cost)
   local avail, reset, retry
   local log, n = e, 0
   reset = 0
@@ -222,7 +222,7 @@ function F.r7_eval(e, add, cost)
 end
 
 -- rule r8: 200 per 1h (field f1)
-function F.r8_eval(e, add, cost)
+function F.r8_eval(e, add, at, cost)
   local avail, reset, retry
   local log, n = e, 0
   reset = 0
@@ -247,17 +247,17 @@ function F.r8_eval(e, add, cost)
 end
 
 -- field f1 = ""
-function F.f1_commit(e, add)
+function F.f1_commit(e, add, at)
   local count = COST
   if count > 1000 then count = 1000 end
   local pushed = {}
-  for i = 1, count do pushed[i] = NOW end
+  for i = 1, count do pushed[i] = at end
   -- copy what the list holds, not MAXL slots: a short list under a large limit stays O(its length)
   local keep = 1000 - count
   if #e < keep then keep = #e end
   for i = 1, keep do pushed[count + i] = e[i] end
   e, add = pushed, count
-  return e, add
+  return e, add, at
 end
 
 -- mask m1 '11110000': rules r1, r2, r3, r4
@@ -265,37 +265,37 @@ function F.m1_check(key)
   local avail, reset, retry
   local raw = redis.call('LRANGE', key, 0, 999)
   local inc
-  local f1_e, f1_add = {}, 0
+  local f1_e, f1_add, f1_at = {}, 0, NOW
   for i = 1, #raw do f1_e[i] = tonumber(raw[i]) end
-  avail, reset, retry = F.r1_eval(f1_e, f1_add, COST)
+  avail, reset, retry = F.r1_eval(f1_e, f1_add, f1_at, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r2_eval(f1_e, f1_add, COST)
+  avail, reset, retry = F.r2_eval(f1_e, f1_add, f1_at, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r3_eval(f1_e, f1_add, COST)
+  avail, reset, retry = F.r3_eval(f1_e, f1_add, f1_at, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r4_eval(f1_e, f1_add, COST)
+  avail, reset, retry = F.r4_eval(f1_e, f1_add, f1_at, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  return { inc, f1_e, f1_add }
+  return { inc, f1_e, f1_add, f1_at }
 end
 function F.m1_commit(key, s, after)
   local avail, reset, retry
-  local inc, f1_e, f1_add = unpack(s, 1, 3)
-  f1_e, f1_add = F.f1_commit(f1_e, f1_add)
+  local inc, f1_e, f1_add, f1_at = unpack(s, 1, 4)
+  f1_e, f1_add, f1_at = F.f1_commit(f1_e, f1_add, f1_at)
   local add = f1_add
   if add > 0 then
     -- the incarnation: the list's last item when it is negative
     local tail = redis.call('LINDEX', key, -1)
     if tail and string.sub(tail, 1, 1) == '-' then inc = string.sub(tail, 2) else tail = nil end
     
-    local now = fmt('%d', NOW)
+    local now = fmt('%d', f1_at)
     local left, len = add, 0
     while left > 0 do
       local batch, chunk = {}, math.min(left, 1000)
@@ -317,22 +317,22 @@ function F.m1_commit(key, s, after)
     end
     if inc and not tail then redis.call('RPUSH', key, '-' .. inc) end
     -- other plans' windows may need the key longer than these rules do: its TTL is never shortened
-    local ttl = 86400000 + PAD
+    local ttl = f1_at - NOW + 86400000 + PAD
     if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
   end
-  avail, reset, retry = F.r1_eval(f1_e, f1_add, after)
+  avail, reset, retry = F.r1_eval(f1_e, f1_add, f1_at, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r2_eval(f1_e, f1_add, after)
+  avail, reset, retry = F.r2_eval(f1_e, f1_add, f1_at, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r3_eval(f1_e, f1_add, after)
+  avail, reset, retry = F.r3_eval(f1_e, f1_add, f1_at, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r4_eval(f1_e, f1_add, after)
+  avail, reset, retry = F.r4_eval(f1_e, f1_add, f1_at, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
@@ -343,45 +343,45 @@ function F.m2_check(key)
   local avail, reset, retry
   local raw = redis.call('LRANGE', key, 0, 999)
   local inc
-  local f1_e, f1_add = {}, 0
+  local f1_e, f1_add, f1_at = {}, 0, NOW
   for i = 1, #raw do f1_e[i] = tonumber(raw[i]) end
-  avail, reset, retry = F.r1_eval(f1_e, f1_add, COST)
+  avail, reset, retry = F.r1_eval(f1_e, f1_add, f1_at, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r2_eval(f1_e, f1_add, COST)
+  avail, reset, retry = F.r2_eval(f1_e, f1_add, f1_at, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r3_eval(f1_e, f1_add, COST)
+  avail, reset, retry = F.r3_eval(f1_e, f1_add, f1_at, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r4_eval(f1_e, f1_add, COST)
+  avail, reset, retry = F.r4_eval(f1_e, f1_add, f1_at, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r5_eval(f1_e, f1_add, COST)
+  avail, reset, retry = F.r5_eval(f1_e, f1_add, f1_at, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r6_eval(f1_e, f1_add, COST)
+  avail, reset, retry = F.r6_eval(f1_e, f1_add, f1_at, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  return { inc, f1_e, f1_add }
+  return { inc, f1_e, f1_add, f1_at }
 end
 function F.m2_commit(key, s, after)
   local avail, reset, retry
-  local inc, f1_e, f1_add = unpack(s, 1, 3)
-  f1_e, f1_add = F.f1_commit(f1_e, f1_add)
+  local inc, f1_e, f1_add, f1_at = unpack(s, 1, 4)
+  f1_e, f1_add, f1_at = F.f1_commit(f1_e, f1_add, f1_at)
   local add = f1_add
   if add > 0 then
     -- the incarnation: the list's last item when it is negative
     local tail = redis.call('LINDEX', key, -1)
     if tail and string.sub(tail, 1, 1) == '-' then inc = string.sub(tail, 2) else tail = nil end
     
-    local now = fmt('%d', NOW)
+    local now = fmt('%d', f1_at)
     local left, len = add, 0
     while left > 0 do
       local batch, chunk = {}, math.min(left, 1000)
@@ -403,30 +403,30 @@ function F.m2_commit(key, s, after)
     end
     if inc and not tail then redis.call('RPUSH', key, '-' .. inc) end
     -- other plans' windows may need the key longer than these rules do: its TTL is never shortened
-    local ttl = 86400000 + PAD
+    local ttl = f1_at - NOW + 86400000 + PAD
     if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
   end
-  avail, reset, retry = F.r1_eval(f1_e, f1_add, after)
+  avail, reset, retry = F.r1_eval(f1_e, f1_add, f1_at, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r2_eval(f1_e, f1_add, after)
+  avail, reset, retry = F.r2_eval(f1_e, f1_add, f1_at, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r3_eval(f1_e, f1_add, after)
+  avail, reset, retry = F.r3_eval(f1_e, f1_add, f1_at, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r4_eval(f1_e, f1_add, after)
+  avail, reset, retry = F.r4_eval(f1_e, f1_add, f1_at, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r5_eval(f1_e, f1_add, after)
+  avail, reset, retry = F.r5_eval(f1_e, f1_add, f1_at, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r6_eval(f1_e, f1_add, after)
+  avail, reset, retry = F.r6_eval(f1_e, f1_add, f1_at, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
@@ -437,45 +437,45 @@ function F.m3_check(key)
   local avail, reset, retry
   local raw = redis.call('LRANGE', key, 0, 999)
   local inc
-  local f1_e, f1_add = {}, 0
+  local f1_e, f1_add, f1_at = {}, 0, NOW
   for i = 1, #raw do f1_e[i] = tonumber(raw[i]) end
-  avail, reset, retry = F.r1_eval(f1_e, f1_add, COST)
+  avail, reset, retry = F.r1_eval(f1_e, f1_add, f1_at, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r2_eval(f1_e, f1_add, COST)
+  avail, reset, retry = F.r2_eval(f1_e, f1_add, f1_at, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r3_eval(f1_e, f1_add, COST)
+  avail, reset, retry = F.r3_eval(f1_e, f1_add, f1_at, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r4_eval(f1_e, f1_add, COST)
+  avail, reset, retry = F.r4_eval(f1_e, f1_add, f1_at, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r7_eval(f1_e, f1_add, COST)
+  avail, reset, retry = F.r7_eval(f1_e, f1_add, f1_at, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r8_eval(f1_e, f1_add, COST)
+  avail, reset, retry = F.r8_eval(f1_e, f1_add, f1_at, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  return { inc, f1_e, f1_add }
+  return { inc, f1_e, f1_add, f1_at }
 end
 function F.m3_commit(key, s, after)
   local avail, reset, retry
-  local inc, f1_e, f1_add = unpack(s, 1, 3)
-  f1_e, f1_add = F.f1_commit(f1_e, f1_add)
+  local inc, f1_e, f1_add, f1_at = unpack(s, 1, 4)
+  f1_e, f1_add, f1_at = F.f1_commit(f1_e, f1_add, f1_at)
   local add = f1_add
   if add > 0 then
     -- the incarnation: the list's last item when it is negative
     local tail = redis.call('LINDEX', key, -1)
     if tail and string.sub(tail, 1, 1) == '-' then inc = string.sub(tail, 2) else tail = nil end
     
-    local now = fmt('%d', NOW)
+    local now = fmt('%d', f1_at)
     local left, len = add, 0
     while left > 0 do
       local batch, chunk = {}, math.min(left, 1000)
@@ -497,30 +497,30 @@ function F.m3_commit(key, s, after)
     end
     if inc and not tail then redis.call('RPUSH', key, '-' .. inc) end
     -- other plans' windows may need the key longer than these rules do: its TTL is never shortened
-    local ttl = 86400000 + PAD
+    local ttl = f1_at - NOW + 86400000 + PAD
     if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
   end
-  avail, reset, retry = F.r1_eval(f1_e, f1_add, after)
+  avail, reset, retry = F.r1_eval(f1_e, f1_add, f1_at, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r2_eval(f1_e, f1_add, after)
+  avail, reset, retry = F.r2_eval(f1_e, f1_add, f1_at, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r3_eval(f1_e, f1_add, after)
+  avail, reset, retry = F.r3_eval(f1_e, f1_add, f1_at, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r4_eval(f1_e, f1_add, after)
+  avail, reset, retry = F.r4_eval(f1_e, f1_add, f1_at, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r7_eval(f1_e, f1_add, after)
+  avail, reset, retry = F.r7_eval(f1_e, f1_add, f1_at, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r8_eval(f1_e, f1_add, after)
+  avail, reset, retry = F.r8_eval(f1_e, f1_add, f1_at, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end

@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-log, three rules on two identifier kinds (two for every identifier, one for 'user').
--- The script as a limiter sends it to Redis (EVALSHA 68751a0f5f7f437ca49f94cbfc93c07c3c599212); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA e4beb2a6ee082a9c51a82deac1c553f592ceb96a); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-log', limits: [{ limit: 20, window: '10s' }, { limit: 500, window: '1h' }, { limit: 100, window: '1h', for: 'user' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-log --limits '20/10s, 500/1h, 100/1h for user'
@@ -69,7 +69,7 @@ for i = 1, NIDS do
   if mask == '110' then
     local raw = redis.call('LRANGE', key, 0, 499)
     local inc
-    local f1_e, f1_add = {}, 0
+    local f1_e, f1_add, f1_at = {}, 0, NOW
     for i = 1, #raw do f1_e[i] = tonumber(raw[i]) end
     do -- rule r1
       local log, n = f1_e, 0
@@ -119,11 +119,11 @@ for i = 1, NIDS do
     out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
     e = e + 3
     if retry > 0 then ok = false end
-    S[i] = { inc, f1_e, f1_add }
+    S[i] = { inc, f1_e, f1_add, f1_at }
   elseif mask == '111' then
     local raw = redis.call('LRANGE', key, 0, 499)
     local inc
-    local f1_e, f1_add = {}, 0
+    local f1_e, f1_add, f1_at = {}, 0, NOW
     for i = 1, #raw do f1_e[i] = tonumber(raw[i]) end
     do -- rule r1
       local log, n = f1_e, 0
@@ -197,7 +197,7 @@ for i = 1, NIDS do
     out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
     e = e + 3
     if retry > 0 then ok = false end
-    S[i] = { inc, f1_e, f1_add }
+    S[i] = { inc, f1_e, f1_add, f1_at }
   else
     return redis.error_reply('ERR floodgate: no plan for rule mask ' .. tostring(mask))
   end
@@ -210,12 +210,12 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
     local key, mask, s = KEYS[2 * i - 1], ARGV[MASKS + i], S[i]
     if s then
       if mask == '110' then
-        local inc, f1_e, f1_add = unpack(s, 1, 3)
+        local inc, f1_e, f1_add, f1_at = unpack(s, 1, 4)
         do -- field f1
           local count = COST
           if count > 500 then count = 500 end
           local pushed = {}
-          for i = 1, count do pushed[i] = NOW end
+          for i = 1, count do pushed[i] = f1_at end
           -- copy what the list holds, not MAXL slots: a short list under a large limit stays O(its length)
           local keep = 500 - count
           if #f1_e < keep then keep = #f1_e end
@@ -228,7 +228,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           local tail = redis.call('LINDEX', key, -1)
           if tail and string.sub(tail, 1, 1) == '-' then inc = string.sub(tail, 2) else tail = nil end
           
-          local now = fmt('%d', NOW)
+          local now = fmt('%d', f1_at)
           local left, len = add, 0
           while left > 0 do
             local batch, chunk = {}, math.min(left, 1000)
@@ -250,7 +250,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           end
           if inc and not tail then redis.call('RPUSH', key, '-' .. inc) end
           -- other plans' windows may need the key longer than these rules do: its TTL is never shortened
-          local ttl = 3600000 + PAD
+          local ttl = f1_at - NOW + 3600000 + PAD
           if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
         end
         do -- rule r1
@@ -302,12 +302,12 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
         e = e + 3
         if retry > 0 then ok = false end
       elseif mask == '111' then
-        local inc, f1_e, f1_add = unpack(s, 1, 3)
+        local inc, f1_e, f1_add, f1_at = unpack(s, 1, 4)
         do -- field f1
           local count = COST
           if count > 500 then count = 500 end
           local pushed = {}
-          for i = 1, count do pushed[i] = NOW end
+          for i = 1, count do pushed[i] = f1_at end
           -- copy what the list holds, not MAXL slots: a short list under a large limit stays O(its length)
           local keep = 500 - count
           if #f1_e < keep then keep = #f1_e end
@@ -320,7 +320,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           local tail = redis.call('LINDEX', key, -1)
           if tail and string.sub(tail, 1, 1) == '-' then inc = string.sub(tail, 2) else tail = nil end
           
-          local now = fmt('%d', NOW)
+          local now = fmt('%d', f1_at)
           local left, len = add, 0
           while left > 0 do
             local batch, chunk = {}, math.min(left, 1000)
@@ -342,7 +342,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           end
           if inc and not tail then redis.call('RPUSH', key, '-' .. inc) end
           -- other plans' windows may need the key longer than these rules do: its TTL is never shortened
-          local ttl = 3600000 + PAD
+          local ttl = f1_at - NOW + 3600000 + PAD
           if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
         end
         do -- rule r1

@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-window, one rule.
--- The script as a limiter sends it to Redis (EVALSHA 5be4a6c56faefe3782cf02bb85d030d75edae32b); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 5c2d7bb07fbb9250374ea51302ee562b747e6abc); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-window', limits: { limit: 10, window: '1m' } })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-window --limits 10/1m
@@ -70,10 +70,11 @@ for i = 1, NIDS do
     local raw = redis.call('HMGET', key, "60000:10", 'i')
     local kept
     local inc = raw[2] or nil
-    local f1_r, f1_n, f1_d, f1_y = nil, 0, 0, nil
+    local f1_r, f1_n, f1_d, f1_y, f1_u = nil, 0, 0, nil, 0
     if raw[1] then
       local r = { cmsgpack.unpack(raw[1]) }
       f1_r = r
+      f1_u = r[13] or 0
       f1_d = f1_cur - r[1]
       local top = 12
       if f1_d > 0 then top = top - f1_d end
@@ -114,11 +115,23 @@ for i = 1, NIDS do
           end
         end
       end
+      if f1_u > NOW then
+        local owe = floor(((f1_u - NOW) * 10 + 59999) / 60000)
+        avail = avail - owe
+        if avail < 0 then avail = 0 end
+        if f1_u - NOW > reset then reset = f1_u - NOW end
+        if COST > 0 and COST <= 10 and f1_n + owe + COST > 10 then
+          local room = 10 - COST - f1_n
+          if room < 0 then room = 10 - COST end
+          local t = f1_u - NOW - floor(room * 60000 / 10)
+          if t > retry then retry = t end
+        end
+      end
     end
     out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
     e = e + 3
     if retry > 0 then ok = false end
-    S[i] = { kept, inc, f1_r, f1_n, f1_d, f1_y }
+    S[i] = { kept, inc, f1_r, f1_n, f1_d, f1_y, f1_u }
   else
     return redis.error_reply('ERR floodgate: no plan for rule mask ' .. tostring(mask))
   end
@@ -131,7 +144,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
     local key, mask, s = KEYS[2 * i - 1], ARGV[MASKS + i], S[i]
     if s then
       if mask == '1' then
-        local kept, inc, f1_r, f1_n, f1_d, f1_y = unpack(s, 1, 6)
+        local kept, inc, f1_r, f1_n, f1_d, f1_y, f1_u = unpack(s, 1, 7)
         do -- field f1
           if not f1_r then f1_r = { f1_cur, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 } end
           if f1_d > 0 then
@@ -146,12 +159,19 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           f1_n = f1_n + COST
           if COST > 0 then f1_y = 2 end
         end
-        redis.call('HSET', key, "60000:10", cmsgpack.pack(unpack(f1_r, 1, 12)))
         local ttl = 0
         do
           local left = (f1_r[1] + 11) * 6000 - NOW
+          if f1_u > NOW then
+            f1_r[13] = f1_u
+            if f1_u - NOW > left then left = f1_u - NOW end
+          else
+            f1_r[13] = nil
+          end
           if left > ttl then ttl = left end
         end
+
+        redis.call('HSET', key, "60000:10", cmsgpack.pack(unpack(f1_r)))
         -- other plans' rings may need the key longer than these rules do: its TTL is never shortened
         if (kept == nil or ttl > kept) and redis.call('PTTL', key) < ttl + PAD then redis.call('PEXPIRE', key, ttl + PAD) end
         do -- rule r1
@@ -178,6 +198,18 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
                 retry = (bkt + 11) * 6000 - NOW
                 break
               end
+            end
+          end
+          if f1_u > NOW then
+            local owe = floor(((f1_u - NOW) * 10 + 59999) / 60000)
+            avail = avail - owe
+            if avail < 0 then avail = 0 end
+            if f1_u - NOW > reset then reset = f1_u - NOW end
+            if after > 0 and after <= 10 and f1_n + owe + after > 10 then
+              local room = 10 - after - f1_n
+              if room < 0 then room = 10 - after end
+              local t = f1_u - NOW - floor(room * 60000 / 10)
+              if t > retry then retry = t end
             end
           end
         end

@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-window, one rule of tokens, refunds: true: the settle script of a reservation (give back part, charge past).
--- The script as a limiter sends it to Redis (EVALSHA 43d9117d9bccdc82caa96602adaff7d1eb140657); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA b3b9b49e2ba3671906e9016b2466efb959b6f710); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-window', limits: { limit: 1000, window: '1m', unit: 'tokens' }, refunds: true }, { script: 'settle' })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-window --limits '1000/1m unit tokens' --refunds --settle
@@ -57,7 +57,7 @@ local function fg_undo(key, receipt, cost)
         local c = r[k] - cost(sfx)
         if c < 0 then c = 0 end
         r[k] = c
-        redis.call('HSET', key, name, cmsgpack.pack(unpack(r, 1, n)))
+        redis.call('HSET', key, name, cmsgpack.pack(unpack(r)))
       end
     end
   end
@@ -94,10 +94,11 @@ for i = 1, #KEYS do
       local raw = redis.call('HMGET', key, "60000:10@tokens", 'i')
       local kept
       local inc = raw[2] or nil
-      local f1_r, f1_n, f1_d, f1_y = nil, 0, 0, nil
+      local f1_r, f1_n, f1_d, f1_y, f1_u = nil, 0, 0, nil, 0
       if raw[1] then
         local r = { cmsgpack.unpack(raw[1]) }
         f1_r = r
+        f1_u = r[13] or 0
         f1_d = f1_cur - r[1]
         local top = 12
         if f1_d > 0 then top = top - f1_d end
@@ -126,16 +127,32 @@ for i = 1, #KEYS do
         f1_n = f1_n + COST
         if COST > 0 then f1_y = 2 end
       end
+      local ttl = 0
+      do
+        local left = (f1_r[1] + 11) * 6000 - NOW
+        if COST > 0 then
+          local x = COST
+          if f1_u <= NOW then x = f1_n - 1000 end
+          if x > 0 then
+            local from = NOW + left
+            if f1_u > from then from = f1_u end
+            f1_u = from + floor((x * 60000 + 999) / 1000)
+            if f1_u - NOW > 1099511627776 then f1_u = NOW + 1099511627776 end
+          end
+        end
+        if f1_u > NOW then
+          f1_r[13] = f1_u
+          if f1_u - NOW > left then left = f1_u - NOW end
+        else
+          f1_r[13] = nil
+        end
+        if left > ttl then ttl = left end
+      end
       if not inc and NONCE then
         inc = NONCE
         redis.call('HSET', key, 'i', inc)
       end
-      redis.call('HSET', key, "60000:10@tokens", cmsgpack.pack(unpack(f1_r, 1, 12)))
-      local ttl = 0
-      do
-        local left = (f1_r[1] + 11) * 6000 - NOW
-        if left > ttl then ttl = left end
-      end
+      redis.call('HSET', key, "60000:10@tokens", cmsgpack.pack(unpack(f1_r)))
       -- other plans' rings may need the key longer than these rules do: its TTL is never shortened
       if (kept == nil or ttl > kept) and redis.call('PTTL', key) < ttl + PAD then redis.call('PEXPIRE', key, ttl + PAD) end
     end

@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-window, eight rules on three identifier kinds: the shared shape, a function per rule and field.
--- The script as a limiter sends it to Redis (EVALSHA 75f3eb609e6ed780bdfed70e9810fa086d709835); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 70d6c2aca2707f0dcc10a82681944a87c600b919); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-window', limits: [{ limit: 10, window: '1s' }, { limit: 100, window: '1m' }, { limit: 500, window: '1h' }, { limit: 1000, window: '1d' }, { limit: 50, window: '1m', for: 'user' }, { limit: 200, window: '1h', for: 'user' }, { limit: 50, window: '1m', for: 'key' }, { limit: 200, window: '1h', for: 'key' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-window --limits '10/1s, 100/1m, 500/1h, 1000/1d, 50/1m for user, 200/1h for user, 50/1m for key, 200/1h for key'
@@ -56,7 +56,7 @@ local e
 local F = {}
 
 -- rule r1: 10 per 1s (field f1)
-function F.r1_eval(r, n, d, y, cost)
+function F.r1_eval(r, n, d, y, u, cost)
   local avail, reset, retry
   avail = 10 - n
   if avail < 0 then avail = 0 end
@@ -83,11 +83,23 @@ function F.r1_eval(r, n, d, y, cost)
       end
     end
   end
+  if u > NOW then
+    local owe = floor(((u - NOW) * 10 + 999) / 1000)
+    avail = avail - owe
+    if avail < 0 then avail = 0 end
+    if u - NOW > reset then reset = u - NOW end
+    if cost > 0 and cost <= 10 and n + owe + cost > 10 then
+      local room = 10 - cost - n
+      if room < 0 then room = 10 - cost end
+      local t = u - NOW - floor(room * 1000 / 10)
+      if t > retry then retry = t end
+    end
+  end
   return avail, reset, retry
 end
 
 -- rule r2: 100 per 1m (field f2)
-function F.r2_eval(r, n, d, y, cost)
+function F.r2_eval(r, n, d, y, u, cost)
   local avail, reset, retry
   avail = 100 - n
   if avail < 0 then avail = 0 end
@@ -114,11 +126,23 @@ function F.r2_eval(r, n, d, y, cost)
       end
     end
   end
+  if u > NOW then
+    local owe = floor(((u - NOW) * 100 + 59999) / 60000)
+    avail = avail - owe
+    if avail < 0 then avail = 0 end
+    if u - NOW > reset then reset = u - NOW end
+    if cost > 0 and cost <= 100 and n + owe + cost > 100 then
+      local room = 100 - cost - n
+      if room < 0 then room = 100 - cost end
+      local t = u - NOW - floor(room * 60000 / 100)
+      if t > retry then retry = t end
+    end
+  end
   return avail, reset, retry
 end
 
 -- rule r3: 500 per 1h (field f3)
-function F.r3_eval(r, n, d, y, cost)
+function F.r3_eval(r, n, d, y, u, cost)
   local avail, reset, retry
   avail = 500 - n
   if avail < 0 then avail = 0 end
@@ -145,11 +169,23 @@ function F.r3_eval(r, n, d, y, cost)
       end
     end
   end
+  if u > NOW then
+    local owe = floor(((u - NOW) * 500 + 3599999) / 3600000)
+    avail = avail - owe
+    if avail < 0 then avail = 0 end
+    if u - NOW > reset then reset = u - NOW end
+    if cost > 0 and cost <= 500 and n + owe + cost > 500 then
+      local room = 500 - cost - n
+      if room < 0 then room = 500 - cost end
+      local t = u - NOW - floor(room * 3600000 / 500)
+      if t > retry then retry = t end
+    end
+  end
   return avail, reset, retry
 end
 
 -- rule r4: 1000 per 1d (field f4)
-function F.r4_eval(r, n, d, y, cost)
+function F.r4_eval(r, n, d, y, u, cost)
   local avail, reset, retry
   avail = 1000 - n
   if avail < 0 then avail = 0 end
@@ -176,11 +212,23 @@ function F.r4_eval(r, n, d, y, cost)
       end
     end
   end
+  if u > NOW then
+    local owe = floor(((u - NOW) * 1000 + 86399999) / 86400000)
+    avail = avail - owe
+    if avail < 0 then avail = 0 end
+    if u - NOW > reset then reset = u - NOW end
+    if cost > 0 and cost <= 1000 and n + owe + cost > 1000 then
+      local room = 1000 - cost - n
+      if room < 0 then room = 1000 - cost end
+      local t = u - NOW - floor(room * 86400000 / 1000)
+      if t > retry then retry = t end
+    end
+  end
   return avail, reset, retry
 end
 
 -- rule r5: 50 per 1m (field f2)
-function F.r5_eval(r, n, d, y, cost)
+function F.r5_eval(r, n, d, y, u, cost)
   local avail, reset, retry
   avail = 50 - n
   if avail < 0 then avail = 0 end
@@ -205,13 +253,25 @@ function F.r5_eval(r, n, d, y, cost)
         retry = (bkt + 11) * 6000 - NOW
         break
       end
+    end
+  end
+  if u > NOW then
+    local owe = floor(((u - NOW) * 50 + 59999) / 60000)
+    avail = avail - owe
+    if avail < 0 then avail = 0 end
+    if u - NOW > reset then reset = u - NOW end
+    if cost > 0 and cost <= 50 and n + owe + cost > 50 then
+      local room = 50 - cost - n
+      if room < 0 then room = 50 - cost end
+      local t = u - NOW - floor(room * 60000 / 50)
+      if t > retry then retry = t end
     end
   end
   return avail, reset, retry
 end
 
 -- rule r6: 200 per 1h (field f3)
-function F.r6_eval(r, n, d, y, cost)
+function F.r6_eval(r, n, d, y, u, cost)
   local avail, reset, retry
   avail = 200 - n
   if avail < 0 then avail = 0 end
@@ -238,11 +298,23 @@ function F.r6_eval(r, n, d, y, cost)
       end
     end
   end
+  if u > NOW then
+    local owe = floor(((u - NOW) * 200 + 3599999) / 3600000)
+    avail = avail - owe
+    if avail < 0 then avail = 0 end
+    if u - NOW > reset then reset = u - NOW end
+    if cost > 0 and cost <= 200 and n + owe + cost > 200 then
+      local room = 200 - cost - n
+      if room < 0 then room = 200 - cost end
+      local t = u - NOW - floor(room * 3600000 / 200)
+      if t > retry then retry = t end
+    end
+  end
   return avail, reset, retry
 end
 
 -- rule r7: 50 per 1m (field f2)
-function F.r7_eval(r, n, d, y, cost)
+function F.r7_eval(r, n, d, y, u, cost)
   local avail, reset, retry
   avail = 50 - n
   if avail < 0 then avail = 0 end
@@ -269,11 +341,23 @@ function F.r7_eval(r, n, d, y, cost)
       end
     end
   end
+  if u > NOW then
+    local owe = floor(((u - NOW) * 50 + 59999) / 60000)
+    avail = avail - owe
+    if avail < 0 then avail = 0 end
+    if u - NOW > reset then reset = u - NOW end
+    if cost > 0 and cost <= 50 and n + owe + cost > 50 then
+      local room = 50 - cost - n
+      if room < 0 then room = 50 - cost end
+      local t = u - NOW - floor(room * 60000 / 50)
+      if t > retry then retry = t end
+    end
+  end
   return avail, reset, retry
 end
 
 -- rule r8: 200 per 1h (field f3)
-function F.r8_eval(r, n, d, y, cost)
+function F.r8_eval(r, n, d, y, u, cost)
   local avail, reset, retry
   avail = 200 - n
   if avail < 0 then avail = 0 end
@@ -300,11 +384,23 @@ function F.r8_eval(r, n, d, y, cost)
       end
     end
   end
+  if u > NOW then
+    local owe = floor(((u - NOW) * 200 + 3599999) / 3600000)
+    avail = avail - owe
+    if avail < 0 then avail = 0 end
+    if u - NOW > reset then reset = u - NOW end
+    if cost > 0 and cost <= 200 and n + owe + cost > 200 then
+      local room = 200 - cost - n
+      if room < 0 then room = 200 - cost end
+      local t = u - NOW - floor(room * 3600000 / 200)
+      if t > retry then retry = t end
+    end
+  end
   return avail, reset, retry
 end
 
 -- field f1 = "1000:10"
-function F.f1_commit(r, n, d, y)
+function F.f1_commit(r, n, d, y, u)
   if not r then r = { f1_cur, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 } end
   if d > 0 then
     local ring, shift = r, d
@@ -317,11 +413,11 @@ function F.f1_commit(r, n, d, y)
   r[2] = r[2] + COST
   n = n + COST
   if COST > 0 then y = 2 end
-  return r, n, d, y
+  return r, n, d, y, u
 end
 
 -- field f2 = "60000:10"
-function F.f2_commit(r, n, d, y)
+function F.f2_commit(r, n, d, y, u)
   if not r then r = { f2_cur, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 } end
   if d > 0 then
     local ring, shift = r, d
@@ -334,11 +430,11 @@ function F.f2_commit(r, n, d, y)
   r[2] = r[2] + COST
   n = n + COST
   if COST > 0 then y = 2 end
-  return r, n, d, y
+  return r, n, d, y, u
 end
 
 -- field f3 = "3600000:10"
-function F.f3_commit(r, n, d, y)
+function F.f3_commit(r, n, d, y, u)
   if not r then r = { f3_cur, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 } end
   if d > 0 then
     local ring, shift = r, d
@@ -351,11 +447,11 @@ function F.f3_commit(r, n, d, y)
   r[2] = r[2] + COST
   n = n + COST
   if COST > 0 then y = 2 end
-  return r, n, d, y
+  return r, n, d, y, u
 end
 
 -- field f4 = "86400000:10"
-function F.f4_commit(r, n, d, y)
+function F.f4_commit(r, n, d, y, u)
   if not r then r = { f4_cur, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 } end
   if d > 0 then
     local ring, shift = r, d
@@ -368,7 +464,7 @@ function F.f4_commit(r, n, d, y)
   r[2] = r[2] + COST
   n = n + COST
   if COST > 0 then y = 2 end
-  return r, n, d, y
+  return r, n, d, y, u
 end
 
 -- mask m1 '11110000': rules r1, r2, r3, r4
@@ -377,10 +473,11 @@ function F.m1_check(key)
   local raw = redis.call('HMGET', key, "1000:10", "60000:10", "3600000:10", "86400000:10", 'i')
   local kept
   local inc = raw[5] or nil
-  local f1_r, f1_n, f1_d, f1_y = nil, 0, 0, nil
+  local f1_r, f1_n, f1_d, f1_y, f1_u = nil, 0, 0, nil, 0
   if raw[1] then
     local r = { cmsgpack.unpack(raw[1]) }
     f1_r = r
+    f1_u = r[13] or 0
     f1_d = f1_cur - r[1]
     local top = 12
     if f1_d > 0 then top = top - f1_d end
@@ -395,10 +492,11 @@ function F.m1_check(key)
     local left = (r[1] + 11) * 100 - NOW
     if kept == nil or left > kept then kept = left end
   end
-  local f2_r, f2_n, f2_d, f2_y = nil, 0, 0, nil
+  local f2_r, f2_n, f2_d, f2_y, f2_u = nil, 0, 0, nil, 0
   if raw[2] then
     local r = { cmsgpack.unpack(raw[2]) }
     f2_r = r
+    f2_u = r[13] or 0
     f2_d = f2_cur - r[1]
     local top = 12
     if f2_d > 0 then top = top - f2_d end
@@ -413,10 +511,11 @@ function F.m1_check(key)
     local left = (r[1] + 11) * 6000 - NOW
     if kept == nil or left > kept then kept = left end
   end
-  local f3_r, f3_n, f3_d, f3_y = nil, 0, 0, nil
+  local f3_r, f3_n, f3_d, f3_y, f3_u = nil, 0, 0, nil, 0
   if raw[3] then
     local r = { cmsgpack.unpack(raw[3]) }
     f3_r = r
+    f3_u = r[13] or 0
     f3_d = f3_cur - r[1]
     local top = 12
     if f3_d > 0 then top = top - f3_d end
@@ -431,10 +530,11 @@ function F.m1_check(key)
     local left = (r[1] + 11) * 360000 - NOW
     if kept == nil or left > kept then kept = left end
   end
-  local f4_r, f4_n, f4_d, f4_y = nil, 0, 0, nil
+  local f4_r, f4_n, f4_d, f4_y, f4_u = nil, 0, 0, nil, 0
   if raw[4] then
     local r = { cmsgpack.unpack(raw[4]) }
     f4_r = r
+    f4_u = r[13] or 0
     f4_d = f4_cur - r[1]
     local top = 12
     if f4_d > 0 then top = top - f4_d end
@@ -449,64 +549,89 @@ function F.m1_check(key)
     local left = (r[1] + 11) * 8640000 - NOW
     if kept == nil or left > kept then kept = left end
   end
-  avail, reset, retry = F.r1_eval(f1_r, f1_n, f1_d, f1_y, COST)
+  avail, reset, retry = F.r1_eval(f1_r, f1_n, f1_d, f1_y, f1_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r2_eval(f2_r, f2_n, f2_d, f2_y, COST)
+  avail, reset, retry = F.r2_eval(f2_r, f2_n, f2_d, f2_y, f2_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r3_eval(f3_r, f3_n, f3_d, f3_y, COST)
+  avail, reset, retry = F.r3_eval(f3_r, f3_n, f3_d, f3_y, f3_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r4_eval(f4_r, f4_n, f4_d, f4_y, COST)
+  avail, reset, retry = F.r4_eval(f4_r, f4_n, f4_d, f4_y, f4_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  return { kept, inc, f1_r, f1_n, f1_d, f1_y, f2_r, f2_n, f2_d, f2_y, f3_r, f3_n, f3_d, f3_y, f4_r, f4_n, f4_d, f4_y }
+  return { kept, inc, f1_r, f1_n, f1_d, f1_y, f1_u, f2_r, f2_n, f2_d, f2_y, f2_u, f3_r, f3_n, f3_d, f3_y, f3_u, f4_r, f4_n, f4_d, f4_y, f4_u }
 end
 function F.m1_commit(key, s, after)
   local avail, reset, retry
-  local kept, inc, f1_r, f1_n, f1_d, f1_y, f2_r, f2_n, f2_d, f2_y, f3_r, f3_n, f3_d, f3_y, f4_r, f4_n, f4_d, f4_y = unpack(s, 1, 18)
-  f1_r, f1_n, f1_d, f1_y = F.f1_commit(f1_r, f1_n, f1_d, f1_y)
-  f2_r, f2_n, f2_d, f2_y = F.f2_commit(f2_r, f2_n, f2_d, f2_y)
-  f3_r, f3_n, f3_d, f3_y = F.f3_commit(f3_r, f3_n, f3_d, f3_y)
-  f4_r, f4_n, f4_d, f4_y = F.f4_commit(f4_r, f4_n, f4_d, f4_y)
-  redis.call('HSET', key, "1000:10", cmsgpack.pack(unpack(f1_r, 1, 12)), "60000:10", cmsgpack.pack(unpack(f2_r, 1, 12)), "3600000:10", cmsgpack.pack(unpack(f3_r, 1, 12)), "86400000:10", cmsgpack.pack(unpack(f4_r, 1, 12)))
+  local kept, inc, f1_r, f1_n, f1_d, f1_y, f1_u, f2_r, f2_n, f2_d, f2_y, f2_u, f3_r, f3_n, f3_d, f3_y, f3_u, f4_r, f4_n, f4_d, f4_y, f4_u = unpack(s, 1, 22)
+  f1_r, f1_n, f1_d, f1_y, f1_u = F.f1_commit(f1_r, f1_n, f1_d, f1_y, f1_u)
+  f2_r, f2_n, f2_d, f2_y, f2_u = F.f2_commit(f2_r, f2_n, f2_d, f2_y, f2_u)
+  f3_r, f3_n, f3_d, f3_y, f3_u = F.f3_commit(f3_r, f3_n, f3_d, f3_y, f3_u)
+  f4_r, f4_n, f4_d, f4_y, f4_u = F.f4_commit(f4_r, f4_n, f4_d, f4_y, f4_u)
   local ttl = 0
   do
     local left = (f1_r[1] + 11) * 100 - NOW
+    if f1_u > NOW then
+      f1_r[13] = f1_u
+      if f1_u - NOW > left then left = f1_u - NOW end
+    else
+      f1_r[13] = nil
+    end
     if left > ttl then ttl = left end
   end
   do
     local left = (f2_r[1] + 11) * 6000 - NOW
+    if f2_u > NOW then
+      f2_r[13] = f2_u
+      if f2_u - NOW > left then left = f2_u - NOW end
+    else
+      f2_r[13] = nil
+    end
     if left > ttl then ttl = left end
   end
   do
     local left = (f3_r[1] + 11) * 360000 - NOW
+    if f3_u > NOW then
+      f3_r[13] = f3_u
+      if f3_u - NOW > left then left = f3_u - NOW end
+    else
+      f3_r[13] = nil
+    end
     if left > ttl then ttl = left end
   end
   do
     local left = (f4_r[1] + 11) * 8640000 - NOW
+    if f4_u > NOW then
+      f4_r[13] = f4_u
+      if f4_u - NOW > left then left = f4_u - NOW end
+    else
+      f4_r[13] = nil
+    end
     if left > ttl then ttl = left end
   end
+
+  redis.call('HSET', key, "1000:10", cmsgpack.pack(unpack(f1_r)), "60000:10", cmsgpack.pack(unpack(f2_r)), "3600000:10", cmsgpack.pack(unpack(f3_r)), "86400000:10", cmsgpack.pack(unpack(f4_r)))
   -- other plans' rings may need the key longer than these rules do: its TTL is never shortened
   if (kept == nil or ttl > kept) and redis.call('PTTL', key) < ttl + PAD then redis.call('PEXPIRE', key, ttl + PAD) end
-  avail, reset, retry = F.r1_eval(f1_r, f1_n, f1_d, f1_y, after)
+  avail, reset, retry = F.r1_eval(f1_r, f1_n, f1_d, f1_y, f1_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r2_eval(f2_r, f2_n, f2_d, f2_y, after)
+  avail, reset, retry = F.r2_eval(f2_r, f2_n, f2_d, f2_y, f2_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r3_eval(f3_r, f3_n, f3_d, f3_y, after)
+  avail, reset, retry = F.r3_eval(f3_r, f3_n, f3_d, f3_y, f3_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r4_eval(f4_r, f4_n, f4_d, f4_y, after)
+  avail, reset, retry = F.r4_eval(f4_r, f4_n, f4_d, f4_y, f4_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
@@ -518,10 +643,11 @@ function F.m2_check(key)
   local raw = redis.call('HMGET', key, "1000:10", "60000:10", "3600000:10", "86400000:10", 'i')
   local kept
   local inc = raw[5] or nil
-  local f1_r, f1_n, f1_d, f1_y = nil, 0, 0, nil
+  local f1_r, f1_n, f1_d, f1_y, f1_u = nil, 0, 0, nil, 0
   if raw[1] then
     local r = { cmsgpack.unpack(raw[1]) }
     f1_r = r
+    f1_u = r[13] or 0
     f1_d = f1_cur - r[1]
     local top = 12
     if f1_d > 0 then top = top - f1_d end
@@ -536,10 +662,11 @@ function F.m2_check(key)
     local left = (r[1] + 11) * 100 - NOW
     if kept == nil or left > kept then kept = left end
   end
-  local f2_r, f2_n, f2_d, f2_y = nil, 0, 0, nil
+  local f2_r, f2_n, f2_d, f2_y, f2_u = nil, 0, 0, nil, 0
   if raw[2] then
     local r = { cmsgpack.unpack(raw[2]) }
     f2_r = r
+    f2_u = r[13] or 0
     f2_d = f2_cur - r[1]
     local top = 12
     if f2_d > 0 then top = top - f2_d end
@@ -554,10 +681,11 @@ function F.m2_check(key)
     local left = (r[1] + 11) * 6000 - NOW
     if kept == nil or left > kept then kept = left end
   end
-  local f3_r, f3_n, f3_d, f3_y = nil, 0, 0, nil
+  local f3_r, f3_n, f3_d, f3_y, f3_u = nil, 0, 0, nil, 0
   if raw[3] then
     local r = { cmsgpack.unpack(raw[3]) }
     f3_r = r
+    f3_u = r[13] or 0
     f3_d = f3_cur - r[1]
     local top = 12
     if f3_d > 0 then top = top - f3_d end
@@ -572,10 +700,11 @@ function F.m2_check(key)
     local left = (r[1] + 11) * 360000 - NOW
     if kept == nil or left > kept then kept = left end
   end
-  local f4_r, f4_n, f4_d, f4_y = nil, 0, 0, nil
+  local f4_r, f4_n, f4_d, f4_y, f4_u = nil, 0, 0, nil, 0
   if raw[4] then
     local r = { cmsgpack.unpack(raw[4]) }
     f4_r = r
+    f4_u = r[13] or 0
     f4_d = f4_cur - r[1]
     local top = 12
     if f4_d > 0 then top = top - f4_d end
@@ -590,80 +719,105 @@ function F.m2_check(key)
     local left = (r[1] + 11) * 8640000 - NOW
     if kept == nil or left > kept then kept = left end
   end
-  avail, reset, retry = F.r1_eval(f1_r, f1_n, f1_d, f1_y, COST)
+  avail, reset, retry = F.r1_eval(f1_r, f1_n, f1_d, f1_y, f1_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r2_eval(f2_r, f2_n, f2_d, f2_y, COST)
+  avail, reset, retry = F.r2_eval(f2_r, f2_n, f2_d, f2_y, f2_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r3_eval(f3_r, f3_n, f3_d, f3_y, COST)
+  avail, reset, retry = F.r3_eval(f3_r, f3_n, f3_d, f3_y, f3_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r4_eval(f4_r, f4_n, f4_d, f4_y, COST)
+  avail, reset, retry = F.r4_eval(f4_r, f4_n, f4_d, f4_y, f4_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r5_eval(f2_r, f2_n, f2_d, f2_y, COST)
+  avail, reset, retry = F.r5_eval(f2_r, f2_n, f2_d, f2_y, f2_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r6_eval(f3_r, f3_n, f3_d, f3_y, COST)
+  avail, reset, retry = F.r6_eval(f3_r, f3_n, f3_d, f3_y, f3_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  return { kept, inc, f1_r, f1_n, f1_d, f1_y, f2_r, f2_n, f2_d, f2_y, f3_r, f3_n, f3_d, f3_y, f4_r, f4_n, f4_d, f4_y }
+  return { kept, inc, f1_r, f1_n, f1_d, f1_y, f1_u, f2_r, f2_n, f2_d, f2_y, f2_u, f3_r, f3_n, f3_d, f3_y, f3_u, f4_r, f4_n, f4_d, f4_y, f4_u }
 end
 function F.m2_commit(key, s, after)
   local avail, reset, retry
-  local kept, inc, f1_r, f1_n, f1_d, f1_y, f2_r, f2_n, f2_d, f2_y, f3_r, f3_n, f3_d, f3_y, f4_r, f4_n, f4_d, f4_y = unpack(s, 1, 18)
-  f1_r, f1_n, f1_d, f1_y = F.f1_commit(f1_r, f1_n, f1_d, f1_y)
-  f2_r, f2_n, f2_d, f2_y = F.f2_commit(f2_r, f2_n, f2_d, f2_y)
-  f3_r, f3_n, f3_d, f3_y = F.f3_commit(f3_r, f3_n, f3_d, f3_y)
-  f4_r, f4_n, f4_d, f4_y = F.f4_commit(f4_r, f4_n, f4_d, f4_y)
-  redis.call('HSET', key, "1000:10", cmsgpack.pack(unpack(f1_r, 1, 12)), "60000:10", cmsgpack.pack(unpack(f2_r, 1, 12)), "3600000:10", cmsgpack.pack(unpack(f3_r, 1, 12)), "86400000:10", cmsgpack.pack(unpack(f4_r, 1, 12)))
+  local kept, inc, f1_r, f1_n, f1_d, f1_y, f1_u, f2_r, f2_n, f2_d, f2_y, f2_u, f3_r, f3_n, f3_d, f3_y, f3_u, f4_r, f4_n, f4_d, f4_y, f4_u = unpack(s, 1, 22)
+  f1_r, f1_n, f1_d, f1_y, f1_u = F.f1_commit(f1_r, f1_n, f1_d, f1_y, f1_u)
+  f2_r, f2_n, f2_d, f2_y, f2_u = F.f2_commit(f2_r, f2_n, f2_d, f2_y, f2_u)
+  f3_r, f3_n, f3_d, f3_y, f3_u = F.f3_commit(f3_r, f3_n, f3_d, f3_y, f3_u)
+  f4_r, f4_n, f4_d, f4_y, f4_u = F.f4_commit(f4_r, f4_n, f4_d, f4_y, f4_u)
   local ttl = 0
   do
     local left = (f1_r[1] + 11) * 100 - NOW
+    if f1_u > NOW then
+      f1_r[13] = f1_u
+      if f1_u - NOW > left then left = f1_u - NOW end
+    else
+      f1_r[13] = nil
+    end
     if left > ttl then ttl = left end
   end
   do
     local left = (f2_r[1] + 11) * 6000 - NOW
+    if f2_u > NOW then
+      f2_r[13] = f2_u
+      if f2_u - NOW > left then left = f2_u - NOW end
+    else
+      f2_r[13] = nil
+    end
     if left > ttl then ttl = left end
   end
   do
     local left = (f3_r[1] + 11) * 360000 - NOW
+    if f3_u > NOW then
+      f3_r[13] = f3_u
+      if f3_u - NOW > left then left = f3_u - NOW end
+    else
+      f3_r[13] = nil
+    end
     if left > ttl then ttl = left end
   end
   do
     local left = (f4_r[1] + 11) * 8640000 - NOW
+    if f4_u > NOW then
+      f4_r[13] = f4_u
+      if f4_u - NOW > left then left = f4_u - NOW end
+    else
+      f4_r[13] = nil
+    end
     if left > ttl then ttl = left end
   end
+
+  redis.call('HSET', key, "1000:10", cmsgpack.pack(unpack(f1_r)), "60000:10", cmsgpack.pack(unpack(f2_r)), "3600000:10", cmsgpack.pack(unpack(f3_r)), "86400000:10", cmsgpack.pack(unpack(f4_r)))
   -- other plans' rings may need the key longer than these rules do: its TTL is never shortened
   if (kept == nil or ttl > kept) and redis.call('PTTL', key) < ttl + PAD then redis.call('PEXPIRE', key, ttl + PAD) end
-  avail, reset, retry = F.r1_eval(f1_r, f1_n, f1_d, f1_y, after)
+  avail, reset, retry = F.r1_eval(f1_r, f1_n, f1_d, f1_y, f1_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r2_eval(f2_r, f2_n, f2_d, f2_y, after)
+  avail, reset, retry = F.r2_eval(f2_r, f2_n, f2_d, f2_y, f2_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r3_eval(f3_r, f3_n, f3_d, f3_y, after)
+  avail, reset, retry = F.r3_eval(f3_r, f3_n, f3_d, f3_y, f3_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r4_eval(f4_r, f4_n, f4_d, f4_y, after)
+  avail, reset, retry = F.r4_eval(f4_r, f4_n, f4_d, f4_y, f4_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r5_eval(f2_r, f2_n, f2_d, f2_y, after)
+  avail, reset, retry = F.r5_eval(f2_r, f2_n, f2_d, f2_y, f2_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r6_eval(f3_r, f3_n, f3_d, f3_y, after)
+  avail, reset, retry = F.r6_eval(f3_r, f3_n, f3_d, f3_y, f3_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
@@ -675,10 +829,11 @@ function F.m3_check(key)
   local raw = redis.call('HMGET', key, "1000:10", "60000:10", "3600000:10", "86400000:10", 'i')
   local kept
   local inc = raw[5] or nil
-  local f1_r, f1_n, f1_d, f1_y = nil, 0, 0, nil
+  local f1_r, f1_n, f1_d, f1_y, f1_u = nil, 0, 0, nil, 0
   if raw[1] then
     local r = { cmsgpack.unpack(raw[1]) }
     f1_r = r
+    f1_u = r[13] or 0
     f1_d = f1_cur - r[1]
     local top = 12
     if f1_d > 0 then top = top - f1_d end
@@ -693,10 +848,11 @@ function F.m3_check(key)
     local left = (r[1] + 11) * 100 - NOW
     if kept == nil or left > kept then kept = left end
   end
-  local f2_r, f2_n, f2_d, f2_y = nil, 0, 0, nil
+  local f2_r, f2_n, f2_d, f2_y, f2_u = nil, 0, 0, nil, 0
   if raw[2] then
     local r = { cmsgpack.unpack(raw[2]) }
     f2_r = r
+    f2_u = r[13] or 0
     f2_d = f2_cur - r[1]
     local top = 12
     if f2_d > 0 then top = top - f2_d end
@@ -711,10 +867,11 @@ function F.m3_check(key)
     local left = (r[1] + 11) * 6000 - NOW
     if kept == nil or left > kept then kept = left end
   end
-  local f3_r, f3_n, f3_d, f3_y = nil, 0, 0, nil
+  local f3_r, f3_n, f3_d, f3_y, f3_u = nil, 0, 0, nil, 0
   if raw[3] then
     local r = { cmsgpack.unpack(raw[3]) }
     f3_r = r
+    f3_u = r[13] or 0
     f3_d = f3_cur - r[1]
     local top = 12
     if f3_d > 0 then top = top - f3_d end
@@ -729,10 +886,11 @@ function F.m3_check(key)
     local left = (r[1] + 11) * 360000 - NOW
     if kept == nil or left > kept then kept = left end
   end
-  local f4_r, f4_n, f4_d, f4_y = nil, 0, 0, nil
+  local f4_r, f4_n, f4_d, f4_y, f4_u = nil, 0, 0, nil, 0
   if raw[4] then
     local r = { cmsgpack.unpack(raw[4]) }
     f4_r = r
+    f4_u = r[13] or 0
     f4_d = f4_cur - r[1]
     local top = 12
     if f4_d > 0 then top = top - f4_d end
@@ -747,80 +905,105 @@ function F.m3_check(key)
     local left = (r[1] + 11) * 8640000 - NOW
     if kept == nil or left > kept then kept = left end
   end
-  avail, reset, retry = F.r1_eval(f1_r, f1_n, f1_d, f1_y, COST)
+  avail, reset, retry = F.r1_eval(f1_r, f1_n, f1_d, f1_y, f1_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r2_eval(f2_r, f2_n, f2_d, f2_y, COST)
+  avail, reset, retry = F.r2_eval(f2_r, f2_n, f2_d, f2_y, f2_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r3_eval(f3_r, f3_n, f3_d, f3_y, COST)
+  avail, reset, retry = F.r3_eval(f3_r, f3_n, f3_d, f3_y, f3_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r4_eval(f4_r, f4_n, f4_d, f4_y, COST)
+  avail, reset, retry = F.r4_eval(f4_r, f4_n, f4_d, f4_y, f4_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r7_eval(f2_r, f2_n, f2_d, f2_y, COST)
+  avail, reset, retry = F.r7_eval(f2_r, f2_n, f2_d, f2_y, f2_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r8_eval(f3_r, f3_n, f3_d, f3_y, COST)
+  avail, reset, retry = F.r8_eval(f3_r, f3_n, f3_d, f3_y, f3_u, COST)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  return { kept, inc, f1_r, f1_n, f1_d, f1_y, f2_r, f2_n, f2_d, f2_y, f3_r, f3_n, f3_d, f3_y, f4_r, f4_n, f4_d, f4_y }
+  return { kept, inc, f1_r, f1_n, f1_d, f1_y, f1_u, f2_r, f2_n, f2_d, f2_y, f2_u, f3_r, f3_n, f3_d, f3_y, f3_u, f4_r, f4_n, f4_d, f4_y, f4_u }
 end
 function F.m3_commit(key, s, after)
   local avail, reset, retry
-  local kept, inc, f1_r, f1_n, f1_d, f1_y, f2_r, f2_n, f2_d, f2_y, f3_r, f3_n, f3_d, f3_y, f4_r, f4_n, f4_d, f4_y = unpack(s, 1, 18)
-  f1_r, f1_n, f1_d, f1_y = F.f1_commit(f1_r, f1_n, f1_d, f1_y)
-  f2_r, f2_n, f2_d, f2_y = F.f2_commit(f2_r, f2_n, f2_d, f2_y)
-  f3_r, f3_n, f3_d, f3_y = F.f3_commit(f3_r, f3_n, f3_d, f3_y)
-  f4_r, f4_n, f4_d, f4_y = F.f4_commit(f4_r, f4_n, f4_d, f4_y)
-  redis.call('HSET', key, "1000:10", cmsgpack.pack(unpack(f1_r, 1, 12)), "60000:10", cmsgpack.pack(unpack(f2_r, 1, 12)), "3600000:10", cmsgpack.pack(unpack(f3_r, 1, 12)), "86400000:10", cmsgpack.pack(unpack(f4_r, 1, 12)))
+  local kept, inc, f1_r, f1_n, f1_d, f1_y, f1_u, f2_r, f2_n, f2_d, f2_y, f2_u, f3_r, f3_n, f3_d, f3_y, f3_u, f4_r, f4_n, f4_d, f4_y, f4_u = unpack(s, 1, 22)
+  f1_r, f1_n, f1_d, f1_y, f1_u = F.f1_commit(f1_r, f1_n, f1_d, f1_y, f1_u)
+  f2_r, f2_n, f2_d, f2_y, f2_u = F.f2_commit(f2_r, f2_n, f2_d, f2_y, f2_u)
+  f3_r, f3_n, f3_d, f3_y, f3_u = F.f3_commit(f3_r, f3_n, f3_d, f3_y, f3_u)
+  f4_r, f4_n, f4_d, f4_y, f4_u = F.f4_commit(f4_r, f4_n, f4_d, f4_y, f4_u)
   local ttl = 0
   do
     local left = (f1_r[1] + 11) * 100 - NOW
+    if f1_u > NOW then
+      f1_r[13] = f1_u
+      if f1_u - NOW > left then left = f1_u - NOW end
+    else
+      f1_r[13] = nil
+    end
     if left > ttl then ttl = left end
   end
   do
     local left = (f2_r[1] + 11) * 6000 - NOW
+    if f2_u > NOW then
+      f2_r[13] = f2_u
+      if f2_u - NOW > left then left = f2_u - NOW end
+    else
+      f2_r[13] = nil
+    end
     if left > ttl then ttl = left end
   end
   do
     local left = (f3_r[1] + 11) * 360000 - NOW
+    if f3_u > NOW then
+      f3_r[13] = f3_u
+      if f3_u - NOW > left then left = f3_u - NOW end
+    else
+      f3_r[13] = nil
+    end
     if left > ttl then ttl = left end
   end
   do
     local left = (f4_r[1] + 11) * 8640000 - NOW
+    if f4_u > NOW then
+      f4_r[13] = f4_u
+      if f4_u - NOW > left then left = f4_u - NOW end
+    else
+      f4_r[13] = nil
+    end
     if left > ttl then ttl = left end
   end
+
+  redis.call('HSET', key, "1000:10", cmsgpack.pack(unpack(f1_r)), "60000:10", cmsgpack.pack(unpack(f2_r)), "3600000:10", cmsgpack.pack(unpack(f3_r)), "86400000:10", cmsgpack.pack(unpack(f4_r)))
   -- other plans' rings may need the key longer than these rules do: its TTL is never shortened
   if (kept == nil or ttl > kept) and redis.call('PTTL', key) < ttl + PAD then redis.call('PEXPIRE', key, ttl + PAD) end
-  avail, reset, retry = F.r1_eval(f1_r, f1_n, f1_d, f1_y, after)
+  avail, reset, retry = F.r1_eval(f1_r, f1_n, f1_d, f1_y, f1_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r2_eval(f2_r, f2_n, f2_d, f2_y, after)
+  avail, reset, retry = F.r2_eval(f2_r, f2_n, f2_d, f2_y, f2_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r3_eval(f3_r, f3_n, f3_d, f3_y, after)
+  avail, reset, retry = F.r3_eval(f3_r, f3_n, f3_d, f3_y, f3_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r4_eval(f4_r, f4_n, f4_d, f4_y, after)
+  avail, reset, retry = F.r4_eval(f4_r, f4_n, f4_d, f4_y, f4_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r7_eval(f2_r, f2_n, f2_d, f2_y, after)
+  avail, reset, retry = F.r7_eval(f2_r, f2_n, f2_d, f2_y, f2_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end
-  avail, reset, retry = F.r8_eval(f3_r, f3_n, f3_d, f3_y, after)
+  avail, reset, retry = F.r8_eval(f3_r, f3_n, f3_d, f3_y, f3_u, after)
   out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
   e = e + 3
   if retry > 0 then ok = false end

@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-window, three rules on two identifier kinds (two for every identifier, one for 'user').
--- The script as a limiter sends it to Redis (EVALSHA 0d3df7dbb92594eceb58386365b122ff48617244); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA fa12fa8a7f788e08e792079ca8a810c577e9dec1); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-window', limits: [{ limit: 20, window: '10s' }, { limit: 500, window: '1h' }, { limit: 100, window: '1h', for: 'user' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-window --limits '20/10s, 500/1h, 100/1h for user'
@@ -75,10 +75,11 @@ for i = 1, NIDS do
     local raw = redis.call('HMGET', key, "10000:10", "3600000:10", 'i')
     local kept
     local inc = raw[3] or nil
-    local f1_r, f1_n, f1_d, f1_y = nil, 0, 0, nil
+    local f1_r, f1_n, f1_d, f1_y, f1_u = nil, 0, 0, nil, 0
     if raw[1] then
       local r = { cmsgpack.unpack(raw[1]) }
       f1_r = r
+      f1_u = r[13] or 0
       f1_d = f1_cur - r[1]
       local top = 12
       if f1_d > 0 then top = top - f1_d end
@@ -93,10 +94,11 @@ for i = 1, NIDS do
       local left = (r[1] + 11) * 1000 - NOW
       if kept == nil or left > kept then kept = left end
     end
-    local f2_r, f2_n, f2_d, f2_y = nil, 0, 0, nil
+    local f2_r, f2_n, f2_d, f2_y, f2_u = nil, 0, 0, nil, 0
     if raw[2] then
       local r = { cmsgpack.unpack(raw[2]) }
       f2_r = r
+      f2_u = r[13] or 0
       f2_d = f2_cur - r[1]
       local top = 12
       if f2_d > 0 then top = top - f2_d end
@@ -137,6 +139,18 @@ for i = 1, NIDS do
           end
         end
       end
+      if f1_u > NOW then
+        local owe = floor(((f1_u - NOW) * 20 + 9999) / 10000)
+        avail = avail - owe
+        if avail < 0 then avail = 0 end
+        if f1_u - NOW > reset then reset = f1_u - NOW end
+        if COST > 0 and COST <= 20 and f1_n + owe + COST > 20 then
+          local room = 20 - COST - f1_n
+          if room < 0 then room = 20 - COST end
+          local t = f1_u - NOW - floor(room * 10000 / 20)
+          if t > retry then retry = t end
+        end
+      end
     end
     out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
     e = e + 3
@@ -167,19 +181,32 @@ for i = 1, NIDS do
           end
         end
       end
+      if f2_u > NOW then
+        local owe = floor(((f2_u - NOW) * 500 + 3599999) / 3600000)
+        avail = avail - owe
+        if avail < 0 then avail = 0 end
+        if f2_u - NOW > reset then reset = f2_u - NOW end
+        if COST > 0 and COST <= 500 and f2_n + owe + COST > 500 then
+          local room = 500 - COST - f2_n
+          if room < 0 then room = 500 - COST end
+          local t = f2_u - NOW - floor(room * 3600000 / 500)
+          if t > retry then retry = t end
+        end
+      end
     end
     out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
     e = e + 3
     if retry > 0 then ok = false end
-    S[i] = { kept, inc, f1_r, f1_n, f1_d, f1_y, f2_r, f2_n, f2_d, f2_y }
+    S[i] = { kept, inc, f1_r, f1_n, f1_d, f1_y, f1_u, f2_r, f2_n, f2_d, f2_y, f2_u }
   elseif mask == '111' then
     local raw = redis.call('HMGET', key, "10000:10", "3600000:10", 'i')
     local kept
     local inc = raw[3] or nil
-    local f1_r, f1_n, f1_d, f1_y = nil, 0, 0, nil
+    local f1_r, f1_n, f1_d, f1_y, f1_u = nil, 0, 0, nil, 0
     if raw[1] then
       local r = { cmsgpack.unpack(raw[1]) }
       f1_r = r
+      f1_u = r[13] or 0
       f1_d = f1_cur - r[1]
       local top = 12
       if f1_d > 0 then top = top - f1_d end
@@ -194,10 +221,11 @@ for i = 1, NIDS do
       local left = (r[1] + 11) * 1000 - NOW
       if kept == nil or left > kept then kept = left end
     end
-    local f2_r, f2_n, f2_d, f2_y = nil, 0, 0, nil
+    local f2_r, f2_n, f2_d, f2_y, f2_u = nil, 0, 0, nil, 0
     if raw[2] then
       local r = { cmsgpack.unpack(raw[2]) }
       f2_r = r
+      f2_u = r[13] or 0
       f2_d = f2_cur - r[1]
       local top = 12
       if f2_d > 0 then top = top - f2_d end
@@ -238,6 +266,18 @@ for i = 1, NIDS do
           end
         end
       end
+      if f1_u > NOW then
+        local owe = floor(((f1_u - NOW) * 20 + 9999) / 10000)
+        avail = avail - owe
+        if avail < 0 then avail = 0 end
+        if f1_u - NOW > reset then reset = f1_u - NOW end
+        if COST > 0 and COST <= 20 and f1_n + owe + COST > 20 then
+          local room = 20 - COST - f1_n
+          if room < 0 then room = 20 - COST end
+          local t = f1_u - NOW - floor(room * 10000 / 20)
+          if t > retry then retry = t end
+        end
+      end
     end
     out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
     e = e + 3
@@ -266,6 +306,18 @@ for i = 1, NIDS do
             retry = (bkt + 11) * 360000 - NOW
             break
           end
+        end
+      end
+      if f2_u > NOW then
+        local owe = floor(((f2_u - NOW) * 500 + 3599999) / 3600000)
+        avail = avail - owe
+        if avail < 0 then avail = 0 end
+        if f2_u - NOW > reset then reset = f2_u - NOW end
+        if COST > 0 and COST <= 500 and f2_n + owe + COST > 500 then
+          local room = 500 - COST - f2_n
+          if room < 0 then room = 500 - COST end
+          local t = f2_u - NOW - floor(room * 3600000 / 500)
+          if t > retry then retry = t end
         end
       end
     end
@@ -298,11 +350,23 @@ for i = 1, NIDS do
           end
         end
       end
+      if f2_u > NOW then
+        local owe = floor(((f2_u - NOW) * 100 + 3599999) / 3600000)
+        avail = avail - owe
+        if avail < 0 then avail = 0 end
+        if f2_u - NOW > reset then reset = f2_u - NOW end
+        if COST > 0 and COST <= 100 and f2_n + owe + COST > 100 then
+          local room = 100 - COST - f2_n
+          if room < 0 then room = 100 - COST end
+          local t = f2_u - NOW - floor(room * 3600000 / 100)
+          if t > retry then retry = t end
+        end
+      end
     end
     out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
     e = e + 3
     if retry > 0 then ok = false end
-    S[i] = { kept, inc, f1_r, f1_n, f1_d, f1_y, f2_r, f2_n, f2_d, f2_y }
+    S[i] = { kept, inc, f1_r, f1_n, f1_d, f1_y, f1_u, f2_r, f2_n, f2_d, f2_y, f2_u }
   else
     return redis.error_reply('ERR floodgate: no plan for rule mask ' .. tostring(mask))
   end
@@ -315,7 +379,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
     local key, mask, s = KEYS[2 * i - 1], ARGV[MASKS + i], S[i]
     if s then
       if mask == '110' then
-        local kept, inc, f1_r, f1_n, f1_d, f1_y, f2_r, f2_n, f2_d, f2_y = unpack(s, 1, 10)
+        local kept, inc, f1_r, f1_n, f1_d, f1_y, f1_u, f2_r, f2_n, f2_d, f2_y, f2_u = unpack(s, 1, 12)
         do -- field f1
           if not f1_r then f1_r = { f1_cur, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 } end
           if f1_d > 0 then
@@ -344,16 +408,29 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           f2_n = f2_n + COST
           if COST > 0 then f2_y = 2 end
         end
-        redis.call('HSET', key, "10000:10", cmsgpack.pack(unpack(f1_r, 1, 12)), "3600000:10", cmsgpack.pack(unpack(f2_r, 1, 12)))
         local ttl = 0
         do
           local left = (f1_r[1] + 11) * 1000 - NOW
+          if f1_u > NOW then
+            f1_r[13] = f1_u
+            if f1_u - NOW > left then left = f1_u - NOW end
+          else
+            f1_r[13] = nil
+          end
           if left > ttl then ttl = left end
         end
         do
           local left = (f2_r[1] + 11) * 360000 - NOW
+          if f2_u > NOW then
+            f2_r[13] = f2_u
+            if f2_u - NOW > left then left = f2_u - NOW end
+          else
+            f2_r[13] = nil
+          end
           if left > ttl then ttl = left end
         end
+
+        redis.call('HSET', key, "10000:10", cmsgpack.pack(unpack(f1_r)), "3600000:10", cmsgpack.pack(unpack(f2_r)))
         -- other plans' rings may need the key longer than these rules do: its TTL is never shortened
         if (kept == nil or ttl > kept) and redis.call('PTTL', key) < ttl + PAD then redis.call('PEXPIRE', key, ttl + PAD) end
         do -- rule r1
@@ -380,6 +457,18 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
                 retry = (bkt + 11) * 1000 - NOW
                 break
               end
+            end
+          end
+          if f1_u > NOW then
+            local owe = floor(((f1_u - NOW) * 20 + 9999) / 10000)
+            avail = avail - owe
+            if avail < 0 then avail = 0 end
+            if f1_u - NOW > reset then reset = f1_u - NOW end
+            if after > 0 and after <= 20 and f1_n + owe + after > 20 then
+              local room = 20 - after - f1_n
+              if room < 0 then room = 20 - after end
+              local t = f1_u - NOW - floor(room * 10000 / 20)
+              if t > retry then retry = t end
             end
           end
         end
@@ -410,6 +499,18 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
                 retry = (bkt + 11) * 360000 - NOW
                 break
               end
+            end
+          end
+          if f2_u > NOW then
+            local owe = floor(((f2_u - NOW) * 500 + 3599999) / 3600000)
+            avail = avail - owe
+            if avail < 0 then avail = 0 end
+            if f2_u - NOW > reset then reset = f2_u - NOW end
+            if after > 0 and after <= 500 and f2_n + owe + after > 500 then
+              local room = 500 - after - f2_n
+              if room < 0 then room = 500 - after end
+              local t = f2_u - NOW - floor(room * 3600000 / 500)
+              if t > retry then retry = t end
             end
           end
         end
@@ -417,7 +518,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
         e = e + 3
         if retry > 0 then ok = false end
       elseif mask == '111' then
-        local kept, inc, f1_r, f1_n, f1_d, f1_y, f2_r, f2_n, f2_d, f2_y = unpack(s, 1, 10)
+        local kept, inc, f1_r, f1_n, f1_d, f1_y, f1_u, f2_r, f2_n, f2_d, f2_y, f2_u = unpack(s, 1, 12)
         do -- field f1
           if not f1_r then f1_r = { f1_cur, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 } end
           if f1_d > 0 then
@@ -446,16 +547,29 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           f2_n = f2_n + COST
           if COST > 0 then f2_y = 2 end
         end
-        redis.call('HSET', key, "10000:10", cmsgpack.pack(unpack(f1_r, 1, 12)), "3600000:10", cmsgpack.pack(unpack(f2_r, 1, 12)))
         local ttl = 0
         do
           local left = (f1_r[1] + 11) * 1000 - NOW
+          if f1_u > NOW then
+            f1_r[13] = f1_u
+            if f1_u - NOW > left then left = f1_u - NOW end
+          else
+            f1_r[13] = nil
+          end
           if left > ttl then ttl = left end
         end
         do
           local left = (f2_r[1] + 11) * 360000 - NOW
+          if f2_u > NOW then
+            f2_r[13] = f2_u
+            if f2_u - NOW > left then left = f2_u - NOW end
+          else
+            f2_r[13] = nil
+          end
           if left > ttl then ttl = left end
         end
+
+        redis.call('HSET', key, "10000:10", cmsgpack.pack(unpack(f1_r)), "3600000:10", cmsgpack.pack(unpack(f2_r)))
         -- other plans' rings may need the key longer than these rules do: its TTL is never shortened
         if (kept == nil or ttl > kept) and redis.call('PTTL', key) < ttl + PAD then redis.call('PEXPIRE', key, ttl + PAD) end
         do -- rule r1
@@ -482,6 +596,18 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
                 retry = (bkt + 11) * 1000 - NOW
                 break
               end
+            end
+          end
+          if f1_u > NOW then
+            local owe = floor(((f1_u - NOW) * 20 + 9999) / 10000)
+            avail = avail - owe
+            if avail < 0 then avail = 0 end
+            if f1_u - NOW > reset then reset = f1_u - NOW end
+            if after > 0 and after <= 20 and f1_n + owe + after > 20 then
+              local room = 20 - after - f1_n
+              if room < 0 then room = 20 - after end
+              local t = f1_u - NOW - floor(room * 10000 / 20)
+              if t > retry then retry = t end
             end
           end
         end
@@ -512,6 +638,18 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
                 retry = (bkt + 11) * 360000 - NOW
                 break
               end
+            end
+          end
+          if f2_u > NOW then
+            local owe = floor(((f2_u - NOW) * 500 + 3599999) / 3600000)
+            avail = avail - owe
+            if avail < 0 then avail = 0 end
+            if f2_u - NOW > reset then reset = f2_u - NOW end
+            if after > 0 and after <= 500 and f2_n + owe + after > 500 then
+              local room = 500 - after - f2_n
+              if room < 0 then room = 500 - after end
+              local t = f2_u - NOW - floor(room * 3600000 / 500)
+              if t > retry then retry = t end
             end
           end
         end
@@ -542,6 +680,18 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
                 retry = (bkt + 11) * 360000 - NOW
                 break
               end
+            end
+          end
+          if f2_u > NOW then
+            local owe = floor(((f2_u - NOW) * 100 + 3599999) / 3600000)
+            avail = avail - owe
+            if avail < 0 then avail = 0 end
+            if f2_u - NOW > reset then reset = f2_u - NOW end
+            if after > 0 and after <= 100 and f2_n + owe + after > 100 then
+              local room = 100 - after - f2_n
+              if room < 0 then room = 100 - after end
+              local t = f2_u - NOW - floor(room * 3600000 / 100)
+              if t > retry then retry = t end
             end
           end
         end

@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-window, two rules counting two units (requests and tokens): a cost per unit in ARGV[2].
--- The script as a limiter sends it to Redis (EVALSHA bbda2f9315164f3685a7c156f14b4217f12896c4); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA d04cb42d248346035d8ae650854adb03dc194202); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-window', limits: [{ limit: 60, window: '1m' }, { limit: 10000, window: '1m', unit: 'tokens' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-window --limits '60/1m, 10000/1m unit tokens'
@@ -78,10 +78,11 @@ for i = 1, NIDS do
     local raw = redis.call('HMGET', key, "60000:10", "60000:10@tokens", 'i')
     local kept
     local inc = raw[3] or nil
-    local f1_r, f1_n, f1_d, f1_y = nil, 0, 0, nil
+    local f1_r, f1_n, f1_d, f1_y, f1_u = nil, 0, 0, nil, 0
     if raw[1] then
       local r = { cmsgpack.unpack(raw[1]) }
       f1_r = r
+      f1_u = r[13] or 0
       f1_d = f1_cur - r[1]
       local top = 12
       if f1_d > 0 then top = top - f1_d end
@@ -96,10 +97,11 @@ for i = 1, NIDS do
       local left = (r[1] + 11) * 6000 - NOW
       if kept == nil or left > kept then kept = left end
     end
-    local f2_r, f2_n, f2_d, f2_y = nil, 0, 0, nil
+    local f2_r, f2_n, f2_d, f2_y, f2_u = nil, 0, 0, nil, 0
     if raw[2] then
       local r = { cmsgpack.unpack(raw[2]) }
       f2_r = r
+      f2_u = r[13] or 0
       f2_d = f2_cur - r[1]
       local top = 12
       if f2_d > 0 then top = top - f2_d end
@@ -140,6 +142,18 @@ for i = 1, NIDS do
           end
         end
       end
+      if f1_u > NOW then
+        local owe = floor(((f1_u - NOW) * 60 + 59999) / 60000)
+        avail = avail - owe
+        if avail < 0 then avail = 0 end
+        if f1_u - NOW > reset then reset = f1_u - NOW end
+        if COST1 > 0 and COST1 <= 60 and f1_n + owe + COST1 > 60 then
+          local room = 60 - COST1 - f1_n
+          if room < 0 then room = 60 - COST1 end
+          local t = f1_u - NOW - floor(room * 60000 / 60)
+          if t > retry then retry = t end
+        end
+      end
     end
     out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
     e = e + 3
@@ -170,11 +184,23 @@ for i = 1, NIDS do
           end
         end
       end
+      if f2_u > NOW then
+        local owe = floor(((f2_u - NOW) * 10000 + 59999) / 60000)
+        avail = avail - owe
+        if avail < 0 then avail = 0 end
+        if f2_u - NOW > reset then reset = f2_u - NOW end
+        if COST2 > 0 and COST2 <= 10000 and f2_n + owe + COST2 > 10000 then
+          local room = 10000 - COST2 - f2_n
+          if room < 0 then room = 10000 - COST2 end
+          local t = f2_u - NOW - floor(room * 60000 / 10000)
+          if t > retry then retry = t end
+        end
+      end
     end
     out[e + 1], out[e + 2], out[e + 3] = avail, reset, retry
     e = e + 3
     if retry > 0 then ok = false end
-    S[i] = { kept, inc, f1_r, f1_n, f1_d, f1_y, f2_r, f2_n, f2_d, f2_y }
+    S[i] = { kept, inc, f1_r, f1_n, f1_d, f1_y, f1_u, f2_r, f2_n, f2_d, f2_y, f2_u }
   else
     return redis.error_reply('ERR floodgate: no plan for rule mask ' .. tostring(mask))
   end
@@ -187,7 +213,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
     local key, mask, s = KEYS[2 * i - 1], ARGV[MASKS + i], S[i]
     if s then
       if mask == '11' then
-        local kept, inc, f1_r, f1_n, f1_d, f1_y, f2_r, f2_n, f2_d, f2_y = unpack(s, 1, 10)
+        local kept, inc, f1_r, f1_n, f1_d, f1_y, f1_u, f2_r, f2_n, f2_d, f2_y, f2_u = unpack(s, 1, 12)
         do -- field f1
           if not f1_r then f1_r = { f1_cur, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 } end
           if f1_d > 0 then
@@ -216,16 +242,29 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           f2_n = f2_n + COST2
           if COST2 > 0 then f2_y = 2 end
         end
-        redis.call('HSET', key, "60000:10", cmsgpack.pack(unpack(f1_r, 1, 12)), "60000:10@tokens", cmsgpack.pack(unpack(f2_r, 1, 12)))
         local ttl = 0
         do
           local left = (f1_r[1] + 11) * 6000 - NOW
+          if f1_u > NOW then
+            f1_r[13] = f1_u
+            if f1_u - NOW > left then left = f1_u - NOW end
+          else
+            f1_r[13] = nil
+          end
           if left > ttl then ttl = left end
         end
         do
           local left = (f2_r[1] + 11) * 6000 - NOW
+          if f2_u > NOW then
+            f2_r[13] = f2_u
+            if f2_u - NOW > left then left = f2_u - NOW end
+          else
+            f2_r[13] = nil
+          end
           if left > ttl then ttl = left end
         end
+
+        redis.call('HSET', key, "60000:10", cmsgpack.pack(unpack(f1_r)), "60000:10@tokens", cmsgpack.pack(unpack(f2_r)))
         -- other plans' rings may need the key longer than these rules do: its TTL is never shortened
         if (kept == nil or ttl > kept) and redis.call('PTTL', key) < ttl + PAD then redis.call('PEXPIRE', key, ttl + PAD) end
         do -- rule r1
@@ -252,6 +291,18 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
                 retry = (bkt + 11) * 6000 - NOW
                 break
               end
+            end
+          end
+          if f1_u > NOW then
+            local owe = floor(((f1_u - NOW) * 60 + 59999) / 60000)
+            avail = avail - owe
+            if avail < 0 then avail = 0 end
+            if f1_u - NOW > reset then reset = f1_u - NOW end
+            if after * COST1 > 0 and after * COST1 <= 60 and f1_n + owe + after * COST1 > 60 then
+              local room = 60 - after * COST1 - f1_n
+              if room < 0 then room = 60 - after * COST1 end
+              local t = f1_u - NOW - floor(room * 60000 / 60)
+              if t > retry then retry = t end
             end
           end
         end
@@ -282,6 +333,18 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
                 retry = (bkt + 11) * 6000 - NOW
                 break
               end
+            end
+          end
+          if f2_u > NOW then
+            local owe = floor(((f2_u - NOW) * 10000 + 59999) / 60000)
+            avail = avail - owe
+            if avail < 0 then avail = 0 end
+            if f2_u - NOW > reset then reset = f2_u - NOW end
+            if after * COST2 > 0 and after * COST2 <= 10000 and f2_n + owe + after * COST2 > 10000 then
+              local room = 10000 - after * COST2 - f2_n
+              if room < 0 then room = 10000 - after * COST2 end
+              local t = f2_u - NOW - floor(room * 60000 / 10000)
+              if t > retry then retry = t end
             end
           end
         end

@@ -1,5 +1,5 @@
 -- Golden copy, generated: token-bucket, one rule of tokens, refunds: true: the settle script of a reservation (give back part, charge past).
--- The script as a limiter sends it to Redis (EVALSHA 54b1d218733e35d7d0ac312c7ebcedd18c6a0544); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 38cbd332897c3e747b43857a5be1a08460568d39); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'token-bucket', limits: { limit: 1000, window: '1m', unit: 'tokens' }, refunds: true }, { script: 'settle' })
 -- or from the command line:
 --   npx floodgate script --algorithm token-bucket --limits '1000/1m unit tokens' --refunds --settle
@@ -99,7 +99,7 @@ for i = 1, #KEYS do
       do -- field f1
         local k = COST
         local debt = f1_d + k * 60000
-        if debt > 120000000 then debt = 120000000 end
+        if debt > 1099511627776000 then debt = 1099511627776000 end
         -- a debt charged past empty (a settle) is never lowered by a commit
         if debt < f1_d then debt = f1_d end
         f1_add = debt - f1_d
