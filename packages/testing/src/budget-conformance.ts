@@ -338,5 +338,82 @@ export function budgetConformance(factory: AdapterFactory): void {
         );
       }
     }, 20_000);
+
+    /** Requests then tokens, on a clock the test moves (held still unless it does). */
+    let now = NOW;
+    const limiterOf = (algorithm: 'fixed-window' | 'sliding-window', tokens: number, window: string): Limiter => {
+      const limiter = createLimiter({
+        redis: store,
+        prefix: uniquePrefix(`${factory.name}-debt`),
+        algorithm,
+        limits: [
+          { limit: 1_000_000, window },
+          { limit: tokens, window, unit: 'tokens' },
+        ],
+        refunds: true,
+        clock: () => now,
+        timeoutMs: 10_000,
+      });
+      limiters.push(limiter);
+      return limiter;
+    };
+    /** One request, then (when admitted) its settle: a sequential client. */
+    const sequential = async (url: string, settled: () => number, headers: Record<string, string> = {}): Promise<boolean> => {
+      const before = settled();
+      const res = await request(url).get('/').set(headers);
+      if (res.status !== 200) {
+        expect(res.status).toBe(429);
+        return false;
+      }
+      expect(await until(() => settled() === before + 1)).toBe(true);
+      return true;
+    };
+
+    test('a client whose estimate is 0 tokens (its max_tokens: 0) is denied once the tokens it used reach the limit', async () => {
+      now = NOW;
+      const limiter = limiterOf('fixed-window', TOKENS, '1m');
+      let settles = 0;
+      const app = await start({
+        global: {
+          limiter,
+          identify: () => 'key:zero',
+          // The estimate is what the client says it will use.
+          cost: (req: Req) => ({ requests: 1, tokens: Number(req.headers['x-max-tokens']) }),
+          settle: () => {
+            settles++;
+            return { requests: 1, tokens: 400 };
+          },
+        } as unknown as NeutralOptions,
+      });
+      let admitted = 0;
+      for (let i = 0; i < 30; i++) if (await sequential(app.url, () => settles, { 'x-max-tokens': '0' })) admitted++;
+      // 400 a request against 2,000: five fill it, and a unit at its limit denies even an estimate of 0.
+      expect(admitted).toBe(TOKENS / 400);
+      expect(settles).toBe(admitted);
+    });
+
+    test("a debt of many windows is paid off at the limit's rate: a client estimating 1 token and using 5,000 against 1,000 per 2 s", async () => {
+      now = NOW;
+      const limiter = limiterOf('sliding-window', 1_000, '2s');
+      let settles = 0;
+      const app = await start({
+        global: {
+          limiter,
+          identify: () => 'key:debtor',
+          cost: () => ({ requests: 1, tokens: 1 }),
+          settle: () => {
+            settles++;
+            return { requests: 1, tokens: 5_000 };
+          },
+        } as unknown as NeutralOptions,
+      });
+      // 12 s of the limiter's clock, a request every 100 ms: 6 windows, 6,000 tokens at the limit's rate.
+      let admitted = 0;
+      for (let step = 0; step < 120; step++, now += 100) if (await sequential(app.url, () => settles)) admitted++;
+      // What is owed is paid off at 1,000 per 2 s: the second is admitted at 8.3 s, once the 4,000 past the
+      // limit leave room for its estimate, and its 5,000 then owe until past 12 s: 2 in all, where a debt
+      // forgotten with its window gave one a window (6, 30,000 tokens).
+      expect(admitted).toBe(2);
+    }, 30_000);
   });
 }

@@ -45,7 +45,9 @@ export interface Reservation {
 
 /** A reservation's estimate as counted: at least 1 of every unit (see the top of the file), in a cost's input form. */
 export function reservedCost(estimate: CallCost): Cost {
-  return typeof estimate === 'number' ? Math.max(estimate, 1) : Object.fromEntries(Object.entries(estimate.byUnit).map(([u, n]) => [u, Math.max(n, 1)]));
+  return typeof estimate === 'number'
+    ? Math.max(estimate, 1)
+    : Object.fromEntries(Object.entries(estimate.byUnit).map(([u, n]) => [u, Math.max(n, 1)]));
 }
 
 /** Reservations need the refundable script: its receipts are what a settle gives back from. */

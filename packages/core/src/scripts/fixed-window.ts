@@ -46,8 +46,12 @@ for k = 1, #raw, 2 do
   local name = raw[k]
   if name == 't' then t = tonumber(raw[k + 1])
   elseif name == '${INCARNATION_FIELD}' then inc = raw[k + 1]
-${m.fields.map((f) => `  elseif name == ${str(f.name)} then ${v(f)('c')} = tonumber(raw[k + 1]) or 0
-  elseif name == ${str(f.name + DEBT_SUFFIX)} then ${v(f)('u')} = tonumber(raw[k + 1]) or 0`).join('\n')}
+${m.fields
+  .map(
+    (f) => `  elseif name == ${str(f.name)} then ${v(f)('c')} = tonumber(raw[k + 1]) or 0
+  elseif name == ${str(f.name + DEBT_SUFFIX)} then ${v(f)('u')} = tonumber(raw[k + 1]) or 0`,
+  )
+  .join('\n')}
   else
     other = other or {}
     other[#other + 1] = name
@@ -105,8 +109,12 @@ ${m.fields
     const u = v(f)('u');
     const r = m.rules.find((x) => x.field === f)!;
     return `if ${f.id}_E > ttl then ttl = ${f.id}_E end
-${ctx.charge ? `${chargedLua(u, v(f)('c'), f.cost, `${f.id}_E`, r.limit, r.window)}
-` : ''}if ${u} > NOW then
+${
+  ctx.charge
+    ? `${chargedLua(u, v(f)('c'), f.cost, `${f.id}_E`, r.limit, r.window)}
+`
+    : ''
+}if ${u} > NOW then
   redis.call('HSET', key, ${str(f.name + DEBT_SUFFIX)}, fmt('%d', ${u}))
   if ${u} - NOW > ttl then ttl = ${u} - NOW end
 elseif ${u} ~= 0 then

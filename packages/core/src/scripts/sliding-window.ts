@@ -126,8 +126,12 @@ ${m.fields
     const rule = m.rules.find((x) => x.field === f)!;
     return `do
   local left = (${r}[1] + ${lit(f.precision + 1)}) * ${lit(f.window / f.precision)} - NOW
-${ctx.charge ? `${indent(chargedLua(u, v(f)('n'), f.cost, 'left', rule.limit, rule.window), 2)}
-` : ''}  if ${u} > NOW then
+${
+  ctx.charge
+    ? `${indent(chargedLua(u, v(f)('n'), f.cost, 'left', rule.limit, rule.window), 2)}
+`
+    : ''
+}  if ${u} > NOW then
     ${r}[${lit(f.precision + 3)}] = ${u}
     if ${u} - NOW > left then left = ${u} - NOW end
   else

@@ -179,7 +179,10 @@ function commit(st: State, j: number, cost: number, ctx: FrameContext): void {
   const debt0 = debt(st, j, ctx);
   // A charge (settle.ts) is owed past an empty bucket, however far (maxDebt), as the Lua's commit.
   // A debt charged past empty (a settle) is never lowered by a commit.
-  const d = Math.max(ctx.charge ? Math.min(debt0 + cost * w, maxDebt(w, lim, cap)) : Math.min(debt0 + Math.min(cost, cap) * w, cap * w), debt0);
+  const d = Math.max(
+    ctx.charge ? Math.min(debt0 + cost * w, maxDebt(w, lim, cap)) : Math.min(debt0 + Math.min(cost, cap) * w, cap * w),
+    debt0,
+  );
   const q = Math.floor(d / lim);
   st.f.set(name, { a: ctx.now + q, r: d - q * lim });
   st.inc.set(name, d - debt0);
