@@ -34,4 +34,5 @@ for (const [id, us] of selfUs) {
 }
 const fmt = (us) => (requests ? `${(us / requests).toFixed(2).padStart(7)} µs/req` : `${(us / 1000).toFixed(0).padStart(7)} ms`);
 console.log(`busy ${fmt(busy)} (${(busy / 1e6).toFixed(2)} s)`);
-for (const [k, us] of [...inclusive].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${fmt(us)}  ${((100 * us) / busy).toFixed(1).padStart(5)}%  ${k}`);
+for (const [k, us] of [...inclusive].sort((a, b) => b[1] - a[1]).slice(0, top))
+  console.log(`${fmt(us)}  ${((100 * us) / busy).toFixed(1).padStart(5)}%  ${k}`);

@@ -53,7 +53,7 @@ describe.each([
     expect((await request(url).get('/')).body).toEqual({ remaining: 3 });
   });
 
-  test('a denial is JSON with its length and no ETag, HEAD gets no body, and an object message follows the app\'s json settings', async () => {
+  test("a denial is JSON with its length and no ETag, HEAD gets no body, and an object message follows the app's json settings", async () => {
     const url = await serve(appWith(rateLimit({ redis, prefix: uniquePrefix('ex'), limits: { limit: 1, window: '1m' } })));
     await request(url).get('/').expect(200);
     const denied = await request(url).get('/').expect(429);
@@ -66,7 +66,9 @@ describe.each([
     expect(head.headers['retry-after']).toBeDefined();
     expect(head.text ?? '').toBe('');
 
-    const app = appWith(rateLimit({ redis, prefix: uniquePrefix('ex'), limits: { limit: 1, window: '1m' }, message: { error: 'slow down' } }));
+    const app = appWith(
+      rateLimit({ redis, prefix: uniquePrefix('ex'), limits: { limit: 1, window: '1m' }, message: { error: 'slow down' } }),
+    );
     app.set('json spaces', 2);
     const spaced = await serve(app);
     await request(spaced).get('/').expect(200);

@@ -154,9 +154,7 @@ describe('without a Node response (the Web standard path)', () => {
   };
   function webApp(prefix: string, g: ReturnType<typeof gate>): Hono {
     const app = new Hono();
-    app.use(
-      closing(rateLimit({ redis, prefix, limits: { limit: 3, window: '1m' }, skipSuccessfulRequests: true, getConnInfo: connInfo })),
-    );
+    app.use(closing(rateLimit({ redis, prefix, limits: { limit: 3, window: '1m' }, skipSuccessfulRequests: true, getConnInfo: connInfo })));
     app.get('/stream', (c) =>
       stream(c, async (s) => {
         await s.write('first;');
