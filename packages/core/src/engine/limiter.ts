@@ -25,6 +25,7 @@ import { costPositive, costScalar, uncountedByUnit, type CallCost } from './unit
 import { StoreFailures, noRoom } from './failure';
 import { Refunds } from './refund';
 import { assertReservable, reservation, type Cost, type Reservation, type ReserveOptions } from './reserve';
+import { reportingFailures } from './settle-failures';
 import { block, reset, unblock, type AdminParts, type BlockOptions } from './admin';
 
 export type { BlockOptions } from './admin';
@@ -325,7 +326,7 @@ export class FloodgateLimiter implements Limiter {
       plan = this.overrideTable.planFor(plan.planner.identifiers(identifiers)) ?? plan;
     }
     const decision = await settle(() => this.start('c', identifiers, cost, planName, address));
-    return reservation(decision, plan, this.refunder);
+    return reportingFailures(reservation(decision, plan, this.refunder), this.events);
   }
 
   acquire(identifiers: string | readonly string[], options?: AcquireOptions): Promise<Decision> {
