@@ -68,7 +68,7 @@ function budgetOptions<Req>(b: Budget, clientOfReq: (req: Req) => string) {
   return { cost: budgetCost(b, b.estimate), settle: (req: Req) => budgetCost(b, b.actual(clientOfReq(req))) };
 }
 
-/** A settle that failed: said on stderr, once, as Floodgate's `settle-failed` warning is. */
+/** A settle that failed: said on stderr, once (a bench run fails no settle; Floodgate's `settle-failed` warning repeats once a minute). */
 let rewardFailed = false;
 const onRewardFailed = (err: unknown): void => {
   if (!rewardFailed) process.stderr.write(`rate-limiter-flexible reward failed: ${String(err)}\n`);

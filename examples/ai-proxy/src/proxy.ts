@@ -1,3 +1,5 @@
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import express, { type Express, type Request, type Response } from 'express';
 import type { Redis } from 'ioredis';
 import { rateLimit, type RateLimitMiddleware } from '@floodgate/express';
@@ -31,10 +33,15 @@ export function maxTokens(req: Request): number {
   return typeof asked === 'number' && Number.isInteger(asked) && asked > 0 ? Math.min(asked, MAX_TOKENS) : DEFAULT_MAX_TOKENS;
 }
 
-/** What a request produced so far, for its settle: the upstream's usage when it reported one, else what was relayed. */
+/** What a request spent so far, for its settle: the upstream's usage when it reported one, else the prompt and what was relayed. */
 interface Produced {
-  /** The upstream answered (a request it never saw cost no tokens). */
-  answered: boolean;
+  /**
+   * The whole prompt was written to the upstream. From then on its tokens are spent whatever the client
+   * does: a model reads the whole prompt before it answers anything, headers included.
+   */
+  sent: boolean;
+  /** The upstream answered with an error status: it did no work (a request it refuses costs no tokens). */
+  refused: boolean;
   /** Completion tokens relayed to the client (one per content delta). */
   relayed: number;
   /** total_tokens of the upstream's usage. */
@@ -47,7 +54,7 @@ const apiKey = (req: Request): string | undefined => /^Bearer (\S{1,200})$/.exec
  * The proxy: POST /v1/chat/completions with an API key (`Authorization: Bearer <key>`), limited per key in
  * requests and tokens per minute. A request is admitted at its estimate (its prompt's tokens plus
  * max_tokens, counted at once) and settled when its response is over at the usage the upstream reported,
- * or, when the client left mid-stream, at the prompt and the tokens relayed until then.
+ * or, when the client left before it, at the prompt (once sent upstream) and the tokens relayed until then.
  */
 export function createProxy(options: ProxyOptions): Express & { limiter: RateLimitMiddleware } {
   const { redis, apiKeys, upstreamUrl, prefix = 'floodgate-ai-proxy', requestsPerMinute = 60, tokensPerMinute = 20_000 } = options;
@@ -75,7 +82,9 @@ export function createProxy(options: ProxyOptions): Express & { limiter: RateLim
     cost: (req) => ({ requests: 1, tokens: promptTokens(req.body) + maxTokens(req) }),
     settle: (req) => {
       const p = produced.get(req);
-      if (p === undefined || !p.answered) return { requests: 1, tokens: 0 };
+      // Never sent upstream (the client left first, the upstream could not be reached), or refused by it: no tokens spent.
+      if (p === undefined || !p.sent || p.refused) return { requests: 1, tokens: 0 };
+      // Sent: the prompt is spent even when the client leaves before the upstream's first byte.
       return { requests: 1, tokens: p.usage ?? promptTokens(req.body) + p.relayed };
     },
     // The RateLimit headers, and the x-ratelimit-*-requests/-tokens that OpenAI's client libraries read.
@@ -90,28 +99,29 @@ export function createProxy(options: ProxyOptions): Express & { limiter: RateLim
       return;
     }
     const stream = body.stream === true;
-    const state: Produced = { answered: false, relayed: 0 };
+    const state: Produced = { sent: false, refused: false, relayed: 0 };
     produced.set(req, state);
     // The client leaving stops the upstream: no tokens are generated for nobody.
     const abort = new AbortController();
     res.on('close', () => abort.abort());
     try {
-      const upstream = await fetch(`${upstreamUrl}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ ...body, max_tokens: maxTokens(req), ...(stream ? { stream_options: { include_usage: true } } : {}) }),
-        signal: abort.signal,
+      const prompt = JSON.stringify({
+        ...body,
+        max_tokens: maxTokens(req),
+        ...(stream ? { stream_options: { include_usage: true } } : {}),
       });
-      state.answered = upstream.ok;
-      if (!stream || !upstream.ok || upstream.body === null) {
-        const data = (await upstream.json()) as { usage?: { total_tokens?: unknown } };
+      const upstream = await post(new URL(`${upstreamUrl}/v1/chat/completions`), prompt, abort.signal, () => (state.sent = true));
+      const status = upstream.statusCode ?? 502;
+      state.refused = status < 200 || status > 299;
+      if (!stream || state.refused) {
+        const data = JSON.parse(await text(upstream)) as { usage?: { total_tokens?: unknown } };
         if (typeof data.usage?.total_tokens === 'number') state.usage = data.usage.total_tokens;
-        res.status(upstream.status).json(data);
+        res.status(status).json(data);
         return;
       }
       res.status(200).setHeader('Content-Type', 'text/event-stream');
       res.setHeader('Cache-Control', 'no-cache');
-      await relay(upstream.body, res, state);
+      await relay(upstream, res, state);
       res.end();
     } catch {
       if (!res.headersSent) res.status(502).json({ error: { message: 'The upstream could not be reached', type: 'upstream_error' } });
@@ -121,8 +131,34 @@ export function createProxy(options: ProxyOptions): Express & { limiter: RateLim
   return Object.assign(app, { limiter: limit });
 }
 
+/**
+ * POSTs `body` (JSON) to `url` and resolves with the response once its headers arrive. `sent` is called when
+ * the whole body has been written to the connection (fetch() cannot tell when that is): the moment the
+ * prompt's tokens are spent.
+ */
+function post(url: URL, body: string, signal: AbortSignal, sent: () => void): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const req = request(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      signal,
+    });
+    req.once('response', resolve);
+    req.once('error', reject);
+    req.end(body, sent);
+  });
+}
+
+/** A response's whole body as text. */
+async function text(res: IncomingMessage): Promise<string> {
+  let all = '';
+  for await (const chunk of res) all += String(chunk);
+  return all;
+}
+
 /** Relays the upstream's events to the client as they come, counting content deltas and keeping the usage. */
-async function relay(body: ReadableStream<Uint8Array>, res: Response, state: Produced): Promise<void> {
+async function relay(body: AsyncIterable<Uint8Array>, res: Response, state: Produced): Promise<void> {
   const decoder = new TextDecoder();
   let pending = '';
   for await (const bytes of body) {

@@ -5,6 +5,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
  * /v1/chat/completions answers with words of a fixed text, one token each, at most `max_tokens` of them,
  * streamed as server-sent events (`stream: true`, a last chunk with `usage` when `stream_options.include_usage`)
  * or as one JSON body. It counts a prompt's tokens as one per 4 characters, as a rough tokenizer would.
+ * Like a real model it reads the whole prompt before it answers anything: its response headers come after
+ * that reading (`beforeHeaders`), so a client can leave once its prompt was sent and before any answer.
  */
 
 export interface UpstreamOptions {
@@ -12,6 +14,11 @@ export interface UpstreamOptions {
   tokenMs?: number;
   /** How many tokens an answer has when max_tokens does not stop it first. Default 40. */
   answerTokens?: number;
+  /**
+   * Awaited once a prompt has been read whole, before the response headers are sent: the time a model
+   * takes to read it (default: none). Tests hold the headers with it; `res` is the response to come.
+   */
+  beforeHeaders?: (res: ServerResponse) => Promise<void>;
 }
 
 interface ChatBody {
@@ -36,8 +43,14 @@ async function readJson(req: IncomingMessage): Promise<ChatBody> {
   return JSON.parse(text) as ChatBody;
 }
 
-async function complete(req: IncomingMessage, res: ServerResponse, { tokenMs = 20, answerTokens = 40 }: UpstreamOptions): Promise<void> {
+async function complete(
+  req: IncomingMessage,
+  res: ServerResponse,
+  { tokenMs = 20, answerTokens = 40, beforeHeaders }: UpstreamOptions,
+): Promise<void> {
   const body = await readJson(req);
+  await beforeHeaders?.(res);
+  if (res.destroyed) return; // the caller went away while the prompt was being read: nothing to answer
   const max =
     typeof body.max_tokens === 'number' && Number.isInteger(body.max_tokens) && body.max_tokens > 0 ? body.max_tokens : answerTokens;
   const tokens = Array.from({ length: Math.min(max, answerTokens) }, (_, i) => `${i === 0 ? '' : ' '}${WORDS[i % WORDS.length]}`);

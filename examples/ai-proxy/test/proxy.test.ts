@@ -125,6 +125,49 @@ test('a client that hangs up mid-stream is settled at its prompt and the tokens 
   expect(counted).toBeLessThan(10 + 40);
 });
 
+test('40 clients that reset once their prompt reached the upstream, before its answer, pay for their prompts: the next is denied', async () => {
+  // An upstream that holds every answer's headers until the test lets it: a model reading the prompt.
+  const CLIENTS = 40;
+  const closed: Promise<void>[] = [];
+  let allRead!: () => void;
+  const read = new Promise<void>((resolve) => (allRead = resolve));
+  let answer!: () => void;
+  const headers = new Promise<void>((resolve) => (answer = resolve));
+  const held = await serveHttp(
+    createUpstream({
+      beforeHeaders: (res) => {
+        closed.push(new Promise((resolve) => res.once('close', resolve)));
+        if (closed.length === CLIENTS) allRead();
+        return headers;
+      },
+    }).listen(0, '127.0.0.1'),
+  );
+  // A prompt of 400 characters is 100 tokens; with max_tokens 1 an estimate of 101: the budget holds 40.
+  const prompt = [{ role: 'user', content: 'Summarise this document. '.padEnd(400, '.') }];
+  const PROMPT_TOKENS = 100;
+  proxy = await startProxy(CLIENTS * (PROMPT_TOKENS + 1), held.url);
+  const url = new URL(`${proxy.url}/v1/chat/completions`);
+  const clients = Array.from({ length: CLIENTS }, () => {
+    const req = httpRequest(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer team-a' } });
+    req.on('error', () => undefined); // the reset below
+    req.end(JSON.stringify({ messages: prompt, max_tokens: 1, stream: true }));
+    return req;
+  });
+  // Every prompt has reached the upstream, which has answered nothing yet: each client resets now.
+  await read;
+  for (const req of clients) req.destroy();
+  await Promise.all(closed); // the proxy dropped each upstream call as its client left
+  answer();
+  // Each is settled at its prompt at least, whatever its client did: not given back for leaving early.
+  expect(await until(async () => (await proxy!.tokens('team-a')) <= CLIENTS * PROMPT_TOKENS)).toBe(true);
+  expect(await proxy.tokens('team-a')).toBeGreaterThanOrEqual(CLIENTS * PROMPT_TOKENS);
+  // The budget is spent: the next request is denied.
+  const next = await post(proxy.url, 'team-a', { messages: prompt, max_tokens: 1, stream: true });
+  expect(next.status).toBe(429);
+  await next.arrayBuffer();
+  await held.close();
+});
+
 test('a request without an API key is refused with 401, before the limiter', async () => {
   proxy = await startProxy();
   const res = await post(proxy.url, undefined, { messages: PROMPT });

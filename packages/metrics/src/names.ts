@@ -26,6 +26,11 @@ export const METRICS = {
     prometheus: 'floodgate_refunds_total',
     help: 'Refunds made (skipSuccessfulRequests, skipFailedRequests, limiter.refund), by limiter',
   },
+  settleFailures: {
+    otel: 'floodgate.settle.failures',
+    prometheus: 'floodgate_settle_failures_total',
+    help: 'Settles of reservations that failed, their estimates left counted, by limiter and reason (invalid: no valid actual cost; threw: the settle option threw or rejected; store: the store could not take it)',
+  },
   breakerOpen: {
     otel: 'floodgate.breaker.open',
     prometheus: 'floodgate_breaker_open',

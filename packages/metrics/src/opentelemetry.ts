@@ -28,6 +28,10 @@ export function instrumentOpenTelemetry(limiters: Limiter | readonly Limiter[], 
   });
   const errors = meter.createCounter(METRICS.storeErrors.otel, { description: METRICS.storeErrors.help, valueType: ValueType.INT });
   const refunds = meter.createCounter(METRICS.refunds.otel, { description: METRICS.refunds.help, valueType: ValueType.INT });
+  const settleFailures = meter.createCounter(METRICS.settleFailures.otel, {
+    description: METRICS.settleFailures.help,
+    valueType: ValueType.INT,
+  });
   const breaker = meter.createObservableGauge(METRICS.breakerOpen.otel, {
     description: METRICS.breakerOpen.help,
     valueType: ValueType.INT,
@@ -45,6 +49,9 @@ export function instrumentOpenTelemetry(limiters: Limiter | readonly Limiter[], 
         break;
       case 'refund':
         refunds.add(1, { limiter: event.limiter });
+        break;
+      case 'settle-failed':
+        settleFailures.add(1, { limiter: event.limiter, reason: event.reason });
         break;
       default:
         break;

@@ -17,6 +17,7 @@ interface Instruments {
   duration: Histogram<'limiter'>;
   errors: Counter<'limiter' | 'kind' | 'policy'>;
   refunds: Counter<'limiter'>;
+  settleFailures: Counter<'limiter' | 'reason'>;
   breaker: Gauge<'limiter'>;
   status: Gauge<'limiter'>;
   /** The limiters the gauges read at each scrape (all instrument() calls on this registry). */
@@ -70,6 +71,12 @@ function instruments(registry: Registry): Instruments {
       labelNames: ['limiter'] as const,
       registers: [registry],
     }),
+    settleFailures: new Counter({
+      name: METRICS.settleFailures.prometheus,
+      help: METRICS.settleFailures.help,
+      labelNames: ['limiter', 'reason'] as const,
+      registers: [registry],
+    }),
     breaker: gauge(METRICS.breakerOpen, async (l) => {
       const h = await l.health({ probe: false });
       return h.breaker === 'none' ? undefined : h.breaker === 'open' ? 1 : 0;
@@ -99,6 +106,9 @@ export function instrumentPrometheus(limiters: Limiter | readonly Limiter[], opt
         break;
       case 'refund':
         m.refunds.inc({ limiter: event.limiter });
+        break;
+      case 'settle-failed':
+        m.settleFailures.inc({ limiter: event.limiter, reason: event.reason });
         break;
       default:
         break;

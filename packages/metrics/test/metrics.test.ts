@@ -96,7 +96,39 @@ describe('OpenTelemetry', () => {
   });
 });
 
+/** Three reservations of `l` settled with no valid cost (nothing, null, a negative number): their estimates stay. */
+async function failedSettles(l: Limiter): Promise<void> {
+  for (const actual of [undefined, null, -1]) {
+    const r = await l.reserve('ip:9');
+    await expect(r.settle(actual as unknown as number)).rejects.toMatchObject({ code: 'ERR_FLOODGATE_ARGUMENT' });
+  }
+}
+
+test('OpenTelemetry: every failed settle, by limiter and reason', async () => {
+  const reader = new TestReader();
+  const provider = new MeterProvider({ readers: [reader] });
+  const api = limiter('api', { refunds: true, limits: { limit: 5, window: '1m' } });
+  const stop = instrumentOpenTelemetry(api, { meter: provider.getMeter('test') });
+  await failedSettles(api);
+  expect(points((await reader.collect()).resourceMetrics, METRICS.settleFailures.otel)).toEqual([
+    [{ limiter: 'api', reason: 'invalid' }, 3],
+  ]);
+  stop();
+  await provider.shutdown();
+  await api.close();
+});
+
 describe('Prometheus', () => {
+  test('every failed settle, by limiter and reason', async () => {
+    const registry = new Registry();
+    const api = limiter('api', { refunds: true, limits: { limit: 5, window: '1m' } });
+    const stop = instrumentPrometheus(api, { registry });
+    await failedSettles(api);
+    expect(await registry.metrics()).toContain('floodgate_settle_failures_total{limiter="api",reason="invalid"} 3');
+    stop();
+    await api.close();
+  });
+
   test('the exposition text a scrape gets, in a registry of the application', async () => {
     const registry = new Registry();
     const api = limiter('api');

@@ -1,6 +1,6 @@
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import request from 'supertest';
-import { createLimiter, type Limiter, type RedisClient } from '@floodgate/core';
+import { createLimiter, type Limiter, type RedisClient, type SettleFailedEvent } from '@floodgate/core';
 import { resetWarnings, type Logger } from '@floodgate/core/adapter';
 import { closeClients, connect, keysUnder, storeClient, uniquePrefix } from './clients';
 import type { AdapterFactory, AppSpec, NeutralOptions, TestApp } from './conformance';
@@ -415,5 +415,60 @@ export function budgetConformance(factory: AdapterFactory): void {
       // forgotten with its window gave one a window (6, 30,000 tokens).
       expect(admitted).toBe(2);
     }, 30_000);
+  });
+
+  describe(`${factory.name} conformance: budgets, a settle that answers nothing`, () => {
+    let store: RedisClient;
+    beforeAll(async () => {
+      store = await storeClient();
+    });
+    const closing: { close(): Promise<void> }[] = [];
+    afterEach(async () => {
+      await Promise.all(closing.splice(0).map((c) => c.close()));
+    });
+    afterAll(closeClients);
+    const EACH = 100;
+
+    // The app's settle reads what its handler records at the first token; a client gone before that token
+    // leaves nothing there. Nothing is not a cost of 1: the estimate stays counted, and each is counted.
+    const usage = new Map<string, { requests: number; tokens: number }>();
+    test.each([
+      ['undefined (a map entry never set)', (req: Req) => usage.get(String(req.headers['x-id']))],
+      ['null', () => null],
+      ['a promise of undefined', async () => undefined],
+    ])('a settle that answers %s keeps the estimate of each of 10 requests, each a settle-failed event', async (_what, settle) => {
+      resetWarnings();
+      const warned: string[] = [];
+      const failures: SettleFailedEvent[] = [];
+      const limiter = createLimiter({
+        redis: store,
+        prefix: uniquePrefix(`${factory.name}-nothing`),
+        algorithm: 'fixed-window',
+        limits: [
+          { limit: REQUESTS, window: '1m' },
+          { limit: TOKENS, window: '1m', unit: 'tokens' },
+        ],
+        refunds: true,
+        clock: () => NOW,
+        onEvent: (e) => void (e.type === 'settle-failed' && failures.push(e)),
+      });
+      closing.push(limiter);
+      const logger: Logger = { warn: (m: string) => void warned.push(m) };
+      const global = { limiter, logger, settle, identify: () => 'key:budget', cost: { requests: 1, tokens: EACH } };
+      const app = await factory.makeApp({ global: global as unknown as NeutralOptions });
+      closing.push(app);
+      for (let i = 0; i < 10; i++) expect((await request(app.url).get('/').set('x-id', `r${i}`)).status).toBe(200);
+      expect(await until(() => failures.length === 10)).toBe(true);
+      expect(failures.map((e) => e.reason)).toEqual(Array(10).fill('invalid'));
+      const { states } = await limiter.peek('key:budget', { cost: { requests: 0, tokens: 0 } });
+      expect(states.map((st) => [st.unit ?? 'requests', st.remaining])).toEqual([
+        ['requests', REQUESTS - 10],
+        ['tokens', TOKENS - 10 * EACH],
+      ]);
+      // Logged, not once per process but at most once a minute (kernel/warnings.test.ts): here, at least once.
+      const lines = warned.filter((m) => m.includes('[settle-failed]'));
+      expect(lines.length).toBeGreaterThanOrEqual(1);
+      for (const line of lines) expect(line).toMatch(/got (undefined|null)\b/);
+    });
   });
 }

@@ -7,7 +7,7 @@ import type { Logger } from '../kernel/logger';
 
 /*
  * What a limiter tells its listeners (the `onEvent` option, limiter.subscribe()): every decision, refunds,
- * store errors and shadow denials. A listener sees an identifier's kind ('ip', 'user', ...) and, only when
+ * store errors, shadow denials and failed settles. A listener sees an identifier's kind ('ip', 'user', ...) and, only when
  * the limiter was made with `events: { identifiers: true }`, the identifier itself: identifiers are personal
  * data, and metrics labelled by them would grow without bound. That holds for every event type, nested
  * decisions and errors included: Events.emit() passes each event through withoutIdentifiers(), whose
@@ -73,7 +73,26 @@ export interface ShadowDenyEvent {
   decision: Decision;
 }
 
-export type LimiterEvent = DecisionEvent | RefundEvent | StoreErrorEvent | ShadowDenyEvent;
+/**
+ * Why a reservation's settle failed: `invalid`, no valid actual cost (nothing, a negative number, a unit
+ * left out); `threw`, an adapter's `settle` option threw or rejected; `store`, the store could not take it.
+ */
+export type SettleFailure = 'invalid' | 'threw' | 'store';
+
+/** A reservation's settle failed (docs/budgets.md): its estimate stays counted until its windows pass. */
+export interface SettleFailedEvent {
+  type: 'settle-failed';
+  limiter: string;
+  reason: SettleFailure;
+  /** The estimate that stays counted, as one number (a decision's `cost`: the binding unit's). */
+  cost: number;
+  /** The kinds of the reservation's identifiers. */
+  kinds: string[];
+  /** With `events: { identifiers: true }`. */
+  identifiers?: string[];
+}
+
+export type LimiterEvent = DecisionEvent | RefundEvent | StoreErrorEvent | ShadowDenyEvent | SettleFailedEvent;
 
 export type EventListener = (event: LimiterEvent) => void;
 
@@ -158,6 +177,18 @@ export class Events {
     this.emit(event);
   }
 
+  settleFailed(ids: readonly string[], cost: number, reason: SettleFailure): void {
+    const event: SettleFailedEvent = {
+      type: 'settle-failed',
+      limiter: this.limiter,
+      reason,
+      cost,
+      kinds: [...new Set(ids.map(identifierKind))],
+    };
+    if (this.identifiers) event.identifiers = [...ids];
+    this.emit(event);
+  }
+
   storeError(error: StoreError, policy: FailurePolicy): void {
     this.emit({ type: 'store-error', limiter: this.limiter, error, policy });
   }
@@ -184,7 +215,8 @@ function withoutIdentifiers(event: LimiterEvent): LimiterEvent {
       delete copy.identifier;
       return copy;
     }
-    case 'refund': {
+    case 'refund':
+    case 'settle-failed': {
       if (event.identifiers === undefined) return event;
       const copy = { ...event };
       delete copy.identifiers;

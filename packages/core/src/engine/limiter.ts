@@ -25,6 +25,7 @@ import { costPositive, costScalar, uncountedByUnit, type CallCost } from './unit
 import { StoreFailures, noRoom } from './failure';
 import { Refunds } from './refund';
 import { assertReservable, reservation, reservedCost, type Cost, type Reservation, type ReserveOptions } from './reserve';
+import { reportingFailures } from './settle-failures';
 import { block, reset, unblock, type AdminParts, type BlockOptions } from './admin';
 
 export type { BlockOptions } from './admin';
@@ -327,7 +328,7 @@ export class FloodgateLimiter implements Limiter {
     // At least 1 of every unit: a unit at or past its limit denies even an estimate of 0 (reserve.ts).
     const estimate = reservedCost(plan.planner.cost(cost));
     const decision = await settle(() => this.start('c', identifiers, estimate, planName, address));
-    return reservation(decision, plan, this.refunder);
+    return reportingFailures(reservation(decision, plan, this.refunder), this.events);
   }
 
   acquire(identifiers: string | readonly string[], options?: AcquireOptions): Promise<Decision> {

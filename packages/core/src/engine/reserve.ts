@@ -1,5 +1,5 @@
 import type { Decision } from '../kernel/decision';
-import { ConfigError } from '../kernel/errors';
+import { ArgumentError, ConfigError, describeValue } from '../kernel/errors';
 import type { PlanState } from './plan';
 import type { Refunds } from './refund';
 import type { CallCost } from './units';
@@ -36,7 +36,9 @@ export interface Reservation {
    * back, as refund() gives back (only what the windows or buckets still hold from this check; never after
    * a reset); more charges the excess past the limit, and the identifiers stay denied until it is paid off.
    * True when settled; false when there is nothing to settle: a denial, a decision the store did not count
-   * (the failure policy, an allow list), or a reservation settled or cancelled already.
+   * (the failure policy, an allow list), or a reservation settled or cancelled already. An actual cost that
+   * is not one (undefined and null included) rejects with an ArgumentError and leaves the estimate counted;
+   * every rejection is also a 'settle-failed' event of the limiter.
    */
   settle(actual: Cost): Promise<boolean>;
   /** Gives the whole estimate back (a refund). True when sent; false as for settle(). */
@@ -64,8 +66,14 @@ export function assertReservable(refunds: boolean, name: string): void {
 export function reservation(decision: Decision, plan: PlanState, refunds: Refunds): Reservation {
   return {
     decision,
-    // The actual cost is validated (an ArgumentError rejects) before anything is forgotten.
-    settle: async (actual) => refunds.settle(decision, plan.planner.cost(actual, 'settle(actual)')),
+    // The actual cost is validated (an ArgumentError rejects) before anything is forgotten. Nothing
+    // (undefined, null) is no actual cost: not the default of 1 a check's cost has.
+    settle: async (actual) => {
+      if (actual === undefined || actual === null) {
+        throw new ArgumentError(`settle(actual) needs the actual cost (a number, or a cost per unit); got ${describeValue(actual)}`);
+      }
+      return refunds.settle(decision, plan.planner.cost(actual, 'settle(actual)'));
+    },
     cancel: async () => refunds.refund(decision),
   };
 }

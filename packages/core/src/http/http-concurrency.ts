@@ -2,7 +2,7 @@ import { ConfigError, describeValue } from '../kernel/errors';
 import { UNAVAILABLE_MESSAGE, errorBody, retryAfterSeconds, type HeaderList } from './headers';
 import { HTTP_OPTIONS, ownOrShared, type HttpOptions, type UnidentifiedPolicy } from './options';
 import { defaultIdentifiers, identifiersFrom, resolveIpv6Subnet } from './identity';
-import { resolveWarnings, warnOnce, type WarningName, type WarningsOption } from '../kernel/warnings';
+import { resolveWarnings, logWarning, type WarningName, type WarningsOption } from '../kernel/warnings';
 import { createConcurrencyLimiter, type ConcurrencyLimiter, type Lease } from '../engine/concurrency/limiter';
 import { CONCURRENCY_OPTION_KEYS, type ConcurrencyLimiterOptions } from '../engine/concurrency/options';
 import type { MaybePromise } from './option-types';
@@ -116,7 +116,7 @@ export function createHttpConcurrency<Req>(
   const logger = safeLogger(options.logger);
   const statusCode = options.statusCode ?? 429;
   const message = options.message;
-  const warn = (name: WarningName, text: string): void => warnOnce(logger, warnings, name, text);
+  const warn = (name: WarningName, text: string): void => logWarning(logger, warnings, name, text);
 
   /** The request's identifiers; undefined when it is not limited (skipped, or unidentified: 'allow' with nothing left). */
   async function identifiers(req: Req, ip: string | undefined): Promise<string[] | undefined> {

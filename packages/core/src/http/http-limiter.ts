@@ -2,7 +2,7 @@ import { ConfigError, describeValue } from '../kernel/errors';
 import { localDenial, type Decision } from '../kernel/decision';
 import { isThenable } from '../kernel/thenable';
 import { safeLogger } from '../kernel/logger';
-import { resolveWarnings, warnOnce, warned, type WarningName } from '../kernel/warnings';
+import { resolveWarnings, logWarning, warned, type WarningName } from '../kernel/warnings';
 import { assertKnownOptions, ownOptions } from '../config/own-options';
 import { checkOptions } from '../config/option-table';
 import { UNKNOWN_IP } from '../scripts/keys';
@@ -135,7 +135,7 @@ export function createHttpLimiter<Req>(
   const cost = options.cost ?? 1;
   const denials = new Denials<Req>(options.statusCode ?? 429, options.denyStatusCode ?? 403, options.message);
   const shadow = limiter.mode === 'shadow';
-  const warn = (name: WarningName, text: string): void => warnOnce(logger, warnings, name, text);
+  const warn = (name: WarningName, text: string): void => logWarning(logger, warnings, name, text);
   // With `settle`, a request is counted by a reservation, settled once its response is over.
   const reserved = settle === undefined ? undefined : reservations(limiter, settle, warn);
   // Whether an admitted request's outcome carries `own`, for completed() after its response.

@@ -4,6 +4,7 @@ import { isThenable } from '../kernel/thenable';
 import type { WarningName } from '../kernel/warnings';
 import { fnOption } from '../config/validate';
 import { FloodgateLimiter, reserveAt, type Cost, type Limiter, type Reservation } from '../engine/limiter';
+import { settleFailed, type ReportingReservation } from '../engine/settle-failures';
 import type { MaybePromise } from './option-types';
 import type { RefundOptions } from './refunds';
 
@@ -12,8 +13,9 @@ import type { RefundOptions } from './refunds';
  * (the estimate), and once its response is over the application's settle(...) says what it actually cost,
  * which settles the reservation. Over means sent in full or the connection closed first, whoever closed it:
  * the work was done up to then, so a client that resets a stream still pays for what settle says it
- * produced (nothing is cancelled for a client's behaviour). A settle that throws, rejects or answers an
- * invalid cost leaves the estimate counted: never an admission.
+ * produced (nothing is cancelled for a client's behaviour). A settle that throws, rejects or answers no
+ * valid cost (nothing at all included: undefined is not the default cost of 1 here) leaves the estimate
+ * counted, never an admission; each is a 'settle-failed' event of the limiter and a recurring warning.
  */
 
 export type SettleFn = (...args: unknown[]) => MaybePromise<Cost>;
@@ -74,6 +76,12 @@ export function reservations(
       'settle-failed',
       `a request's settle failed (${error instanceof Error ? error.message : describeValue(error)}); its estimate stays counted until its window passes`,
     );
+  // settle() rejecting is an event of the limiter already (engine/settle-failures.ts); the application's
+  // settle throwing never reached it, so it is reported here, by a reservation that can (any limiter's may not).
+  const threw = (reservation: Reservation, error: unknown): void => {
+    (reservation as Partial<ReportingReservation>)[settleFailed]?.('threw');
+    failed(error);
+  };
   const settleAt = (reservation: Reservation, actual: unknown): void => {
     reservation.settle(actual as Cost).then(undefined, failed);
   };
@@ -95,10 +103,14 @@ export function reservations(
       open.delete(own);
       try {
         const actual = settle(...args);
-        if (isThenable(actual)) Promise.resolve(actual).then((a) => settleAt(reservation, a), failed);
+        if (isThenable(actual))
+          Promise.resolve(actual).then(
+            (a) => settleAt(reservation, a),
+            (error: unknown) => threw(reservation, error),
+          );
         else settleAt(reservation, actual);
       } catch (error) {
-        failed(error);
+        threw(reservation, error);
       }
     },
   };

@@ -2,7 +2,10 @@ import { ConfigError, describeValue } from './errors';
 import { shared } from './state';
 import type { Logger } from './logger';
 
-/** Every warning Floodgate's adapters can give, each shown at most once per process. */
+/**
+ * Every warning Floodgate's adapters can give. Each is shown at most once per process, except the ones of
+ * RECURRING: those are logged at most once per RECURRING_WARNING_MS, with how many happened since.
+ */
 export const WARNING_NAMES = [
   /** X-Forwarded-For arrived but the framework does not trust proxies: every client behind the proxy shares one IP. */
   'forwarded-header-untrusted',
@@ -16,7 +19,10 @@ export const WARNING_NAMES = [
   'identify-empty',
   /** A refund (skipSuccessfulRequests, skipFailedRequests) could not be made: those units stay counted. */
   'refund-failed',
-  /** A request's `settle` threw, answered an invalid cost, or could not reach the store: its estimate stays counted. */
+  /**
+   * A request's `settle` threw, answered no valid cost (nothing, a negative number, a unit left out), or
+   * could not reach the store: its estimate stays counted. Recurring: each one is also a limiter event.
+   */
   'settle-failed',
 ] as const;
 
@@ -25,7 +31,19 @@ export type WarningName = (typeof WARNING_NAMES)[number];
 /** `warnings: false` silences all; `{ 'trust-proxy-all': false }` silences one. */
 export type WarningsOption = boolean | Partial<Record<WarningName, boolean>>;
 
+/**
+ * Warnings an operator must be able to count, not learn of once: each occurrence costs a client its
+ * estimate. They are logged at most once per RECURRING_WARNING_MS per process, each line saying how many
+ * happened since the last one; every occurrence is also an event of its limiter (docs/operating.md).
+ */
+const RECURRING: ReadonlySet<WarningName> = new Set<WarningName>(['settle-failed']);
+
+/** How often a recurring warning may be logged: once a minute. */
+export const RECURRING_WARNING_MS = 60_000;
+
 const shown = shared('warningsShown', () => new Set<WarningName>());
+/** Per recurring warning: when it was last logged (performance.now()), and how many times it happened since. */
+const lastLogged = shared('warningsRecurring', () => new Map<WarningName, { at: number; since: number }>());
 
 /** The set of enabled warnings, validated once at construction. */
 export function resolveWarnings(value: unknown): ReadonlySet<WarningName> {
@@ -45,11 +63,37 @@ export function resolveWarnings(value: unknown): ReadonlySet<WarningName> {
   return enabled;
 }
 
-/** Logs a named warning the first time it happens in this process, if `enabled` has it. */
-export function warnOnce(logger: Logger, enabled: ReadonlySet<WarningName>, name: WarningName, message: string): void {
-  if (shown.has(name) || !enabled.has(name)) return;
+/**
+ * Logs a named warning, if `enabled` has it: the first time it happens in this process, or for a recurring
+ * one, when none was logged in the last RECURRING_WARNING_MS (`now`: performance.now(), given by tests).
+ */
+export function logWarning(
+  logger: Logger,
+  enabled: ReadonlySet<WarningName>,
+  name: WarningName,
+  message: string,
+  now: number = performance.now(),
+): void {
+  if (!enabled.has(name)) return;
+  const off = `turn this off with warnings: { '${name}': false }`;
+  if (!RECURRING.has(name)) {
+    if (shown.has(name)) return;
+    shown.add(name);
+    logger.warn(`floodgate [${name}]: ${message} (${off})`);
+    return;
+  }
+  const last = lastLogged.get(name);
+  if (last !== undefined && now - last.at < RECURRING_WARNING_MS) {
+    last.since++;
+    return;
+  }
+  lastLogged.set(name, { at: now, since: 0 });
   shown.add(name);
-  logger.warn(`floodgate [${name}]: ${message} (turn this off with warnings: { '${name}': false })`);
+  const count =
+    last === undefined
+      ? 'logged at most once a minute, with the count since'
+      : `${last.since + 1} in the ${Math.round((now - last.at) / 1000)} s since the last such warning; logged at most once a minute`;
+  logger.warn(`floodgate [${name}]: ${message} (${count}; ${off})`);
 }
 
 /** Whether a warning was already shown (adapters use it to skip per-request checks). */
@@ -57,7 +101,8 @@ export function warned(name: WarningName): boolean {
   return shown.has(name);
 }
 
-/** Forgets which warnings were shown: for tests. */
+/** Forgets which warnings were shown, and when the recurring ones were last: for tests. */
 export function resetWarnings(): void {
   shown.clear();
+  lastLogged.clear();
 }

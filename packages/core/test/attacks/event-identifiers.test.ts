@@ -121,6 +121,17 @@ const SCENARIOS: Record<LimiterEvent['type'], Scenario[]> = {
         }),
     ],
   ],
+  'settle-failed': [
+    [
+      'a reservation of both identifiers settled at no cost',
+      () =>
+        produce({ refunds: true, limits: { limit: 5, window: '1m' } }, async (l) => {
+          const r = await l.reserve(IDS, { cost: 2 });
+          await expect(r.settle(undefined as unknown as number)).rejects.toMatchObject({ code: 'ERR_FLOODGATE_ARGUMENT' });
+          return r.decision;
+        }),
+    ],
+  ],
   'store-error': [
     [
       "an error reply, the driver's error carrying the command's keys",

@@ -1,5 +1,15 @@
-import { ConfigError, createLimiter, type AlgorithmName, type Limiter, type RedisClient } from '@floodgate/core';
-import { closeClients, storeClient, uniquePrefix } from '@floodgate/testing';
+import {
+  ArgumentError,
+  ConfigError,
+  createLimiter,
+  StoreError,
+  type AlgorithmName,
+  type Limiter,
+  type LimiterEvent,
+  type RedisClient,
+} from '@floodgate/core';
+import { algorithmTag, encodeIdentifier, keyScheme } from '@floodgate/core/admin';
+import { closeClients, connect, storeClient, uniquePrefix } from '@floodgate/testing';
 
 /*
  * reserve(), settle() and cancel() (docs/budgets.md), on Redis and in memory, with every algorithm: the
@@ -134,4 +144,40 @@ test('settle(actual) is validated as a cost, before anything is forgotten', asyn
   // Per unit: requests as estimated, tokens less (given back) in one call.
   expect(await r.settle({ requests: 1, tokens: 20 })).toBe(true);
   expect((await limiter.peek('user:1', { cost: 0 })).states.map((s) => s.remaining)).toEqual([4, 80]);
+});
+
+test('a settle at no cost (undefined, null) rejects as any invalid cost, and every failed settle is a settle-failed event', async () => {
+  const events: LimiterEvent[] = [];
+  const prefix = uniquePrefix('reserve');
+  const limiter = createLimiter({
+    redis,
+    prefix,
+    algorithm: 'fixed-window',
+    limits: { limit: 100, window: '1m', unit: 'tokens' },
+    refunds: true,
+    clock,
+    failure: 'closed',
+    onEvent: (e) => void events.push(e),
+  });
+  try {
+    for (const nothing of [undefined, null]) {
+      const r = await limiter.reserve('user:1', { cost: 30 });
+      // Nothing is not the default cost of 1 a check has: the estimate stays counted.
+      await expect(r.settle(nothing as unknown as number)).rejects.toThrow(/settle\(actual\) needs the actual cost.*got (undefined|null)/);
+      await expect(r.settle(-1)).rejects.toThrow(ArgumentError);
+    }
+    expect(await remaining(limiter)).toBe(40);
+    // A settle the store cannot take (its state key is not a hash any more): the estimate stays too.
+    const r = await limiter.reserve('user:2', { cost: 5 });
+    const key = keyScheme(prefix, 'default', algorithmTag('fixed-window')!, false).state(encodeIdentifier('user:2'));
+    const raw = connect();
+    await raw.del(key);
+    await raw.sadd(key, 'x');
+    await expect(r.settle(1)).rejects.toThrow(StoreError);
+    const failed = events.filter((e) => e.type === 'settle-failed');
+    expect(failed.map((e) => e.reason)).toEqual(['invalid', 'invalid', 'invalid', 'invalid', 'store']);
+    expect(failed[0]).toEqual({ type: 'settle-failed', limiter: 'default', reason: 'invalid', cost: 30, kinds: ['user'] });
+  } finally {
+    await limiter.close();
+  }
 });

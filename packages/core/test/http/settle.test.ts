@@ -1,5 +1,5 @@
 import { createLimiter, type Limiter } from '@floodgate/core';
-import { createHttpLimiter, createHttpSlowDown, type HttpOutcome } from '@floodgate/core/adapter';
+import { createHttpLimiter, createHttpSlowDown, resetWarnings, type HttpOutcome } from '@floodgate/core/adapter';
 
 /*
  * `settle` in core's HTTP layer, below any server (src/http/settle.ts): what it refuses at construction, and
@@ -57,6 +57,40 @@ test("a wrapped shared limiter reserves through its own reserve(), and completed
     expect(await tokensLeft(inner, 'key:w')).toBe(75);
     // The next request's estimate of 60 fits in the 75 the settle left.
     expect((await http.decide({ tokens: 0 }, '10.0.0.1')).action).toBe('next');
+  } finally {
+    await inner.close();
+  }
+});
+
+test("the application's settle throwing, rejecting or answering nothing: the estimate stays, each a settle-failed event, warned", async () => {
+  resetWarnings();
+  const reasons: string[] = [];
+  const warned: string[] = [];
+  const inner = createLimiter({ limits, refunds: true, onEvent: (e) => void (e.type === 'settle-failed' && reasons.push(e.reason)) });
+  const answers: Array<(req: Req) => unknown> = [
+    () => {
+      throw new Error('no usage');
+    },
+    () => Promise.reject(new Error('no usage')),
+    () => undefined,
+  ];
+  const http = createHttpLimiter<Req>({
+    limiter: inner,
+    identify: () => 'key:t',
+    cost: { requests: 1, tokens: 20 },
+    settle: (req) => answers[req.tokens]!(req) as never,
+    logger: { warn: (m) => void warned.push(m) },
+  });
+  try {
+    for (let i = 0; i < answers.length; i++) {
+      const outcome = await http.decide({ tokens: i }, '10.0.0.1');
+      http.completed(outcome, true, 200, [{ tokens: i }]);
+    }
+    for (let i = 0; i < 300 && reasons.length < 3; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(reasons.sort()).toEqual(['invalid', 'threw', 'threw']);
+    expect(await tokensLeft(inner, 'key:t')).toBe(100 - 3 * 20);
+    expect(warned.length).toBeGreaterThanOrEqual(1);
+    for (const line of warned) expect(line).toContain('[settle-failed]');
   } finally {
     await inner.close();
   }
