@@ -450,6 +450,9 @@ export function budgetConformance(factory: AdapterFactory): void {
         ],
         refunds: true,
         clock: () => NOW,
+        // A loaded machine may take longer than the default deadline: a check the failure policy answered
+        // would have nothing to settle, and no event.
+        timeoutMs: 10_000,
         onEvent: (e) => void (e.type === 'settle-failed' && failures.push(e)),
       });
       closing.push(limiter);
