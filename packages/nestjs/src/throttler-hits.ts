@@ -16,7 +16,7 @@ export interface ThrottlerStorageRecord {
 }
 
 /*
- * @nestjs/throttler's in-memory storage, as version 6.7 answers (docs/nestjs.md), on Floodgate limiters,
+ * @nestjs/throttler's in-memory storage, as version 6.7.1 answers (docs/nestjs.md), on Floodgate limiters,
  * so that the counts live in Redis. Per key, throttler keeps the times of its hits (each counts for `ttl`),
  * a block, and a record window. Here:
  *

@@ -67,7 +67,7 @@ function positiveInteger(value: unknown, option: string): number {
  * throttlers, storage: new FloodgateThrottlerStorage({ redis }) })` keeps @Throttle() and @SkipThrottle(),
  * and puts the counts in Redis (or a Cluster) with Floodgate's failure policies.
  *
- * It answers as @nestjs/throttler 6.7's in-memory storage does, record for record: each hit counts for
+ * It answers as @nestjs/throttler 6.7.1's in-memory storage does, record for record: each hit counts for
  * `ttl` ms after it was made (a sliding log: the `'sliding-log'` algorithm, the default). With
  * `blockDuration` 0, a hit at the limit is refused, counts nothing and resets nothing, until the oldest hit
  * leaves its ttl. With a `blockDuration`, the hit that crosses the limit is refused and blocks the key for

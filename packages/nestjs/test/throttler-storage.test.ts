@@ -6,7 +6,7 @@ import { asGuardReads, throttledApp, throttlerOnClock } from './throttler-apps';
 
 /*
  * FloodgateThrottlerStorage answers as @nestjs/throttler's own in-memory storage (the installed version's,
- * 6.7) does: the same hits at the same instants get the same records, side by side, for every kind of
+ * 6.7.1) does: the same hits at the same instants get the same records, side by side, for every kind of
  * blockDuration (none, shorter than the ttl, the ttl, longer). Both run on the test's clock (Floodgate's
  * `clock` option; Date.now for throttler's), so no answer depends on how fast the machine is; the counts are
  * in a real Redis.
@@ -102,7 +102,7 @@ const BLOCKS: [string, number][] = [
   ['a blockDuration longer than the ttl', 9000],
 ];
 
-describe.each(BLOCKS)('record for record as throttler 6.7, %s', (_label, blockDuration) => {
+describe.each(BLOCKS)('record for record as throttler 6.7.1, %s', (_label, blockDuration) => {
   const throttler = { ttl: TTL, limit: 3, blockDuration };
 
   test('a burst past the limit, hits while refused, the oldest hits leaving their ttl, a long pause', async () => {
