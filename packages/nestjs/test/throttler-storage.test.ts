@@ -125,6 +125,23 @@ describe.each(BLOCKS)('record for record as throttler 6.7.1, %s', (_label, block
   });
 });
 
+test.each(BLOCKS)('hits at once, round after round, %s: each round admits what throttler admits', async (_label, blockDuration) => {
+  // Concurrent hits race each other's writes (a block, a reset, a restart of the held hits): the records
+  // of a round may differ from throttler's, which answers one hit at a time, but never what they admit.
+  const { clock, theirs, ours } = storages();
+  const rounds = [0, 1, 500, 1600, 2000, 4100, 5000, 9100, 13_200, 13_300, 30_000];
+  const admitted: { ms: number; theirs: number; ours: number }[] = [];
+  for (const ms of rounds) {
+    clock.at(ms);
+    const burst = (storage: typeof ours | typeof theirs) =>
+      Promise.all(Array.from({ length: 60 }, () => storage.increment('k', TTL, 5, blockDuration, 'default')));
+    const [a, b] = [await burst(theirs), await burst(ours)];
+    admitted.push({ ms, theirs: a.filter((r) => !r.isBlocked).length, ours: b.filter((r) => !r.isBlocked).length });
+  }
+  expect(admitted.map(({ ms, ours: n }) => [ms, n])).toEqual(admitted.map(({ ms, theirs: n }) => [ms, n]));
+  expect(admitted.some((r) => r.theirs === 5)).toBe(true);
+});
+
 test('record for record on the in-memory store too (no redis)', async () => {
   for (const [, blockDuration] of BLOCKS) {
     await sideBySide({ ttl: TTL, limit: 2, blockDuration }, hitsOf(11 + blockDuration, 120, TTL), { redis: undefined });
