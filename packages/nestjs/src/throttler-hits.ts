@@ -26,8 +26,9 @@ export interface ThrottlerStorageRecord {
  *   `hits:<key>`   with a blockDuration: the same hits again (rule { limit + 1, window: ttl }, in the same
  *                  check), which a block answers with. When a hit crosses the limit, `count:<key>` is
  *                  blocked for blockDuration (block()) and then emptied, so that the count starts from zero
- *                  when the block ends, as throttler's does; `hits:<key>` keeps the hits that crossed it,
- *                  and is emptied by the first hit after the block (restart()).
+ *                  when the block ends, as throttler's does; `hits:<key>` keeps the count's hits (the
+ *                  crossing one, refused, is not in it: blockedHits() adds it while within its ttl), and
+ *                  is emptied by the first hit after the block (restart()).
  *   `record:<key>` throttler's record window (`timeToExpire`): a sliding log of limit 1 and window ttl in a
  *                  limiter of its own, admitted (a window starts) only when no window is running.
  */
@@ -46,12 +47,12 @@ export interface ThrottlerLimiters {
   readonly record: Limiter;
 }
 
-export const COUNT = 'count:';
-export const HITS = 'hits:';
-export const RECORD = 'record:';
+const COUNT = 'count:';
+const HITS = 'hits:';
+const RECORD = 'record:';
 
 /** Whole seconds, rounded up as throttler rounds them. */
-export const seconds = (ms: number): number => Math.max(0, Math.ceil(ms / 1000));
+const seconds = (ms: number): number => Math.max(0, Math.ceil(ms / 1000));
 
 /** The hits an identifier's pair holds within their window (after this check, when it counted), if the store said. */
 function liveHits(decision: Decision, identifier: string): number | undefined {
