@@ -1,10 +1,11 @@
 import { Inject, Injectable, Optional, type OnApplicationBootstrap, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, HttpAdapterHost } from '@nestjs/core';
-import { ConfigError, watchPeerAddresses } from '@floodgate/core/adapter';
+import { ConfigError, safeLogger, watchPeerAddresses } from '@floodgate/core/adapter';
 import { declaredOn, skippedOn, type Declared, type Skipped } from './decorators';
 import { classesOf, handlersOf } from './discovered';
 import { inherit, splitModuleOptions, type FloodgateModuleOptions, type StepKind } from './options';
 import { makeStep, type Step } from './steps';
+import { limitsLeftOut } from './skip-overrides';
 
 /** The injection token of the module's options (forRoot's object, or forRootAsync's factory's). */
 export const FLOODGATE_OPTIONS = Symbol.for('@floodgate/nestjs.options');
@@ -45,7 +46,8 @@ export class FloodgateLimits implements OnModuleInit, OnApplicationBootstrap, On
       ];
       this.global = global.filter(([, o]) => o !== undefined).map(([kind, o]) => makeStep(kind, o as Record<string, unknown>));
       const skips: Skipped[] = [];
-      for (const cls of classesOf(this.discovery)) {
+      const classes = classesOf(this.discovery);
+      for (const cls of classes) {
         for (const d of declaredOn(cls, true)) this.stepOf(d);
         skips.push(...skippedOn(cls, true));
         for (const handler of handlersOf(cls)) {
@@ -54,6 +56,7 @@ export class FloodgateLimits implements OnModuleInit, OnApplicationBootstrap, On
         }
       }
       this.checkSkips(skips);
+      this.warnLeftOut(classes);
     } catch (error) {
       void this.onModuleDestroy();
       throw error;
@@ -91,6 +94,17 @@ export class FloodgateLimits implements OnModuleInit, OnApplicationBootstrap, On
       this.made.set(d.options, step);
     }
     return step;
+  }
+
+  /** A limit declared where a skip at its own level leaves it out runs nowhere: said once, at the start. */
+  private warnLeftOut(classes: Set<object>): void {
+    if (this.options.warnings === false) return;
+    const leftOut = limitsLeftOut(classes, (d) => this.stepOf(d).name);
+    if (leftOut.length === 0) return;
+    safeLogger(this.options.logger).warn(
+      `floodgate: limits declared where a @SkipRateLimit() leaves them out, so they never run there: ${leftOut.join('; ')}. ` +
+        "A skip on a class leaves out its handlers' own limits too: name the limits it skips (@SkipRateLimit('default')), or move the skip to the handlers it is for",
+    );
   }
 
   private checkSkips(skips: Skipped[]): void {
