@@ -24,6 +24,15 @@ export type RuleSetSource = 'override' | 'request';
 /** What each source's rule sets are called in messages. */
 const SOURCE_TEXT: Record<RuleSetSource, string> = { override: "overrides' limits", request: 'answers of a limit(req)' };
 
+/** A rule set past its source's bound (RuleSets.MAX distinct sets): the HTTP layer falls back on it (http/request-limits.ts). */
+export class RuleSetBoundError extends ArgumentError {
+  constructor(readonly source: RuleSetSource) {
+    super(
+      `at most ${RuleSets.MAX} distinct rule sets per limiter for ${SOURCE_TEXT[source]}; this one would be the ${RuleSets.MAX + 1}th: use plans for tiers`,
+    );
+  }
+}
+
 interface Entry {
   readonly plan: PlanState;
   readonly sources: Set<RuleSetSource>;
@@ -51,13 +60,6 @@ export class RuleSets {
     return JSON.stringify(rules.map((r) => [r.limit, r.windowMs, r.for ?? null, r.burst, r.precision, r.unit ?? null]));
   }
 
-  /** The ArgumentError of a rule set past `source`'s bound. */
-  static boundError(source: RuleSetSource): ArgumentError {
-    return new ArgumentError(
-      `at most ${RuleSets.MAX} distinct rule sets per limiter for ${SOURCE_TEXT[source]}; this one would be the ${RuleSets.MAX + 1}th: use plans for tiers`,
-    );
-  }
-
   has(rules: readonly Rule[]): boolean {
     return this.entries.has(RuleSets.keyOf(rules));
   }
@@ -71,7 +73,7 @@ export class RuleSets {
     const key = RuleSets.keyOf(rules);
     const e = this.entries.get(key);
     if (e?.sources.has(source)) return e.plan;
-    if (this.counts[source] >= RuleSets.MAX) throw RuleSets.boundError(source);
+    if (this.counts[source] >= RuleSets.MAX) throw new RuleSetBoundError(source);
     const plan = e?.plan ?? this.compile(rules);
     if (e === undefined) this.entries.set(key, { plan, sources: new Set([source]) });
     else e.sources.add(source);

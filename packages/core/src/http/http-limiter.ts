@@ -118,7 +118,7 @@ export function createHttpLimiter<Req>(
   const refunds = resolveRefunds(options);
   const settle = resolveSettle(options, refunds);
   if (settle !== undefined && role !== 'limit') throw new ConfigError('settle', "is rateLimit()'s option: a slowDown() never reserves");
-  const requestLimits = resolveRequestLimits<Req>(options.limits, options.plan);
+  const requestLimits = resolveRequestLimits<Req>(options.limits, options.plan, options.logger);
   // A reservation is settled under the rules it was checked under: a plan's, an override's; not a request's own.
   if (settle !== undefined && requestLimits !== undefined)
     throw new ConfigError('settle', 'cannot be combined with a limit that is a function of the request (use plans or overrides)');
