@@ -1,8 +1,7 @@
-import type { AddressInfo } from 'node:net';
-import express from 'express';
 import request from 'supertest';
 import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
-import { rateLimit, type RateLimitMiddleware } from '@floodgate/express';
+import type { RateLimitMiddleware } from '@floodgate/express';
+import { servedLimits } from './served-limit';
 
 /*
  * docs/overrides.md, "Cost and bounds": a limit(req) past 256 distinct answers, on a real Express app. A
@@ -11,15 +10,7 @@ import { rateLimit, type RateLimitMiddleware } from '@floodgate/express';
  * than an answer would admit, whoever mints answers; and overrides written afterwards still apply.
  */
 const redis = connect();
-const servers: ReturnType<express.Express['listen']>[] = [];
-const middlewares: RateLimitMiddleware[] = [];
-afterEach(async () => {
-  for (const s of servers.splice(0)) {
-    s.closeAllConnections();
-    s.close();
-  }
-  await Promise.all(middlewares.splice(0).map((m) => m.close()));
-});
+const serve = servedLimits();
 afterAll(closeClients);
 
 // Mid-hour, on the limiter's manual clock: every window of the test is one window.
@@ -27,7 +18,7 @@ const NOW = Date.UTC(2030, 0, 1, 12, 30);
 
 /** An app whose limit is the `x-limit` header (what no app should do: the attacker's lever, here) and whose client is `x-key`. */
 async function app(warnings: string[]): Promise<{ url: string; limiter: RateLimitMiddleware['limiter'] }> {
-  const limit = rateLimit({
+  const { url, limit } = await serve({
     redis,
     prefix: uniquePrefix('rl-bound'),
     algorithm: 'fixed-window',
@@ -37,13 +28,7 @@ async function app(warnings: string[]): Promise<{ url: string; limiter: RateLimi
     overrides: true,
     logger: { warn: (m) => warnings.push(m) },
   });
-  middlewares.push(limit);
-  const server = express()
-    .get('/', limit, (_req, res) => void res.send('ok'))
-    .listen(0, '127.0.0.1');
-  servers.push(server);
-  await new Promise<void>((resolve) => server.once('listening', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, limiter: limit.limiter };
+  return { url, limiter: limit.limiter };
 }
 
 const get = async (url: string, key: string, limit: number): Promise<number> =>
