@@ -455,7 +455,7 @@ export class OverrideTable implements LimiterOverrides {
       const plan = named ? this.byName.get(o.plan) : undefined;
       if (plan !== undefined) return { plan };
       const known = named ? [...this.byName.keys()].join(', ') : 'it names none';
-      return { ignored: `plan ${JSON.stringify(o.plan)} is not one of this limiter's plans (${known})` };
+      return { ignored: `plan ${describeValue(o.plan)} is not one of this limiter's plans (${known})` };
     }
     try {
       return { rules: this.rulesOf(o.limits, 'limits') };
