@@ -1,7 +1,6 @@
 import { isIP } from 'node:net';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { normaliseIp } from '@floodgate/core';
-import { closestName, DEFAULT_PREFIX, parseDuration } from '@floodgate/core/admin';
+import { ANY_IPV6_KEYING, closestName, DEFAULT_PREFIX, identifierMistake, parseDuration } from '@floodgate/core/admin';
 import { COMMANDS, DEFAULT_URL, DEFAULTS, GENERAL_OPTIONS, OPTIONS, OVERRIDE_SUBCOMMANDS, generalOptionsOf } from './commands';
 import { CliError, EXIT } from './errors';
 
@@ -103,11 +102,20 @@ function parseError(err: unknown, command: string | undefined): CliError {
   return usage(e.message.replace(/\. To specify a positional argument.*$/s, ''), command);
 }
 
-/** An IP address given without its kind: the identifier the application's default `ip:` would have made. */
-function kindless(identifier: string): string | undefined {
-  if (isIP(identifier) === 0) return undefined;
-  // The adapters' default identifier groups IPv6 per /56 (ipv6Subnet).
-  return `ip:${normaliseIp(identifier, 56) ?? identifier}`;
+/**
+ * How the application's checks may key an IPv6 client: by its network (`ipv6Subnet`, 32 to 64, /56 by
+ * default), never alone unless it sets `ipv6Subnet: false`, which the registry does not say: such an
+ * identifier goes after --.
+ */
+const KEYINGS = ANY_IPV6_KEYING.filter((k) => k !== false);
+
+/** An identifier naming an address in a form the application's checks do not hold (core's reading): the usage error, with the one meant. */
+function addressMistake(identifier: string, command: string): CliError | undefined {
+  const found = identifierMistake(identifier, KEYINGS);
+  if (found === undefined) return undefined;
+  const meant = found.meant === undefined ? '' : `: did you mean ${found.meant}?`;
+  const typed = identifier.startsWith('ip:') ? 'the application checks as typed' : 'really has none';
+  return mistake(`'${identifier}' ${found.why}${meant} (an identifier that ${typed} goes after --: floodgate ${command} -- ${identifier})`);
 }
 
 function checkIdentifier(
@@ -128,12 +136,8 @@ function checkIdentifier(
   }
   const identifier = words[0]!;
   if (identifier === '') throw usage('the identifier is empty', helpOf);
-  const meant = afterTerminator ? undefined : kindless(identifier);
-  if (meant !== undefined) {
-    throw mistake(
-      `'${identifier}' has no kind: did you mean ${meant}? (an identifier that really has none goes after --: floodgate ${command} -- ${identifier})`,
-    );
-  }
+  const wrong = afterTerminator ? undefined : addressMistake(identifier, command);
+  if (wrong !== undefined) throw wrong;
   return identifier;
 }
 

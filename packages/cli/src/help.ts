@@ -13,7 +13,7 @@ function columns(rows: readonly [string, string][], widest = 40): string {
 const optionRows = (names: readonly string[]): [string, string][] => names.map((n) => [OPTIONS[n]!.flag, OPTIONS[n]!.text]);
 
 const IDENTIFIERS =
-  'The identifier is kind:value, as the application checks it: ip:203.0.113.7, user:42. An IP address without\na kind is refused with the identifier it probably meant; one that really has no kind goes after --.';
+  'The identifier is kind:value, as the application checks it: ip:203.0.113.7, ip:2001:db8::/56, user:42. An\naddress written otherwise (no kind, one IPv6 address, a range) is refused with the identifier it probably\nmeant; one the application really checks as typed goes after --.';
 
 /** `floodgate --help`: every command, the options every command takes, the exit codes. */
 export const USAGE = `Usage: floodgate <command> [options]

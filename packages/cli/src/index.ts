@@ -13,7 +13,7 @@ import { CliError, EXIT, exitName, type ExitCode } from './errors';
 import { Floodgate, redisCall, toCliError } from './floodgate';
 import { human, isoTime, jsonText, printable, safe, table } from './format';
 import { helpFor } from './help';
-import { override, overrideText, rowOf, untilText, type OverrideRow } from './override';
+import { appliedText, override, overrideText, rowOf, untilText, type OverrideRow } from './override';
 import { script } from './script';
 import { maskUrl, secretMasker, urlsIn } from './secrets';
 import { versionText } from './version';
@@ -119,18 +119,20 @@ const inspect: Runner = async (fg, options, io) => {
       Promise.all([fg.client.exists(fg.stateKeyOf(name, id)), fg.client.hgetall(fg.lockoutKeyOf(name, id))]),
     );
     const limiter = fg.limiter(name);
-    // An override in force replaces every plan for this identifier: one peek, under it.
+    // An override applied replaces every plan for this identifier: one peek, under it. One the application
+    // ignores (a plan it no longer has) is shown with why, and the counts as its checks see them: its plans'.
     const found = description.overrides === true ? await limiter.overrides.get(id) : undefined;
     const override: OverrideRow | null = found === undefined ? null : rowOf(name, found);
+    const applied = override !== null && override.ignored === null ? override : null;
     const rules = new Map<
       string,
       { plans: string[]; limit: number; windowMs: number; for: string | null; remaining: number; resetMs: number }
     >();
-    const plans: [string, RuleInput[]][] = override
-      ? [[override.plan ?? 'override', override.plan !== null ? description.plans[override.plan]! : override.limits!]]
+    const plans: [string, RuleInput[]][] = applied
+      ? [[applied.plan ?? 'override', applied.plan !== null ? description.plans[applied.plan]! : applied.limits!]]
       : Object.entries(description.plans);
     for (const [plan, list] of plans) {
-      const decision = checked(await limiter.peek(id, plan === '' || override ? {} : { plan }));
+      const decision = checked(await limiter.peek(id, plan === '' || applied ? {} : { plan }));
       const applicable = list.filter((r) => r.for === undefined || r.for === kindOf(id));
       decision.states.forEach((s, k) => {
         const rule = applicable[k];
@@ -171,6 +173,7 @@ const inspect: Runner = async (fg, options, io) => {
         limits: override.limits,
         expiresAt: override.expiresAt,
         expiresAtMs: override.expiresAtMs,
+        ignored: override.ignored,
       },
     });
   }
@@ -203,7 +206,9 @@ const inspect: Runner = async (fg, options, io) => {
     );
     lines.push('', table(['LIMITER', 'PLAN', 'RULE', 'REMAINING', 'RESET'], rows));
     for (const l of holding) {
-      if (l.override !== null) lines.push('', safe`override in ${l.name}: ${overrideText(l.override)}, ${untilText(l.override)}`);
+      if (l.override !== null) {
+        lines.push('', safe`override in ${l.name}: ${overrideText(l.override)}, ${untilText(l.override)}; ${appliedText(l.override)}`);
+      }
     }
     const locked = holding.filter((l) => l.lockout !== null);
     if (locked.length > 0) {

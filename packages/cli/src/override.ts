@@ -21,6 +21,8 @@ export interface OverrideRow {
   limits: Override['limits'] | null;
   expiresAt: string | null;
   expiresAtMs: number | null;
+  /** Why the application's limiter does not apply it (core's reading, `Override.ignored`), or null when it does. */
+  ignored: string | null;
 }
 
 export const rowOf = (limiter: string, o: Override): OverrideRow => ({
@@ -30,12 +32,18 @@ export const rowOf = (limiter: string, o: Override): OverrideRow => ({
   limits: o.limits ?? null,
   expiresAt: o.expiresAt === undefined ? null : isoTime(o.expiresAt),
   expiresAtMs: o.expiresAt ?? null,
+  ignored: o.ignored ?? null,
 });
 
 /** What an override gives, in a few words: `plan pro` or `limits 3/1h, 1000/1d`. */
 export function overrideText(o: Pick<OverrideRow, 'plan' | 'limits'>): string {
   if (o.plan !== null) return `plan ${o.plan}`;
   return `limits ${(o.limits ?? []).map((r) => `${r.limit}/${formatWindow(Number(r.window))}${r.for ? ` for ${r.for}` : ''}`).join(', ')}`;
+}
+
+/** What the application does with it: `applied`, or `ignored: <why>; checks run as without it`. */
+export function appliedText(o: Pick<OverrideRow, 'ignored'>): string {
+  return o.ignored === null ? 'applied' : `ignored: ${o.ignored}; checks run as without it`;
 }
 
 /** Until when: `until <iso> (in 59m 59s)`, or `no expiry`. */
@@ -122,12 +130,13 @@ export async function override(fg: Floodgate, options: Parsed, io: Io): Promise<
             ? safe`${id} has no override in ${names.join(', ')}`
             : safe`no overrides in ${names.join(', ')}`
           : table(
-              ['LIMITER', 'IDENTIFIER', 'OVERRIDE', 'EXPIRES'],
+              ['LIMITER', 'IDENTIFIER', 'OVERRIDE', 'EXPIRES', 'THE APPLICATION'],
               rows.map((r) => [
                 r.limiter,
                 r.identifier,
                 overrideText(r),
                 r.expiresAtMs === null ? '-' : `${r.expiresAt} (in ${human(r.expiresAtMs - now)})`,
+                appliedText(r),
               ]),
             ),
       );

@@ -83,8 +83,8 @@ test('set --limits, list, delete: exit codes 0 and 1 as the other commands give 
   });
   const list = await floodgate(args('override', 'list'));
   expect(list.code).toBe(0);
-  expect(list.stdout).toMatch(/^LIMITER\s+IDENTIFIER\s+OVERRIDE\s+EXPIRES$/m);
-  expect(list.stdout).toMatch(/^api\s+key:team-7\s+limits 3\/1h, 1000\/1d\s+-$/m);
+  expect(list.stdout).toMatch(/^LIMITER\s+IDENTIFIER\s+OVERRIDE\s+EXPIRES\s+THE APPLICATION$/m);
+  expect(list.stdout).toMatch(/^api\s+key:team-7\s+limits 3\/1h, 1000\/1d\s+-\s+applied$/m);
   expect(await eventually(async () => (await api.peek('key:team-7')).limit, 3, 1_000)).toBe(3);
 
   expect((await floodgate(args('override', 'delete', 'key:team-7'))).stdout).toBe('deleted the override of key:team-7 in api\n');
@@ -138,6 +138,7 @@ test('the built binary: override --help and override list --json', async () => {
     limits: null,
     expiresAt: null,
     expiresAtMs: null,
+    ignored: null,
   });
   await api.overrides.delete('user:bin');
 });

@@ -25,6 +25,7 @@ export { parseDuration, formatWindow } from './config/rules';
 export { REGISTRY_VERSION, TOP_KEEP, type LimiterDescription } from './engine/operator';
 export { LOCKOUT_REASON } from './scripts/lockout';
 export { closestName } from './kernel/closest-name';
+export { identifierMistake, ANY_IPV6_KEYING, type IdentifierMistake, type Ipv6Keying } from './config/list-entry';
 export { limiterScript, type LimiterScriptKind, type LimiterScriptOptions } from './engine/limiter-script';
 import { ALGORITHMS, type AlgorithmName } from './scripts/algorithms';
 

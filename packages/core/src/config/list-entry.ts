@@ -63,9 +63,13 @@ function unknownKind(entry: string, kind: string, kinds: ReadonlySet<string>): s
 
 /** An address or range (`text`, the entry without `ip:`) in a form a request's address is read in. */
 function parseNetwork(text: string, entry: string, option: string): ListEntry {
-  const refuse = (why: string): never => {
+  return readNetwork(text, (why) => {
     throw new ConfigError(option, `${why}: ${describeValue(entry)}`);
-  };
+  });
+}
+
+/** parseNetwork's reading: `refuse` gets why a form is not one a request's address is read in. */
+function readNetwork(text: string, refuse: (why: string) => never): { network: ipaddr.IPv4 | ipaddr.IPv6; bits: number } {
   const slash = text.indexOf('/');
   let head = slash === -1 ? text : text.slice(0, slash);
   const bracketed = head.startsWith('[') && head.endsWith(']');
@@ -102,13 +106,84 @@ function parseNetwork(text: string, entry: string, option: string): ListEntry {
   }
   if (network.kind() === 'ipv6') [network, bits] = embedded(network as ipaddr.IPv6, bits, head, refuse);
   const bytes = network.toByteArray();
-  const masked = bytes.map((b, i) => b & (0xff << (8 - Math.max(0, Math.min(8, bits - i * 8)))) & 0xff);
+  const masked = maskBytes(bytes, bits);
   if (masked.some((b, i) => b !== bytes[i])) {
     refuse(
       `has bits set past its /${bits} prefix: write the network ${ipaddr.fromByteArray(masked).toString()}/${bits}, or the address alone`,
     );
   }
   return { network, bits };
+}
+
+/** An address's bytes with every bit past the first `bits` cleared. */
+function maskBytes(bytes: readonly number[], bits: number): number[] {
+  return bytes.map((b, i) => b & (0xff << (8 - Math.max(0, Math.min(8, bits - i * 8)))) & 0xff);
+}
+
+/**
+ * How checks key an IPv6 client (the adapters' `ipv6Subnet`, http/identity.ts): a prefix length of 32 to 64,
+ * or false for each address alone. ANY_IPV6_KEYING: every one of them (what an application may set).
+ */
+export type Ipv6Keying = number | false;
+export const ANY_IPV6_KEYING: readonly Ipv6Keying[] = [...Array.from({ length: 33 }, (_, i) => 32 + i), false];
+/** The adapters' default keying: a /56 (http/identity.ts, DEFAULT_IPV6_SUBNET). */
+const DEFAULT_KEYING = 56;
+
+/** An operator's identifier that names an address in a form no check holds: why, and the identifier meant (none for a range). */
+export interface IdentifierMistake {
+  why: string;
+  meant: string | undefined;
+}
+
+/**
+ * Whether an identifier an operator typed (an override's, the command line's) names a client's address in
+ * a form no check holds, read as the lists read addresses. A check names a client by `ip:` and its address
+ * as the adapters key it: IPv4 alone, IPv6 by its network at one of `keyings` (`ipv6Subnet`), or alone
+ * (false). Undefined when the identifier is fine as typed: not an address (any other identifier is taken as
+ * it is, `ip:unknown` included), or exactly a form a check holds.
+ */
+export function identifierMistake(identifier: string, keyings: readonly Ipv6Keying[]): IdentifierMistake | undefined {
+  const kinded = identifier.startsWith('ip:');
+  const text = kinded ? identifier.slice(3) : identifier;
+  // Written as an address: dotted, or with colons. A number alone (`ip:1`) is a name, as typed.
+  if (!looksLikeAddress(text) || !/[.:]/.test(text)) return undefined;
+  let refused = '';
+  let read: { network: ipaddr.IPv4 | ipaddr.IPv6; bits: number };
+  try {
+    read = readNetwork(text, (why) => {
+      refused = why;
+      throw new Error(why);
+    });
+  } catch {
+    // A bare word that only looks like an address (`cafe:1:2`) is an identifier with a kind; after `ip:`, a mistake.
+    return kinded ? { why: refused, meant: undefined } : undefined;
+  }
+  const { network, bits } = read;
+  const prefixed = text.includes('/');
+  const meant = keyedAs(network, bits, prefixed, keyings);
+  if (meant === undefined) {
+    return { why: 'names a range of addresses, and a check names one client: for a range use the allow and deny lists', meant };
+  }
+  if (meant === identifier) return undefined;
+  if (!kinded) return { why: 'has no kind', meant };
+  if (network.kind() === 'ipv6' && meant.includes('/') && meant.slice(meant.lastIndexOf('/')) !== `/${prefixed ? bits : 128}`) {
+    return {
+      why: `names ${prefixed ? `a /${bits} network` : 'one IPv6 address'}, and checks key an IPv6 client by its ${meant.slice(meant.lastIndexOf('/'))} network (ipv6Subnet)`,
+      meant,
+    };
+  }
+  return { why: 'is not written as checks write it', meant };
+}
+
+/** The identifier a check gives the client of this address or network; undefined for a range no check names. */
+function keyedAs(network: ipaddr.IPv4 | ipaddr.IPv6, bits: number, prefixed: boolean, keyings: readonly Ipv6Keying[]): string | undefined {
+  if (network.kind() === 'ipv4') return bits === 32 ? `ip:${network.toString()}` : undefined;
+  if (bits === 128 && keyings.includes(false)) return `ip:${network.toString()}`;
+  const numbers = keyings.filter((k): k is number => k !== false);
+  if (prefixed && numbers.includes(bits)) return `ip:${network.toString()}/${bits}`;
+  if (prefixed && bits < Math.min(...numbers)) return undefined;
+  const n = numbers.includes(DEFAULT_KEYING) || numbers.length === 0 ? DEFAULT_KEYING : numbers[0]!;
+  return `ip:${ipaddr.fromByteArray(maskBytes(network.toByteArray(), n)).toString()}/${n}`;
 }
 
 /**

@@ -1,4 +1,6 @@
 import { ArgumentError, ConfigError, describeValue } from '../kernel/errors';
+import { shared } from '../kernel/state';
+import { ANY_IPV6_KEYING, identifierMistake, type Ipv6Keying } from '../config/list-entry';
 import { parseDuration, type Rule, type RuleInput } from '../config/rules';
 import { overridesKey, overridesVersionKey } from '../scripts/keys';
 import { RedisStore } from '../stores/redis';
@@ -14,7 +16,9 @@ import type { PlanState } from './plan';
  * <name>` (identifier -> JSON), with a version beside it that every change increments (scripts/keys.ts);
  * without `redis`, in this process. The limiter keeps them in process: loaded at its first check (which
  * waits for that one read), then refreshed every `refreshMs` by one script call that answers the hash only
- * when the version moved. A check never reads Redis for them. Redis down: the last loaded stay in force.
+ * when the version moved. A check never reads Redis for them, except while the limiter has never read them
+ * (Redis was unreachable at its first check): the first check that finds the client connected again waits
+ * for a read, as the first check did. Redis down: the last loaded stay in force.
  */
 
 /** What an override gives its identifier: one of the limiter's plans, or rules of its own (as `limits` takes them). */
@@ -31,6 +35,12 @@ export interface Override {
   plan?: string;
   limits?: RuleInput[];
   expiresAt?: number;
+  /**
+   * Present when this limiter does not apply the override, and why: a plan it does not have (written before
+   * the plan was removed, or by another version), or rules it cannot run. Its checks of the identifier run
+   * as without an override; delete it, or set it again.
+   */
+  ignored?: string;
 }
 
 /** limiter.overrides: set, read and delete the limiter's overrides (in Redis, or in process without `redis`). */
@@ -39,9 +49,9 @@ export interface LimiterOverrides {
   readonly enabled: boolean;
   /** Sets (or replaces) the identifier's override; this process applies it at once, the others within `refreshMs`. */
   set(identifier: string, override: OverrideInput, options?: OverrideSetOptions): Promise<void>;
-  /** The identifier's override in force, read from the store (not the process's copy). */
+  /** The identifier's override in force, read from the store (not the process's copy); `ignored` says when this limiter does not apply it. */
   get(identifier: string): Promise<Override | undefined>;
-  /** Every override in force, by identifier. */
+  /** Every override in force, by identifier; `ignored` on those this limiter does not apply. */
   list(): Promise<Override[]>;
   /** Removes the identifier's override: true when it had one in force. */
   delete(identifier: string): Promise<boolean>;
@@ -86,6 +96,37 @@ return had`;
 // eslint-disable-next-line no-control-regex
 const HOSTILE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
+/*
+ * How the adapters checking a limiter key IPv6 clients (`ipv6Subnet`), by `<prefix>:<name>` (limiters of one
+ * prefix and name share their keys, hence their identifiers): what set() accepts of an `ip:` identifier.
+ * A limiter no adapter checks (core alone, the command line's) accepts every form an adapter may hold.
+ */
+const keyings = shared('ipv6Keyings', () => new Map<string, Set<Ipv6Keying>>());
+
+/** An adapter checks `limiter` with this `ipv6Subnet` (http/http-limiter.ts). */
+export function noteIpv6Keying(limiter: { prefix?: unknown; name?: unknown }, keying: Ipv6Keying): void {
+  if (typeof limiter.prefix !== 'string' || typeof limiter.name !== 'string') return;
+  const id = `${limiter.prefix}:${limiter.name}`;
+  const set = keyings.get(id) ?? new Set();
+  keyings.set(id, set.add(keying));
+}
+
+/**
+ * An identifier set() may give an override: checkOverrideIdentifier's, and none that names an address in a
+ * form no check of this limiter holds (config/list-entry.ts): a bare address, another spelling, a range,
+ * an IPv6 address the adapters key by its network. Refused with the identifier meant; get() and delete()
+ * take any, so that an override stored before stays reachable.
+ */
+function checkSettable(identifier: unknown, prefix: string, name: string): string {
+  const id = checkOverrideIdentifier(identifier);
+  const mistake = identifierMistake(id, [...(keyings.get(`${prefix}:${name}`) ?? ANY_IPV6_KEYING)]);
+  if (mistake !== undefined) {
+    const meant = mistake.meant === undefined ? '' : `: did you mean ${JSON.stringify(mistake.meant)}?`;
+    throw new ArgumentError(`an override's identifier ${describeValue(id)} ${mistake.why}, so no check would apply it${meant}`);
+  }
+  return id;
+}
+
 /** An identifier an override may name: a string of 1 to 512 characters without control characters. */
 export function checkOverrideIdentifier(identifier: unknown): string {
   if (typeof identifier !== 'string' || identifier.length === 0 || identifier.length > MAX_OVERRIDE_IDENTIFIER) {
@@ -105,6 +146,9 @@ interface InForce {
   readonly expiresAt: number | undefined;
 }
 
+/** A stored override as this limiter reads it: one of its plans, rules it can run, or why it ignores it. */
+type Reading = { plan: PlanState } | { rules: Rule[] } | { ignored: string };
+
 export class OverrideTable implements LimiterOverrides {
   readonly enabled: boolean;
   /** The overrides checks apply, by identifier. */
@@ -119,6 +163,10 @@ export class OverrideTable implements LimiterOverrides {
   /** The first read, while it runs; checks wait for it. */
   private first: Promise<void> | undefined;
   private started = false;
+  /** Whether a read ever succeeded. */
+  private loaded = false;
+  /** Never loaded, and the last read failed while the client was not connected: the next check that finds it connected reads. */
+  private awaitingConnection = false;
   private reading: Promise<void> | undefined;
   /** This process's writes so far: a read sent before one of them may miss it, and is not applied. */
   private writes = 0;
@@ -155,25 +203,41 @@ export class OverrideTable implements LimiterOverrides {
     return undefined;
   }
 
-  /** At a check: starts the first read and the refreshes; the first read while it runs (the check waits for it). */
+  /**
+   * At a check: starts the first read and the refreshes; the first read while it runs (the check waits for
+   * it). A limiter that never read them because Redis was unreachable reads again at the first check that
+   * finds the client connected, and that check (with those arriving meanwhile) waits for the read: a process
+   * started during an outage applies the overrides from its first check Redis answers, not a refresh later.
+   */
   pending(): Promise<void> | undefined {
+    if (this.redis === undefined) {
+      this.started = true;
+      return undefined;
+    }
     if (!this.started) {
       this.started = true;
-      if (this.redis === undefined) return undefined;
-      this.first = this.read(true).finally(() => {
-        this.first = undefined;
-        this.schedule();
-      });
+      this.first = this.firstRead().finally(() => this.schedule());
+    } else if (this.first === undefined && this.awaitingConnection && this.redis.connected) {
+      // Once per reconnection: a read that fails now, connected, is left to the refreshes.
+      this.awaitingConnection = false;
+      this.first = this.firstRead();
     }
     return this.first;
   }
 
+  /** A read checks wait for, with the limiter's deadline. */
+  private firstRead(): Promise<void> {
+    return this.read(true).finally(() => {
+      this.first = undefined;
+    });
+  }
+
   async set(identifier: string, override: OverrideInput, options?: OverrideSetOptions): Promise<void> {
     this.assertEnabled();
-    const id = checkOverrideIdentifier(identifier);
+    const id = checkSettable(identifier, this.opts.prefix, this.opts.name);
     const value = this.resolve(override);
     const expiresAt = this.expiry(options);
-    const stored: Omit<Override, 'identifier'> = { ...value.stored, ...(expiresAt === undefined ? {} : { expiresAt }) };
+    const stored: Stored = { ...value.stored, ...(expiresAt === undefined ? {} : { expiresAt }) };
     // The rule sets the stored overrides use once this one is set: room for them, and the others dropped.
     if (value.rules !== undefined) this.ruleSets.prune('override', await this.assertRoom(id, value.rules));
     const json = JSON.stringify(stored);
@@ -248,7 +312,7 @@ export class OverrideTable implements LimiterOverrides {
   }
 
   /** Validates an override: a plan of this limiter, or rules as `limits` takes them, of the units its plans count. */
-  private resolve(override: unknown): { stored: Omit<Override, 'identifier'>; rules?: readonly Rule[] } {
+  private resolve(override: unknown): { stored: Stored; rules?: readonly Rule[] } {
     const o = override as { plan?: unknown; limits?: unknown } | null;
     const keys = typeof o === 'object' && o !== null ? Object.keys(o) : [];
     if (keys.length !== 1 || (keys[0] !== 'plan' && keys[0] !== 'limits')) {
@@ -281,9 +345,9 @@ export class OverrideTable implements LimiterOverrides {
     for (const o of await this.stored()) {
       if (o.identifier !== id && o.limits !== undefined) sets.add(RuleSets.keyOf(this.rulesOf(o.limits, 'limits')));
     }
-    if (!this.ruleSets.room(sets)) {
+    if (sets.size > RuleSets.MAX) {
       throw new ArgumentError(
-        `limiter '${this.opts.name}' has ${RuleSets.MAX} distinct rule sets already (overrides' limits and request-dependent limits): use a plan, or reuse another override's limits`,
+        `limiter '${this.opts.name}' has ${RuleSets.MAX} distinct rule sets in its overrides' limits already: use a plan, or reuse another override's limits`,
       );
     }
     return sets;
@@ -308,7 +372,9 @@ export class OverrideTable implements LimiterOverrides {
     const out: Override[] = [];
     for (const [identifier, json] of pairs) {
       const o = parseStored(json);
-      if (o !== undefined && (o.expiresAt === undefined || o.expiresAt > now)) out.push({ identifier, ...o });
+      if (o === undefined || (o.expiresAt !== undefined && o.expiresAt <= now)) continue;
+      const read = this.readingOf(o);
+      out.push({ identifier, ...o, ...('ignored' in read ? { ignored: read.ignored } : {}) });
     }
     return out.sort((a, b) => (a.identifier < b.identifier ? -1 : a.identifier > b.identifier ? 1 : 0));
   }
@@ -326,7 +392,10 @@ export class OverrideTable implements LimiterOverrides {
     // A reply sent before this process's own write may not hold it: the next refresh reads again.
     this.reading = reply
       .then((r) => (writes === this.writes ? this.apply(r as string[]) : undefined))
-      .catch(() => undefined)
+      .catch(() => {
+        // Never read, and Redis unreachable: the first check after it connects reads (pending()).
+        if (!this.loaded && !redis.connected) this.awaitingConnection = true;
+      })
       .finally(() => {
         this.reading = undefined;
       });
@@ -348,46 +417,77 @@ export class OverrideTable implements LimiterOverrides {
     void this.read(false).finally(() => this.schedule());
   }
 
-  /** A read's reply: the map rebuilt from the hash (entries this version cannot apply are skipped, with a warning). */
+  /**
+   * A read's reply: the map rebuilt from the hash (entries this version cannot apply are skipped, with a
+   * warning). The rule sets no stored override uses any more are freed before the new ones are compiled,
+   * as the setting process does: an override replaced at the bound on rule sets is the 256th set here too,
+   * never the 257th, whatever order the processes free and compile in.
+   */
   private apply(reply: readonly string[]): void {
     const version = String(reply[0]);
+    this.loaded = true;
     if (reply.length === 1 && version === this.version) return;
-    const next = new Map<string, InForce>();
+    const read: [string, Reading, number | undefined][] = [];
     const used = new Set<string>();
     const now = this.now();
     for (let i = 1; i + 1 < reply.length; i += 2) {
       const id = String(reply[i]);
       const o = parseStored(String(reply[i + 1]));
       if (o === undefined || (o.expiresAt !== undefined && o.expiresAt <= now)) continue;
-      const plan = this.planOf(id, o, used);
-      if (plan !== undefined) next.set(id, { plan, expiresAt: o.expiresAt });
+      const r = this.readingOf(o);
+      if ('rules' in r) used.add(RuleSets.keyOf(r.rules));
+      read.push([id, r, o.expiresAt]);
+    }
+    this.ruleSets.prune('override', used);
+    const next = new Map<string, InForce>();
+    for (const [id, r, expiresAt] of read) {
+      const plan = this.planOf(id, r);
+      if (plan !== undefined) next.set(id, { plan, expiresAt });
     }
     this.inForce = next;
     this.version = version;
-    this.ruleSets.prune('override', used);
   }
 
-  private planOf(id: string, o: Omit<Override, 'identifier'>, used: Set<string>): PlanState | undefined {
-    try {
-      if (o.plan !== undefined) {
-        const plan = this.byName.get(o.plan);
-        if (plan === undefined || this.opts.plans[0]!.name === '') throw new Error(`unknown plan '${o.plan}'`);
-        return plan;
-      }
-      const rules = this.rulesOf(o.limits, 'limits');
-      used.add(RuleSets.keyOf(rules));
-      return this.ruleSets.plan(rules, 'override');
-    } catch (err) {
-      this.opts.logger.warn(
-        `floodgate: limiter '${this.opts.name}': the override of ${JSON.stringify(id.slice(0, 64))} is not applied (the default plan is): ${(err as Error).message}`,
-      );
-      return undefined;
+  /** A stored override as this limiter reads it: its plan, its rules validated here, or why it is ignored. */
+  private readingOf(o: Stored): Reading {
+    if (o.plan !== undefined) {
+      const named = this.opts.plans[0]!.name !== '';
+      const plan = named ? this.byName.get(o.plan) : undefined;
+      if (plan !== undefined) return { plan };
+      const known = named ? [...this.byName.keys()].join(', ') : 'it names none';
+      return { ignored: `plan ${describeValue(o.plan)} is not one of this limiter's plans (${known})` };
     }
+    try {
+      return { rules: this.rulesOf(o.limits, 'limits') };
+    } catch (err) {
+      return { ignored: `its limits are not rules this limiter can apply: ${(err as Error).message.replace(/^floodgate: /, '')}` };
+    }
+  }
+
+  /** The plan checks of `id` run under, or undefined (with a warning) when this limiter cannot apply it. */
+  private planOf(id: string, r: Reading): PlanState | undefined {
+    let why: string;
+    if ('plan' in r) return r.plan;
+    if ('ignored' in r) why = r.ignored;
+    else {
+      try {
+        return this.ruleSets.plan(r.rules, 'override');
+      } catch (err) {
+        why = (err as Error).message.replace(/^floodgate: /, '');
+      }
+    }
+    this.opts.logger.warn(
+      `floodgate: limiter '${this.opts.name}': the override of ${JSON.stringify(id.slice(0, 64))} is not applied: ${why}; checks of it run as without an override`,
+    );
+    return undefined;
   }
 }
 
+/** An override as the hash holds it: without its identifier (the field) and without `ignored` (this limiter's reading). */
+type Stored = Omit<Override, 'identifier' | 'ignored'>;
+
 /** A stored override's JSON, or undefined when it is not one. */
-function parseStored(json: string): Omit<Override, 'identifier'> | undefined {
+function parseStored(json: string): Stored | undefined {
   let o: unknown;
   try {
     o = JSON.parse(json);

@@ -18,6 +18,7 @@ import {
 } from '../engine/limiter';
 import { resolveRequestLimits, type RequestLimits } from './request-limits';
 import { LIMITER_OPTION_KEYS, type LimiterOptions } from '../engine/options';
+import { noteIpv6Keying } from '../engine/overrides';
 import { bindsTighter, resolveHeaderModes, retryAfterSeconds } from './headers';
 import { checkOmittedUnits, omitHeaders, resolveOmitHeaders } from './header-filter';
 import { defaultIdentifiers, identifiersFrom, normaliseIp, resolveIpv6Subnet } from './identity';
@@ -118,11 +119,13 @@ export function createHttpLimiter<Req>(
   const refunds = resolveRefunds(options);
   const settle = resolveSettle(options, refunds);
   if (settle !== undefined && role !== 'limit') throw new ConfigError('settle', "is rateLimit()'s option: a slowDown() never reserves");
-  const requestLimits = resolveRequestLimits<Req>(options.limits, options.plan);
+  const requestLimits = resolveRequestLimits<Req>(options.limits, options.plan, options.logger);
   // A reservation is settled under the rules it was checked under: a plan's, an override's; not a request's own.
   if (settle !== undefined && requestLimits !== undefined)
     throw new ConfigError('settle', 'cannot be combined with a limit that is a function of the request (use plans or overrides)');
   const limiter = resolveLimiter(options, refunds, settle, requestLimits);
+  // What its overrides' `ip:` identifiers may be: the IPv6 keys this middleware's checks hold.
+  noteIpv6Keying(limiter, ipv6Subnet);
   // A request's limit is known per request: a cost that could never fit is refused then, by the check.
   if (requestLimits === undefined) checkCostFits(options.cost, limiter);
   checkOmittedUnits(omitted, headerMode === 'openai' || alsoOpenai, unitsOfLimiter(limiter));

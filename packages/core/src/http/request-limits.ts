@@ -1,15 +1,25 @@
 import { ConfigError, describeValue } from '../kernel/errors';
+import { safeLogger, type Logger } from '../kernel/logger';
 import { isThenable } from '../kernel/thenable';
 import type { RuleInput } from '../config/rules';
 import { ruleSetPlan, type FloodgateLimiter, type RuleSetHandle } from '../engine/limiter';
+import { RuleSetBoundError, RuleSets } from '../engine/rule-sets';
 import type { MaybePromise } from './option-types';
 
 /*
  * A limit that is a function of the request (docs/overrides.md, "A limit per request"): the rule's other
  * fields are fixed, its `limit` is what `limit(req)` answers. A script is generated per rule set, so each
  * distinct answer is a rule set the limiter compiles at its first use and keeps (engine/rule-sets.ts: at
- * most 256 per limiter, shared with the overrides' limits); an answer past that bound, or one that is not
- * a positive integer, is an error the framework's error handling gets, never a silent default.
+ * most 256 answers per limiter, beside the overrides' own 256). An answer that is not a positive integer
+ * is an error the framework's error handling gets, never a silent default.
+ *
+ * An answer past the bound is checked under the limiter's own rules, where the function's limit is 1: the
+ * strictest answer there is, so a client that can make the function answer new values (the bound is only
+ * reached that way, or by a limit computed from too many distinct values) gets no more than any answer
+ * would give it, counted in its one key as every answer is; the known answers keep theirs, overrides keep
+ * applying, and the process warns once. Not the error it was: one client minting answers turned every
+ * new answer, everyone's, into a 500 for the life of the process. Not evicting known answers either: each
+ * eviction compiles a new script, and Redis's script cache is what the bound protects.
  */
 
 /** A rule as the HTTP layer takes it: its `limit` may be a function of the request. */
@@ -24,15 +34,21 @@ type LimitOf<Req> = (req: Req) => MaybePromise<number>;
 export interface RequestLimits<Req> {
   /** `limits` as the limiter is made with them: each function's limit 1 (no check runs under those rules). */
   readonly placeholder: RuleInput[];
-  /** The rule set of a request: its limits asked, its plan compiled at first use. */
-  planOf(limiter: FloodgateLimiter, req: Req): MaybePromise<RuleSetHandle>;
+  /**
+   * The rule set of a request: its limits asked, its plan compiled at first use; undefined past the bound
+   * (the limiter's own rules, a function's limit 1, then check it).
+   */
+  planOf(limiter: FloodgateLimiter, req: Req): MaybePromise<RuleSetHandle | undefined>;
 }
 
 const hasFunctionLimit = (rule: unknown): boolean =>
   typeof rule === 'object' && rule !== null && typeof (rule as { limit?: unknown }).limit === 'function';
 
-/** `limits` with a function `limit` in them (one rule or a list), else undefined. Named plans cannot hold one. */
-export function resolveRequestLimits<Req>(limits: unknown, plan: unknown): RequestLimits<Req> | undefined {
+/**
+ * `limits` with a function `limit` in them (one rule or a list), else undefined. Named plans cannot hold one.
+ * `logger`: the limiter's (the option as given), for the warning at the bound.
+ */
+export function resolveRequestLimits<Req>(limits: unknown, plan: unknown, logger?: Logger): RequestLimits<Req> | undefined {
   const list: unknown[] = Array.isArray(limits) ? limits : [limits];
   if (!list.some(hasFunctionLimit)) {
     const nested = typeof limits === 'object' && limits !== null && !Array.isArray(limits) ? Object.values(limits) : [];
@@ -56,8 +72,10 @@ export function resolveRequestLimits<Req>(limits: unknown, plan: unknown): Reque
     return { ...(rule as RuleInput), limit: 1 };
   });
   // Per distinct answer, its rule set's handle: as many entries as rule sets the limiter accepted (at most 256).
+  // An answer past the bound is not kept: a client minting answers grows nothing.
   const handles = new Map<string, RuleSetHandle>();
-  const handleOf = (limiter: FloodgateLimiter, values: readonly unknown[]): RuleSetHandle => {
+  let full = false;
+  const handleOf = (limiter: FloodgateLimiter, values: readonly unknown[]): RuleSetHandle | undefined => {
     const key = values.join(',');
     let handle = handles.get(key);
     if (handle !== undefined) return handle;
@@ -68,7 +86,18 @@ export function resolveRequestLimits<Req>(limits: unknown, plan: unknown): Reque
     });
     const rules = template.map((r) => ({ ...r }));
     slots.forEach((slot, k) => (rules[slot]!.limit = values[k] as number));
-    handle = limiter[ruleSetPlan](rules);
+    try {
+      handle = limiter[ruleSetPlan](rules);
+    } catch (err) {
+      if (!(err instanceof RuleSetBoundError)) throw err;
+      if (!full) {
+        full = true;
+        safeLogger(logger).warn(
+          `floodgate: limiter '${limiter.name}': limit(req) gave more than ${RuleSets.MAX} distinct answers, the most a limiter compiles; a request with an answer not seen before is checked under the limiter's own rules, where the function's limit is 1, until this process restarts. Compute limits from a few tiers (plans: docs/plans.md), never from what a client sends`,
+        );
+      }
+      return undefined;
+    }
     handles.set(key, handle);
     return handle;
   };
