@@ -31,7 +31,8 @@ function limiter(store: 'redis' | 'memory' | Redis | Cluster, options: Partial<L
     lockout: { after: 2, within: '1m', duration: '10s', backoff: 3, maxDuration: '1m', scope: ['ip', 'user'] },
     blockCache: false,
     // `failure` is a Redis store's option: the memory store cannot fail.
-    ...(store === 'memory' ? {} : { redis: store === 'redis' ? redis : store, failure: 'closed' as const }),
+    // The deadline is not the subject: a loaded machine's first connect may take longer than the default.
+    ...(store === 'memory' ? {} : { redis: store === 'redis' ? redis : store, failure: 'closed' as const, timeoutMs: 10_000 }),
     ...(clock ? { clock } : {}),
     ...options,
   });

@@ -88,3 +88,20 @@ test('a limiter no adapter checks takes every form an adapter may hold, and refu
     await limiter.close();
   }
 });
+
+test('block() and reset() of an address in a form no check holds: refused with the identifier meant, which blocks the client', async () => {
+  const { url, limit } = await app();
+  const { limiter } = limit;
+  // One IPv6 address where checks hold its /56: a block no check would see, the client left admitted.
+  await expect(limiter.block('ip:2001:db8::1', { duration: '1h' })).rejects.toThrow(
+    'block() of "ip:2001:db8::1" names one IPv6 address, and checks key an IPv6 client by its /56 network (ipv6Subnet), so no check would see the block: did you mean "ip:2001:db8::/56"?',
+  );
+  await expect(limiter.block('203.0.113.7', { duration: '1h' })).rejects.toThrow('did you mean "ip:203.0.113.7"?');
+  await expect(limiter.reset(['ip:10.0.0.1', '203.0.113.7'])).rejects.toThrow('reset() of "203.0.113.7" has no kind');
+  expect(await admitted(url, '2001:db8::1', 2)).toBe(2);
+  await limiter.block('ip:2001:db8::/56', { duration: '1h' });
+  expect(await admitted(url, '2001:db8::1', 2)).toBe(0);
+  await limiter.unblock('ip:2001:db8::/56');
+  await limiter.reset('ip:2001:db8::/56');
+  expect(await admitted(url, '2001:db8::1', 2)).toBe(2);
+});

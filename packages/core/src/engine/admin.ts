@@ -7,6 +7,7 @@ import { evictEverywhere } from './block-cache';
 import type { Uncounted } from './uncounted';
 import { uncountedByUnit } from './units';
 import { nowOf, type PlanState } from './plan';
+import { assertCheckable } from './overrides';
 
 export interface BlockOptions {
   /** Required and finite: ms or a duration string. */
@@ -37,6 +38,8 @@ export async function storeCall(op: () => Promise<void> | void): Promise<void> {
 export async function reset(parts: AdminParts, identifiers: string | readonly string[]): Promise<void> {
   const { opts, store, keys } = parts;
   const ids = parts.main.planner.identifiers(identifiers);
+  // An address in a form no check holds: the operator meant another identifier, whose counts would stay.
+  for (const id of ids) assertCheckable(id, opts.prefix, opts.name, 'reset() of', 'have counted it');
   // Its counts: the rules' state and, with a lockout, the denials counted toward one (not a lockout in force: a block).
   const stateKeys = ids.flatMap((id) => {
     const enc = encodeIdentifier(id);
@@ -51,6 +54,8 @@ export async function reset(parts: AdminParts, identifiers: string | readonly st
 export async function block(parts: AdminParts, identifier: string, options: BlockOptions): Promise<void> {
   const { opts, store, keys, main } = parts;
   const [id] = main.planner.identifiers(identifier);
+  // An address in a form no check holds: a block no check would see, the client meant left admitted.
+  assertCheckable(id!, opts.prefix, opts.name, 'block() of', 'see the block');
   if (typeof options !== 'object' || options === null) {
     throw new ConfigError('duration', "is required: block(identifier, { duration: '10m', reason })");
   }

@@ -119,12 +119,20 @@ export function noteIpv6Keying(limiter: { prefix?: unknown; name?: unknown }, ke
  */
 function checkSettable(identifier: unknown, prefix: string, name: string): string {
   const id = checkOverrideIdentifier(identifier);
-  const mistake = identifierMistake(id, [...(keyings.get(`${prefix}:${name}`) ?? ANY_IPV6_KEYING)]);
-  if (mistake !== undefined) {
-    const meant = mistake.meant === undefined ? '' : `: did you mean ${JSON.stringify(mistake.meant)}?`;
-    throw new ArgumentError(`an override's identifier ${describeValue(id)} ${mistake.why}, so no check would apply it${meant}`);
-  }
+  assertCheckable(id, prefix, name, "an override's identifier", 'apply it');
   return id;
+}
+
+/**
+ * Refuses an identifier an operator gave (an override's, a block's, a reset's) that names a client's address
+ * in a form no check of this limiter holds, with the identifier meant: `what` names it, `effect` says what
+ * no check would do (config/list-entry.ts, identifierMistake).
+ */
+export function assertCheckable(id: string, prefix: string, name: string, what: string, effect: string): void {
+  const mistake = identifierMistake(id, [...(keyings.get(`${prefix}:${name}`) ?? ANY_IPV6_KEYING)]);
+  if (mistake === undefined) return;
+  const meant = mistake.meant === undefined ? '' : `: did you mean ${JSON.stringify(mistake.meant)}?`;
+  throw new ArgumentError(`${what} ${describeValue(id)} ${mistake.why}, so no check would ${effect}${meant}`);
 }
 
 /** An identifier an override may name: a string of 1 to 512 characters without control characters. */
