@@ -38,7 +38,7 @@ export function throttlerStorageAttack(platform: Platform): void {
       send: (url: string) => Promise<unknown>,
     ): Promise<{ theirs: number; ours: number }> {
       const theirs = throttlerOnClock();
-      const ours = new FloodgateThrottlerStorage({ redis, prefix: uniquePrefix('throttler-attack'), failure: 'closed' });
+      const ours = new FloodgateThrottlerStorage({ redis, prefix: uniquePrefix('throttler-attack'), failure: 'closed', timeoutMs: 10_000 });
       closing(theirs);
       closing({ close: () => ours.onApplicationShutdown() });
       const count = async (storage: ThrottlerStorage): Promise<number> => {
@@ -74,7 +74,7 @@ export function throttlerStorageAttack(platform: Platform): void {
       [20_000, 'one after the other'],
       [20_000, 'at once'],
     ])('3,000 hits straight at the storage, limit 100, blockDuration %i, %s: 100 admitted', async (blockDuration, how) => {
-      const ours = new FloodgateThrottlerStorage({ redis, prefix: uniquePrefix('throttler-direct'), failure: 'closed' });
+      const ours = new FloodgateThrottlerStorage({ redis, prefix: uniquePrefix('throttler-direct'), failure: 'closed', timeoutMs: 10_000 });
       const theirs = throttlerOnClock();
       closing(theirs);
       closing({ close: () => ours.onApplicationShutdown() });
