@@ -24,7 +24,13 @@ function testClock(): { now: () => number; at: (ms: number) => void } {
 function floodgateStorage(options: FloodgateThrottlerStorageOptions = {}): FloodgateThrottlerStorage {
   // The deadline is not the subject: a Redis call past the default one on a loaded machine is answered by
   // the failure policy, which no record of throttler's matches.
-  const storage = new FloodgateThrottlerStorage({ redis, prefix: uniquePrefix('throttler'), timeoutMs: 10_000, ...options });
+  const onRedis = options.redis !== undefined || !('redis' in options);
+  const storage = new FloodgateThrottlerStorage({
+    redis,
+    prefix: uniquePrefix('throttler'),
+    ...(onRedis ? { timeoutMs: 10_000 } : {}),
+    ...options,
+  });
   closing({ close: () => storage.onApplicationShutdown() });
   return storage;
 }
