@@ -7,6 +7,7 @@ import { createConcurrencyLimiter, type ConcurrencyLimiter, type Lease } from '.
 import { CONCURRENCY_OPTION_KEYS, type ConcurrencyLimiterOptions } from '../engine/concurrency/options';
 import type { MaybePromise } from './option-types';
 import { endOf, type ResponseLike } from './node';
+import { track } from './completion';
 import { UNKNOWN_IP } from '../scripts/keys';
 import { assertKnownOptions, ownOptions } from '../config/own-options';
 import { checkOptions, optionNames, type OptionTable } from '../config/option-table';
@@ -159,8 +160,9 @@ export function createHttpConcurrency<Req>(
       const lease = await limiter.lease(ids);
       if (!lease.granted) return await denial(req, lease);
       // A client that left while its lease was acquired: nothing will end its response, so release now.
-      if (!hold(() => void lease.release())) {
-        void lease.release();
+      // Each release is counted until the store has answered (settled()).
+      if (!hold(() => track(lease.release()))) {
+        track(lease.release());
         return GONE;
       }
       return { action: 'next', status: 200, set: [], lease };
