@@ -84,7 +84,8 @@ export function pause(res: ResponseLike, ms: number): Promise<boolean> {
 /**
  * Returns `hold(release)`: `release` runs once, when `res` finishes or its connection closes. Listening
  * starts at once, so a client that leaves while its lease is being acquired is seen; `hold` returns false
- * (keeping nothing) when the response already ended.
+ * (keeping nothing) when the response already ended. The response is counted until it ends, a held
+ * release run (completion.ts, settled()).
  */
 export function endOf(res: ResponseLike): (release: () => void) => boolean {
   if (isResponseEnd(res)) return holdUntilEnd(res);
@@ -98,7 +99,7 @@ export function endOf(res: ResponseLike): (release: () => void) => boolean {
     releaseHeld(release);
   };
   if (!ended) {
-    begin(); // watched until it ends, a held release run (settled())
+    begin();
     res.once('finish', over).once('close', over);
   }
   return (fn) => {
@@ -108,7 +109,7 @@ export function endOf(res: ResponseLike): (release: () => void) => boolean {
   };
 }
 
-/** Runs what endOf() held, if anything, then ends the watch's count (what the release sets off counts itself). */
+/** Runs what endOf() held, if anything, then ends the response's count (what the release sets off counts itself). */
 function releaseHeld(release: (() => void) | undefined): void {
   try {
     release?.();
@@ -151,7 +152,7 @@ function pauseUntilEnd(response: ResponseEnd, ms: number): Promise<boolean> {
 function holdUntilEnd(response: ResponseEnd): (release: () => void) => boolean {
   let ended = false;
   let release: (() => void) | undefined;
-  begin(); // watched until it ends, as endOf() watches a Node response
+  begin();
   response.onEnd(() => {
     ended = true;
     releaseHeld(release);
