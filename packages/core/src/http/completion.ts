@@ -5,7 +5,8 @@ import { afterTurn, realTimeout } from '../kernel/real-timers';
  * What a response sets off once it is over, counted so a test can await it (docs/testing.md, "Waiting for
  * what a response set off"): a refund (skipSuccessfulRequests, skipFailedRequests), a settle, a
  * concurrency lease's release, and the waits that lead to them (a response Floodgate watches, a slowDown
- * delay, a lease being acquired for a client that may have left). Each is one count from the moment Floodgate starts watching for it until its store write has
+ * delay, a lease being acquired for a client that may have left, the check of a request whose response
+ * will set work off). Each is one count from the moment Floodgate starts watching for it until its store write has
  * answered; settled() resolves once none is left at the end of an event-loop turn.
  *
  * The count is a number in process-wide state (kernel/state.ts): every copy of core in a process counts
@@ -33,6 +34,12 @@ export function begin(): void {
 export function end(): void {
   work.count--;
   if (work.count === 0 && work.waiters.length > 0) arm();
+}
+
+/** end(), passing `value` on: a promise callback that ends a count. */
+export function ended<T>(value: T): T {
+  end();
+  return value;
 }
 
 /** Counts `pending` (a store write) until it settles, either way: for a write whose failure is reported elsewhere. */

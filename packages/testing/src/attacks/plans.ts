@@ -40,6 +40,8 @@ export function plansAttacks(factory: AdapterFactory): void {
         blockCache: false,
         limits: { anon: [{ limit: 5, window: '1h' }], member: [member] },
         plan: planOf,
+        // A loaded machine may take longer than the default deadline: the failure policy would answer, not the count.
+        timeoutMs: 10_000,
         ...(clock ? { clock } : {}),
       }) as NeutralOptions;
     const status = async (app: TestApp, set: Record<string, string> = {}): Promise<number> =>
