@@ -16,6 +16,7 @@ export {
 export { adversarial } from './adversarial';
 export { policyConformance } from './conformance-policies';
 export { gate, leavingGet, type Gate, type LeavingRequest } from './held';
+export { windowClearOfBoundary } from './windows';
 export { limitsConformance } from './conformance-limits';
 export {
   conformance,

@@ -1,7 +1,7 @@
 import { createLimiter, type AlgorithmName, type Decision, type Limiter, type LimiterOptions } from '@floodgate/core';
 import { manualClock } from '@floodgate/core/testing';
 import { keySlot } from '../../src/scripts/keys';
-import { closeClients, connect, keysUnder, uniquePrefix, useCluster } from '@floodgate/testing';
+import { closeClients, connect, keysUnder, uniquePrefix, useCluster, windowClearOfBoundary } from '@floodgate/testing';
 
 /*
  * docs/security.md, "Plans that forget counts" and "A refund after a reset". Each test failed before its fix:
@@ -23,11 +23,15 @@ const PLAN_SETS = {
   'a member plan with a smaller limit and a shorter window': { anon: [{ limit: 5, window: '1h' }], member: [{ limit: 2, window: '1s' }] },
 };
 
+/** Ten minutes into an hour, held still: the anonymous hour of a fixed window never turns during a test. */
+const STILL = Date.UTC(2031, 0, 1, 0, 10);
+
 function limiter(store: StoreKind, options: Partial<LimiterOptions>, redis = connect()): Limiter {
   return createLimiter({
     prefix: uniquePrefix('plans-reset'),
     blockCache: false,
     limits: PLAN_SETS['a member plan with a larger limit'],
+    clock: () => STILL,
     // `failure` and `timeoutMs` are a Redis store's options: the memory store cannot fail.
     ...(store === 'redis' ? { redis, failure: 'closed' as const, timeoutMs: 5_000 } : {}),
     ...options,
@@ -135,15 +139,16 @@ describe('refunds: a decision taken before a reset gives nothing back to the new
     const refundable = { algorithm, refunds: true, limits: { limit: 5, window: '1h' } };
 
     test.each(STORES)('on %s, one test clock (every check in one millisecond): 5 admitted after the reset', async (store) => {
-      const now = Date.UTC(2031, 0, 1, 0, 10);
-      const l = limiter(store, { ...refundable, clock: () => now });
+      const l = limiter(store, refundable);
       // Before: fixed and sliding window 10, sliding log 10, token bucket 6 (its first receipt matched the new TAT).
       expect(await refundAfterReset(l, `ip:${CLIENT}`)).toBe(5);
       await l.close();
     });
 
     test.each(STORES)('on %s, real time (Redis TIME): 5 admitted after the reset', async (store) => {
-      const l = limiter(store, refundable);
+      // A fixed window's hour that began minutes ago: one ending mid-test would admit 5 more, reset or not.
+      const window = algorithm === 'fixed-window' ? windowClearOfBoundary(Date.now()) : '1h';
+      const l = limiter(store, { ...refundable, limits: { limit: 5, window }, clock: undefined });
       // Before: fixed and sliding window 10.
       expect(await refundAfterReset(l, [`ip:${CLIENT}`, 'user:42'])).toBe(5);
       await l.close();
@@ -161,7 +166,6 @@ describe('on a Redis Cluster', () => {
   });
 
   test.each(ALGORITHMS)('%s: refunds after a reset give nothing back (split and single-slot checks)', async (algorithm) => {
-    const now = Date.UTC(2031, 0, 1, 0, 10);
     for (const ids of [split, `ip:${CLIENT}`]) {
       const l = createLimiter({
         redis: cluster.client,
@@ -171,7 +175,7 @@ describe('on a Redis Cluster', () => {
         blockCache: false,
         failure: 'closed',
         timeoutMs: 5_000,
-        clock: () => now,
+        clock: () => STILL,
         limits: { limit: 5, window: '1h' },
       });
       expect(await refundAfterReset(l, ids)).toBe(5);
@@ -187,6 +191,7 @@ describe('on a Redis Cluster', () => {
       blockCache: false,
       failure: 'closed',
       timeoutMs: 5_000,
+      clock: () => STILL,
       limits: PLAN_SETS['a member plan with a smaller limit and a shorter window'],
     });
     let anon = 0;
