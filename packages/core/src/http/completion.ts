@@ -73,12 +73,13 @@ export interface SettledOptions {
 }
 
 /**
- * Resolves once everything the responses in this process set off has completed: every response Floodgate
- * watches (one with a refund option or `settle`, or holding a concurrency lease) is over, and its refund,
- * settle or lease release has reached the store (or failed, its warning logged and its event emitted). A
- * test awaits it after its requests, instead of sleeping, before asserting what the store holds,
- * including that something did not happen. A response still open (a handler the test holds, a stream it
- * keeps reading) keeps it waiting.
+ * Resolves once everything the responses in this process set off has completed: every request of a
+ * limiter with something to do after its response (a refund option, `settle`, `concurrency()`) has been
+ * checked, its response is over, and its refund, settle or lease release has reached the store (or
+ * failed, its warning logged and its event emitted). A test awaits it after its requests, instead of
+ * sleeping, before asserting what the store holds, including that something did not happen. A response
+ * still open (a handler the test holds, a stream it keeps reading) or a check still in flight (an
+ * `identify` the test holds) keeps it waiting.
  */
 export function settled(options: SettledOptions = {}): Promise<void> {
   const timeoutMs = options.timeoutMs ?? 10_000;
