@@ -1,4 +1,5 @@
 import { createServer, request as httpRequest } from 'node:http';
+import { settled } from '@floodgate/core/testing';
 import { closeClients, connect, serveHttp, uniquePrefix } from '@floodgate/testing';
 import { createProxy } from '../src/proxy';
 import { createUpstream } from '../src/upstream';
@@ -49,14 +50,6 @@ const post = (url: string, key: string | undefined, body: object) =>
     body: JSON.stringify(body),
   });
 
-async function until(probe: () => Promise<boolean>): Promise<boolean> {
-  for (let i = 0; i < 150; i++) {
-    if (await probe()) return true;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return false;
-}
-
 test('a streamed completion is counted at its estimate, then settled at the usage the upstream reported', async () => {
   proxy = await startProxy();
   const res = await post(proxy.url, 'team-a', { messages: PROMPT, max_tokens: 100, stream: true });
@@ -66,8 +59,9 @@ test('a streamed completion is counted at its estimate, then settled at the usag
   expect(events.at(-1)).toBe('data: [DONE]');
   const usage = JSON.parse(events.at(-2)!.slice(6)).usage;
   expect(usage).toEqual({ prompt_tokens: 10, completion_tokens: 40, total_tokens: 50 });
-  // Estimate 10 + 100, settled at 50.
-  expect(await until(async () => (await proxy!.tokens('team-a')) === 50)).toBe(true);
+  // Estimate 10 + 100, settled at 50 (settled(): the settle its response set off has reached Redis).
+  await settled();
+  expect(await proxy.tokens('team-a')).toBe(50);
 });
 
 test('a completion that is not streamed settles at its usage too; max_tokens bounds what the upstream may produce', async () => {
@@ -76,7 +70,8 @@ test('a completion that is not streamed settles at its usage too; max_tokens bou
   expect(res.status).toBe(200);
   const body = (await res.json()) as { usage: { total_tokens: number } };
   expect(body.usage.total_tokens).toBe(18);
-  expect(await until(async () => (await proxy!.tokens('team-b')) === 18)).toBe(true);
+  await settled();
+  expect(await proxy.tokens('team-b')).toBe(18);
 });
 
 test('concurrent requests are admitted at their estimates within the tokens per minute; the rest get 429', async () => {
@@ -94,7 +89,8 @@ test('concurrent requests are admitted at their estimates within the tokens per 
   expect(statuses.filter((s) => s === 429)).toHaveLength(14);
   expect(JSON.parse(bodies[statuses.indexOf(429)]!)).toEqual({ error: expect.objectContaining({ type: 'rate_limit_exceeded' }) });
   // Each settled at its usage, 50 tokens.
-  expect(await until(async () => (await proxy!.tokens('team-c')) === 6 * 50)).toBe(true);
+  await settled();
+  expect(await proxy.tokens('team-c')).toBe(6 * 50);
   await slow.close();
 });
 
@@ -119,7 +115,7 @@ test('a client that hangs up mid-stream is settled at its prompt and the tokens 
   });
   expect(received).toBeGreaterThanOrEqual(5);
   // Settled below the estimate (1,010) at the prompt and what was relayed: at least what the client read.
-  expect(await until(async () => (await proxy!.tokens('team-d')) < 1_010)).toBe(true);
+  await settled();
   const counted = await proxy.tokens('team-d');
   expect(counted).toBeGreaterThanOrEqual(10 + received);
   expect(counted).toBeLessThan(10 + 40);
@@ -158,9 +154,9 @@ test('40 clients that reset once their prompt reached the upstream, before its a
   for (const req of clients) req.destroy();
   await Promise.all(closed); // the proxy dropped each upstream call as its client left
   answer();
-  // Each is settled at its prompt at least, whatever its client did: not given back for leaving early.
-  expect(await until(async () => (await proxy!.tokens('team-a')) <= CLIENTS * PROMPT_TOKENS)).toBe(true);
-  expect(await proxy.tokens('team-a')).toBeGreaterThanOrEqual(CLIENTS * PROMPT_TOKENS);
+  // Each is settled at its prompt, whatever its client did: not given back for leaving early.
+  await settled();
+  expect(await proxy.tokens('team-a')).toBe(CLIENTS * PROMPT_TOKENS);
   // The budget is spent: the next request is denied.
   const next = await post(proxy.url, 'team-a', { messages: prompt, max_tokens: 1, stream: true });
   expect(next.status).toBe(429);

@@ -7,6 +7,8 @@ import { BATCH_MAX } from '../src/stores/batch';
 let server: StartedRedis;
 let monitorClient: Redis;
 let monitor: Redis;
+/** Sends the markers settle() waits for (connected before any test clears what the monitor saw). */
+let marker: Redis;
 const wire: string[] = [];
 const insideScripts: string[] = [];
 
@@ -15,8 +17,12 @@ beforeAll(async () => {
   monitorClient = connect(server.url);
   monitor = await monitorClient.monitor();
   monitor.on('monitor', (_time: string, args: string[], source: string) => {
-    (source === 'lua' ? insideScripts : wire).push(String(args[0]).toLowerCase());
+    const command = String(args[0]).toLowerCase();
+    if (command === 'echo' && String(args[1]).startsWith(MARK)) return void marks.get(String(args[1]))?.();
+    (source === 'lua' ? insideScripts : wire).push(command);
   });
+  marker = connect(server.url);
+  await marker.ping();
 });
 afterAll(async () => {
   // monitor() opens a connection of its own, which closeClients() does not know about.
@@ -25,8 +31,19 @@ afterAll(async () => {
   await server.stop();
 });
 
+/*
+ * MONITOR reports commands in the order Redis ran them: once it has reported a marker sent after the
+ * limiter's commands were answered, it has reported all of them (no waiting for its output to arrive).
+ */
+const MARK = 'round-trips-mark-';
+const marks = new Map<string, () => void>();
+let marked = 0;
 async function settle(): Promise<void> {
-  await new Promise((r) => setTimeout(r, 100));
+  const mark = `${MARK}${++marked}`;
+  const seen = new Promise<void>((resolve) => marks.set(mark, resolve));
+  await marker.echo(mark);
+  await seen;
+  marks.delete(mark);
 }
 
 test('3 rules x 2 identifiers cost one EVALSHA per check sent alone, one per batch of checks sent together, and nothing else over the wire', async () => {

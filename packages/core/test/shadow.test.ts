@@ -3,6 +3,9 @@ import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
 
 afterAll(closeClients);
 
+/** Ten minutes into an hour, held still: a fixed hour on the real clock ends at the top of every hour, mid-test. */
+const STILL = Date.UTC(2031, 0, 1, 0, 10);
+
 test('shadow mode allows everything and reports each would-be denial through onEvent', async () => {
   const events: LimiterEvent[] = [];
   const l = createLimiter({
@@ -11,6 +14,7 @@ test('shadow mode allows everything and reports each would-be denial through onE
     prefix: uniquePrefix('shadow'),
     mode: 'shadow',
     limits: { limit: 3, window: '1h' },
+    clock: () => STILL,
     onEvent: (e) => events.push(e),
   });
   const decisions = [];
@@ -33,7 +37,13 @@ test('shadow mode allows everything and reports each would-be denial through onE
     expect(e).toMatchObject({ type: 'shadow-deny', limiter: 'default', decision: { allowed: false, reason: 'limit', limit: 3 } });
   }
   // It counted for real: an enforcing limiter over the same keys sees the limit used up.
-  const enforcing = createLimiter({ algorithm: 'fixed-window', redis: connect(), prefix: l.prefix, limits: { limit: 3, window: '1h' } });
+  const enforcing = createLimiter({
+    algorithm: 'fixed-window',
+    redis: connect(),
+    prefix: l.prefix,
+    limits: { limit: 3, window: '1h' },
+    clock: () => STILL,
+  });
   expect(await enforcing.peek('ip:1')).toMatchObject({ allowed: false, remaining: 0 });
 });
 

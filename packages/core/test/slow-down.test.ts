@@ -4,7 +4,8 @@ import { EventEmitter } from 'node:events';
 import { ConfigError, createLimiter, type Decision, type LimiterOptions } from '@floodgate/core';
 import { createHttpLimiter, createHttpSlowDown, type SlowDownHttpOptions, type SlowDownOutcome } from '@floodgate/core/adapter';
 import { delayOf, usedOf } from '../src/http/http-slow-down';
-import { abandon, closeClients, connect, liveTimers, spawnRedis, uniquePrefix, type RedisProcess } from '@floodgate/testing';
+import { settled } from '@floodgate/core/testing';
+import { closeClients, connect, leavingGet, liveTimers, spawnRedis, uniquePrefix, type RedisProcess } from '@floodgate/testing';
 import { pause } from '../src/http/node';
 
 /*
@@ -133,15 +134,26 @@ const get = (url: string): Promise<{ status: number; ms: number }> =>
 
 describe('over real sockets', () => {
   test('a flood of clients that leave during their delays: every timer cleared, no handler, every request counted', async () => {
-    const options = base({ limits: { limit: 100, window: '1m' }, delayAfter: 0, delayMs: 20_000, maxDelayMs: 60_000 });
+    let delayed = 0;
+    let allDelayed!: () => void;
+    const everyDelay = new Promise<void>((resolve) => (allDelayed = resolve));
+    const delayMs = (): number => {
+      if (++delayed === 40) allDelayed();
+      return 20_000;
+    };
+    const options = base({ limits: { limit: 100, window: '1m' }, delayAfter: 0, delayMs, maxDelayMs: 60_000 });
     const app = await serve(options);
     const probe = createLimiter({ redis, prefix: options.prefix!, limits: options.limits as LimiterOptions['limits'], blockCache: false });
     try {
       const before = liveTimers();
-      await Promise.all(Array.from({ length: 40 }, () => abandon(app.url, {}, 150)));
-      // The server notices the closed sockets within a few ms on a quiet machine; a loaded one (CI: one timer
-      // still live after a fixed 100 ms) gets up to 2 s. A delay timer left behind would live 20 s.
-      for (let waited = 0; liveTimers() > before && waited < 2_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+      const clients = Array.from({ length: 40 }, () => leavingGet(app.url, '/'));
+      await everyDelay;
+      await new Promise((r) => setImmediate(r)); // each delay's timer is set a promise callback later
+      expect(liveTimers()).toBeGreaterThanOrEqual(40); // one per delay
+      for (const client of clients) client.leave();
+      // The server has seen every client leave during its delay (settled() waits for each delay to end).
+      await settled();
+      // A delay timer left behind would live 20 s.
       expect(liveTimers()).toBeLessThanOrEqual(before);
       expect(app.hits()).toBe(0);
       expect(app.outcomes).toHaveLength(40);

@@ -1,7 +1,7 @@
 import { pipeline } from 'node:stream';
 import express, { type Request } from 'express';
 import express4 from 'express4';
-import { answerOf, serveHttp, sseReadable, type AdapterFactory, type RoutePath } from '@floodgate/testing';
+import { answerOf, beforeAnswer, serveHttp, sseReadable, type AdapterFactory, type RoutePath } from '@floodgate/testing';
 import { concurrency, rateLimit, slowDown } from '@floodgate/express';
 
 /**
@@ -44,10 +44,8 @@ function expressAppFactory(name: string, framework: typeof express): AdapterFact
         const own = spec.routes?.[path];
         const handler = (req: Request, res: express.Response): void => {
           hits++;
-          const { status, delay } = answerOf(req.headers);
-          const answer = (): void => void res.status(status).json({ ok: status < 400 });
-          if (delay > 0) setTimeout(answer, delay);
-          else answer();
+          const { status } = answerOf(req.headers);
+          void beforeAnswer(req.headers, spec).then(() => res.status(status).json({ ok: status < 400 }));
         };
         if (own) app[method](path, rateLimit(own), handler);
         else app[method](path, handler);

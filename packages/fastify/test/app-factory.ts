@@ -1,5 +1,5 @@
 import Fastify, { type FastifyRequest } from 'fastify';
-import { answerOf, sseReadable, type AdapterFactory, type RoutePath } from '@floodgate/testing';
+import { answerOf, beforeAnswer, sseReadable, type AdapterFactory, type RoutePath } from '@floodgate/testing';
 import rateLimit, { concurrency, slowDown, type RateLimitHookHandler } from '@floodgate/fastify';
 
 /** The suite's app in Fastify: trustProxy '127.0.0.1' stands in for a reverse proxy on this host. */
@@ -45,8 +45,8 @@ export const fastifyFactory: AdapterFactory = {
           config: own ? { rateLimit: own } : {},
           handler: async (request, reply) => {
             hits++;
-            const { status, delay } = answerOf(request.headers);
-            if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+            const { status } = answerOf(request.headers);
+            await beforeAnswer(request.headers, spec);
             return reply.code(status).send({ ok: status < 400 });
           },
         });

@@ -14,11 +14,15 @@ test('registered in a child scope, it limits only that scope; two can be registe
   const app = Fastify();
   let release: () => void = () => undefined;
   const held = new Promise<void>((resolve) => (release = resolve));
+  // The handler has the request: both scopes' leases are granted.
+  let reached: () => void = () => undefined;
+  const inHandler = new Promise<void>((resolve) => (reached = resolve));
   const opts = { redis, prefix: uniquePrefix('ccf'), max: 1 };
   await app.register(async (scope) => {
     await scope.register(concurrency, { ...opts, name: 'exports' });
     await scope.register(concurrency, { ...opts, name: 'exports-all', identify: () => 'all' });
     scope.get('/export', async () => {
+      reached();
       await held;
       return { ok: true };
     });
@@ -30,8 +34,8 @@ test('registered in a child scope, it limits only that scope; two can be registe
     const slow = request(url)
       .get('/export')
       .then((r) => r.status);
-    for (let i = 0; i < 100 && (await redis.zcard(`${opts.prefix}:exports-all:cc1:{all}`)) === 0; i++)
-      await new Promise((r) => setTimeout(r, 10));
+    await inHandler;
+    expect(await redis.zcard(`${opts.prefix}:exports-all:cc1:{all}`)).toBe(1);
     expect((await request(url).get('/export/quick')).status).toBe(429);
     expect((await request(url).get('/free')).status).toBe(200);
     release();

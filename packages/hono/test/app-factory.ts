@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import { Hono, type Context } from 'hono';
 import { createAdaptorServer } from '@hono/node-server';
-import { answerOf, serveHttp, sseWebStream, type AdapterFactory, type RoutePath } from '@floodgate/testing';
+import { answerOf, beforeAnswer, serveHttp, sseWebStream, type AdapterFactory, type RoutePath } from '@floodgate/testing';
 import { concurrency, rateLimit, slowDown, type ConcurrencyOptions, type RateLimitOptions, type SlowDownOptions } from '@floodgate/hono';
 
 /** What the suite's option functions read: the request's headers, as Node's IncomingHttpHeaders has them. */
@@ -89,8 +89,8 @@ export const honoFactory: AdapterFactory = {
       const own = spec.routes?.[path];
       const handler = async (c: Context): Promise<Response> => {
         hits++;
-        const { status, delay } = answerOf(nodeView(c).headers);
-        if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+        const { status } = answerOf(nodeView(c).headers);
+        await beforeAnswer(nodeView(c).headers, spec);
         return json(c, { ok: status < 400 }, status);
       };
       if (own) app[method](path, rateLimit(forHono<RateLimitOptions>(own, spec.trustProxy)), handler);

@@ -3,6 +3,7 @@ import { Hono } from 'hono';
 import { stream } from 'hono/streaming';
 import request from 'supertest';
 import { createLimiter } from '@floodgate/core';
+import { settled } from '@floodgate/core/testing';
 import { closeAfterEach, connect, uniquePrefix } from '@floodgate/testing';
 import { concurrency, rateLimit } from '@floodgate/hono';
 import { serveHono } from './serve';
@@ -10,24 +11,18 @@ import { serveHono } from './serve';
 /*
  * When a Hono response is over (docs/hono.md, "When a response is over"): a streamed body is still in
  * flight when the handler returns, so a concurrency slot is held until its last chunk or until the client
- * leaves; a refund is judged only on a response whose body was sent to its end.
+ * leaves; a refund is judged only on a response whose body was sent to its end. What a response's end
+ * sets off is awaited with settled(); when a refund was judged is read off requestWasSuccessful, called
+ * as it is judged.
  */
 const redis = connect();
 const closing = closeAfterEach();
 
-/** What a streaming handler waits on between its first and last chunk. */
+/** What a streaming handler waits on between its first and last chunk; `last` is set once the last is written. */
 function gate() {
   let open: () => void = () => undefined;
   const opened = new Promise<void>((resolve) => (open = resolve));
-  return { opened, open: () => open() };
-}
-
-async function until(condition: () => Promise<boolean>, what: string, ms = 3_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  return { opened, open: () => open(), last: false };
 }
 
 /** A GET whose first body chunk has arrived: `rest` resolves with the whole body, `abort()` destroys the socket. */
@@ -61,6 +56,7 @@ async function streaming(middleware: Parameters<Hono['use']>[1], g: ReturnType<t
       await s.write('first;');
       await g.opened;
       await s.write('last');
+      g.last = true;
     }),
   );
   app.get('/', (c) => c.text('ok'));
@@ -79,7 +75,8 @@ describe('concurrency()', () => {
     expect((await request(url).get('/')).status).toBe(429);
     g.open();
     expect(await held.rest).toBe('first;last');
-    await until(async () => (await slots(prefix)) === 0, 'the slot to be released');
+    await settled();
+    expect(await slots(prefix)).toBe(0);
     expect((await request(url).get('/')).status).toBe(200);
   });
 
@@ -90,7 +87,9 @@ describe('concurrency()', () => {
     const held = await firstChunk(url, '/stream');
     expect(await slots(prefix)).toBe(1);
     held.abort();
-    await until(async () => (await slots(prefix)) === 0, 'the slot of the client that left');
+    // settled(): the server has seen the client leave and the lease's release has answered.
+    await settled();
+    expect(await slots(prefix)).toBe(0);
     expect((await request(url).get('/')).status).toBe(200);
     g.open();
   });
@@ -104,13 +103,23 @@ describe('concurrency()', () => {
     const url = closing(await serveHono(app)).url;
     for (let i = 0; i < 3; i++) expect((await request(url).head('/')).status).toBe(200);
     for (let i = 0; i < 3; i++) expect((await request(url).get('/empty')).status).toBe(204);
-    await until(async () => (await slots(prefix)) === 0, 'every slot to be released');
+    await settled();
+    expect(await slots(prefix)).toBe(0);
   });
 });
 
 describe('refunds', () => {
-  const refunding = (prefix: string) =>
-    closing(rateLimit({ redis, prefix, limits: { limit: 3, window: '1m' }, skipSuccessfulRequests: true }));
+  /** A refunding limiter recording, as each response is judged, whether the last chunk had been written. */
+  const refunding = (prefix: string, g: ReturnType<typeof gate>, judged: boolean[]) =>
+    closing(
+      rateLimit({
+        redis,
+        prefix,
+        limits: { limit: 3, window: '1m' },
+        skipSuccessfulRequests: true,
+        requestWasSuccessful: () => (judged.push(g.last), true),
+      }),
+    );
   const remaining = async (prefix: string): Promise<number> => {
     const probe = closing(createLimiter({ redis, prefix, limits: { limit: 3, window: '1m' } }));
     return (await probe.peek('ip:127.0.0.1')).remaining;
@@ -119,25 +128,29 @@ describe('refunds', () => {
   test('a streamed success is given back once its body has been sent to the end', async () => {
     const prefix = uniquePrefix('honorefund');
     const g = gate();
-    const url = await streaming(refunding(prefix), g);
+    const judged: boolean[] = [];
+    const url = await streaming(refunding(prefix, g, judged), g);
     const held = await firstChunk(url, '/stream');
-    // The handler returned, but the body is not sent: not judged yet.
-    await new Promise((r) => setTimeout(r, 50));
-    expect(await remaining(prefix)).toBe(2);
     g.open();
     await held.rest;
-    await until(async () => (await remaining(prefix)) === 3, 'the refund');
+    await settled();
+    // Judged once, after its last chunk (the handler returned long before), and given back.
+    expect(judged).toEqual([true]);
+    expect(await remaining(prefix)).toBe(3);
   });
 
   test('a client that leaves in the middle of a streamed success stays counted', async () => {
     const prefix = uniquePrefix('honorefund');
     const g = gate();
-    const url = await streaming(refunding(prefix), g);
+    const judged: boolean[] = [];
+    const url = await streaming(refunding(prefix, g, judged), g);
     const held = await firstChunk(url, '/stream');
     held.abort();
-    await new Promise((r) => setTimeout(r, 100));
+    // settled(): the server has seen the client leave, and done what it does then.
+    await settled();
     g.open();
-    await new Promise((r) => setTimeout(r, 100));
+    await settled();
+    expect(judged).toEqual([]);
     expect(await remaining(prefix)).toBe(2);
   });
 });
@@ -152,14 +165,19 @@ describe('without a Node response (the Web standard path)', () => {
     const probe = closing(createLimiter({ redis, prefix, limits: { limit: 3, window: '1m' } }));
     return (await probe.peek('ip:198.51.100.9')).remaining;
   };
-  function webApp(prefix: string, g: ReturnType<typeof gate>): Hono {
+  function webApp(prefix: string, g: ReturnType<typeof gate>, judged: boolean[]): Hono {
     const app = new Hono();
-    app.use(closing(rateLimit({ redis, prefix, limits: { limit: 3, window: '1m' }, skipSuccessfulRequests: true, getConnInfo: connInfo })));
+    const limits = { limit: 3, window: '1m' };
+    const judge = (): boolean => (judged.push(g.last), true);
+    app.use(
+      closing(rateLimit({ redis, prefix, limits, skipSuccessfulRequests: true, requestWasSuccessful: judge, getConnInfo: connInfo })),
+    );
     app.get('/stream', (c) =>
       stream(c, async (s) => {
         await s.write('first;');
         await g.opened;
         await s.write('last');
+        g.last = true;
       }),
     );
     return app;
@@ -168,25 +186,28 @@ describe('without a Node response (the Web standard path)', () => {
   test('a streamed success is given back once its body has been read to the end', async () => {
     const prefix = uniquePrefix('honoweb');
     const g = gate();
-    const res = await webApp(prefix, g).request('/stream');
+    const judged: boolean[] = [];
+    const res = await webApp(prefix, g, judged).request('/stream');
     const reader = res.body!.getReader();
     expect(new TextDecoder().decode((await reader.read()).value)).toBe('first;');
-    await new Promise((r) => setTimeout(r, 50));
-    expect(await remaining(prefix)).toBe(2);
     g.open();
     while (!(await reader.read()).done);
-    await until(async () => (await remaining(prefix)) === 3, 'the refund');
+    await settled();
+    expect(judged).toEqual([true]);
+    expect(await remaining(prefix)).toBe(3);
   });
 
   test('a body cancelled in the middle stays counted', async () => {
     const prefix = uniquePrefix('honoweb');
     const g = gate();
-    const res = await webApp(prefix, g).request('/stream');
+    const judged: boolean[] = [];
+    const res = await webApp(prefix, g, judged).request('/stream');
     const reader = res.body!.getReader();
     await reader.read();
     await reader.cancel();
     g.open();
-    await new Promise((r) => setTimeout(r, 100));
+    await settled();
+    expect(judged).toEqual([]);
     expect(await remaining(prefix)).toBe(2);
   });
 });

@@ -1,7 +1,7 @@
 import Koa from 'koa';
 import Koa2 from 'koa2';
 import Router from '@koa/router';
-import { answerOf, serveHttp, sseReadable, type AdapterFactory, type RoutePath } from '@floodgate/testing';
+import { answerOf, beforeAnswer, serveHttp, sseReadable, type AdapterFactory, type RoutePath } from '@floodgate/testing';
 import { concurrency, rateLimit, slowDown } from '@floodgate/koa';
 
 /**
@@ -47,8 +47,8 @@ function koaAppFactory(name: string, framework: typeof Koa): AdapterFactory {
         const own = spec.routes?.[path];
         const handler = async (ctx: Koa.Context): Promise<void> => {
           hits++;
-          const { status, delay } = answerOf(ctx.headers);
-          if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+          const { status } = answerOf(ctx.headers);
+          await beforeAnswer(ctx.headers, spec);
           ctx.status = status;
           ctx.body = { ok: status < 400 };
         };

@@ -4,7 +4,7 @@ import { APP_GUARD, NestFactory } from '@nestjs/core';
 import { ExpressAdapter, type NestExpressApplication } from '@nestjs/platform-express';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Module } from '@nestjs/common';
-import { answerOf, sseReadable, type AdapterFactory, type AppSpec, type RoutePath } from '@floodgate/testing';
+import { answerOf, beforeAnswer, sseReadable, type AdapterFactory, type AppSpec, type RoutePath } from '@floodgate/testing';
 import { FloodgateGuard, FloodgateModule, RateLimit, SlowDown, type FloodgateModuleOptions } from '@floodgate/nestjs';
 
 export type Platform = 'express' | 'fastify';
@@ -47,9 +47,9 @@ function suiteController(spec: AppSpec, count: () => void): Type {
     const key = `route${i}`;
     proto[key] = async function (req: { headers: Record<string, string> }, res: unknown): Promise<object> {
       count();
-      const { status, delay } = answerOf(req.headers);
+      const { status } = answerOf(req.headers);
       statusOn(res, status);
-      if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+      await beforeAnswer(req.headers, spec);
       return { ok: status < 400 };
     };
     Req()(proto, key, 0);

@@ -2,6 +2,7 @@ import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import request from 'supertest';
 import { createLimiter, type Limiter, type RedisClient, type SettleFailedEvent } from '@floodgate/core';
 import { resetWarnings, type Logger } from '@floodgate/core/adapter';
+import { settled } from '@floodgate/core/testing';
 import { closeClients, connect, keysUnder, storeClient, uniquePrefix } from './clients';
 import type { AdapterFactory, AppSpec, NeutralOptions, TestApp } from './conformance';
 
@@ -21,16 +22,6 @@ const ESTIMATE = 300;
 const NOW = 1_700_000_040_000;
 
 type Req = { headers: IncomingHttpHeaders };
-
-/** Polls `probe` until it holds (or 3 s pass); returns its last answer. */
-async function until(probe: () => Promise<boolean> | boolean, ms = 3_000): Promise<boolean> {
-  const end = Date.now() + ms;
-  for (;;) {
-    if (await probe()) return true;
-    if (Date.now() > end) return false;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 /** GET /stream, reading until `stopAfter` events arrived, then resetting the connection; resolves with what it read. */
 function readStream(
@@ -145,16 +136,16 @@ export function budgetConformance(factory: AdapterFactory): void {
       await first;
       expect(during).toEqual({ requests: 1, tokens: ESTIMATE });
       expect(answers).toEqual([]);
-      expect(await until(() => answers.length === 1)).toBe(true);
+      // settled(): the stream has ended and its settle has reached Redis.
+      await settled();
       // Settled once, after the last event: 20 events, 200 tokens; 100 of the estimate given back.
       expect(answers).toEqual([{ produced: 20 }]);
-      expect(await until(async () => (await counted(limiter.prefix)).tokens === 200)).toBe(true);
       expect(await counted(limiter.prefix)).toEqual({ requests: 1, tokens: 200 });
     });
 
     test('an own limiter with settle is made refundable; a settle above the estimate charges past the limit and denies the next', async () => {
       const prefix = uniquePrefix(`${factory.name}-budget-own`);
-      let settled = 0;
+      let settles = 0;
       const app = await start({
         global: options({
           redis: store,
@@ -165,14 +156,15 @@ export function budgetConformance(factory: AdapterFactory): void {
             { limit: TOKENS, window: '1m', unit: 'tokens' },
           ],
           settle: () => {
-            settled++;
+            settles++;
             return { requests: 1, tokens: TOKENS + 500 };
           },
         }),
       });
       expect((await request(app.url).get('/')).status).toBe(200);
-      expect(await until(() => settled === 1)).toBe(true);
-      expect(await until(async () => (await counted(prefix)).tokens === TOKENS + 500)).toBe(true);
+      await settled();
+      expect(settles).toBe(1);
+      expect((await counted(prefix)).tokens).toBe(TOKENS + 500);
       const next = await request(app.url).get('/');
       expect(next.status).toBe(429);
       expect(app.hits()).toBe(1);
@@ -195,15 +187,14 @@ export function budgetConformance(factory: AdapterFactory): void {
       });
       const read = await readStream(app.url, { 'x-id': 'r', 'x-events': '200', 'x-every-ms': '10' }, 3);
       expect(read).toEqual({ status: 200, events: 3 });
-      expect(await until(() => answers.length === 1)).toBe(true);
+      // settled(): the server has seen the reset, and the settle it set off has reached Redis.
+      await settled();
+      expect(answers).toHaveLength(1);
       const [answer] = answers;
       // Settled at what was produced when the connection closed: some, far from the 200 events asked for.
       expect(answer).toBeGreaterThanOrEqual(30);
       expect(answer).toBeLessThan(ESTIMATE);
-      expect(await until(async () => (await counted(limiter.prefix)).tokens === answer)).toBe(true);
-      await new Promise((r) => setTimeout(r, 100));
       expect(await counted(limiter.prefix)).toEqual({ requests: 1, tokens: answer });
-      expect(answers).toHaveLength(1);
     });
 
     test.each([
@@ -224,7 +215,8 @@ export function budgetConformance(factory: AdapterFactory): void {
       const app = await start({ global: options({ limiter, settle, logger }) });
       const res = await readStream(app.url, { 'x-events': '3' });
       expect(res).toEqual({ status: 200, events: 3 });
-      expect(await until(() => warned.some((m) => m.includes('settle-failed')))).toBe(true);
+      await settled();
+      expect(warned.some((m) => m.includes('settle-failed'))).toBe(true);
       expect(await counted(limiter.prefix)).toEqual({ requests: 1, tokens: ESTIMATE });
     });
 
@@ -241,7 +233,7 @@ export function budgetConformance(factory: AdapterFactory): void {
         }),
       });
       for (let i = 0; i < REQUESTS + 2; i++) expect((await request(app.url).get('/')).status).toBe(200);
-      await new Promise((r) => setTimeout(r, 50));
+      await settled();
       expect(await counted(limiter.prefix)).toEqual({ requests: 0, tokens: 0 });
       expect(settles).toBe(0);
     });
@@ -289,7 +281,7 @@ export function budgetConformance(factory: AdapterFactory): void {
       const limiter = budget();
       const random = seeded(7);
       const actual = new Map<string, number>();
-      const settled = new Map<string, number>();
+      const settledAt = new Map<string, number>();
       // The first wave's settles wait for the gate: its admissions are all made before any settle.
       let open!: () => void;
       const gate = new Promise<void>((resolve) => (open = resolve));
@@ -300,7 +292,7 @@ export function budgetConformance(factory: AdapterFactory): void {
             const id = String(req.headers['x-id']);
             if (id.startsWith('1-')) await gate;
             const tokens = actual.get(id)!;
-            settled.set(id, tokens);
+            settledAt.set(id, tokens);
             return { requests: 1, tokens };
           },
         }),
@@ -321,12 +313,13 @@ export function budgetConformance(factory: AdapterFactory): void {
       open();
       const second = await wave(2);
       const admitted = [...first, ...second];
-      expect(await until(() => settled.size === admitted.length)).toBe(true);
+      await settled();
+      expect(settledAt.size).toBe(admitted.length);
       const excess = admitted.reduce((sum, id) => sum + Math.max(actual.get(id)! - ESTIMATE, 0), 0);
       const sum = admitted.reduce((s, id) => s + actual.get(id)!, 0);
       // What is counted is exactly what the admitted requests settled at: within the limit plus their excess.
-      expect(await until(async () => (await counted(limiter.prefix)).tokens === sum)).toBe(true);
       const total = await counted(limiter.prefix);
+      expect(total.tokens).toBe(sum);
       expect(total.requests).toBe(admitted.length);
       expect(total.requests).toBeLessThanOrEqual(REQUESTS);
       expect(total.tokens).toBeLessThanOrEqual(TOKENS + excess);
@@ -358,14 +351,16 @@ export function budgetConformance(factory: AdapterFactory): void {
       return limiter;
     };
     /** One request, then (when admitted) its settle: a sequential client. */
-    const sequential = async (url: string, settled: () => number, headers: Record<string, string> = {}): Promise<boolean> => {
-      const before = settled();
+    const sequential = async (url: string, settles: () => number, headers: Record<string, string> = {}): Promise<boolean> => {
+      const before = settles();
       const res = await request(url).get('/').set(headers);
+      await settled();
       if (res.status !== 200) {
         expect(res.status).toBe(429);
+        expect(settles()).toBe(before);
         return false;
       }
-      expect(await until(() => settled() === before + 1)).toBe(true);
+      expect(settles()).toBe(before + 1);
       return true;
     };
 
@@ -461,7 +456,8 @@ export function budgetConformance(factory: AdapterFactory): void {
       const app = await factory.makeApp({ global: global as unknown as NeutralOptions });
       closing.push(app);
       for (let i = 0; i < 10; i++) expect((await request(app.url).get('/').set('x-id', `r${i}`)).status).toBe(200);
-      expect(await until(() => failures.length === 10)).toBe(true);
+      await settled();
+      expect(failures).toHaveLength(10);
       expect(failures.map((e) => e.reason)).toEqual(Array(10).fill('invalid'));
       const { states } = await limiter.peek('key:budget', { cost: { requests: 0, tokens: 0 } });
       expect(states.map((st) => [st.unit ?? 'requests', st.remaining])).toEqual([

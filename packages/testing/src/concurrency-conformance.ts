@@ -1,35 +1,18 @@
 import { connect as netConnect, type Socket } from 'node:net';
 import type Redis from 'ioredis';
 import request from 'supertest';
+import { settled } from '@floodgate/core/testing';
 import { connect, uniquePrefix } from './clients';
 import { startRedis } from './redis-server';
 import type { AdapterFactory, AppSpec, NeutralConcurrencyOptions, TestApp } from './conformance';
+import { gate } from './held';
 
 /*
  * `concurrency(...)` (docs/concurrency.md) through each adapter, over real sockets: the same cases for
  * every adapter and framework major, run inside conformance(). `GET /slow` waits on a gate the test opens,
- * so requests are really in flight; what Redis holds afterwards is read back, so a leaked slot fails.
+ * so requests are really in flight; what Redis holds afterwards is read back once settled() says every
+ * release has answered, so a leaked slot fails.
  */
-
-/** What GET /slow waits on: `open()` lets every waiting handler answer; `waiting` counts them. */
-function gate() {
-  const waiting: (() => void)[] = [];
-  return {
-    slow: () => new Promise<void>((resolve) => waiting.push(resolve)),
-    open: () => waiting.splice(0).forEach((resolve) => resolve()),
-    get waiting() {
-      return waiting.length;
-    },
-  };
-}
-
-async function until(condition: () => boolean | Promise<boolean>, what: string, ms = 3_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 /** A raw GET over its own socket, left open (no response read); `reset()` sends an RST. */
 function rawGet(url: string, path: string): Promise<Socket> {
@@ -68,7 +51,7 @@ export function concurrencyConformance({
       const concurrency = options({ max: 2 });
       const app = await start({ concurrency, slow: g.slow });
       const inFlight = [request(app.url).get('/slow'), request(app.url).get('/slow')].map((r) => r.then((res) => res.status));
-      await until(() => g.waiting === 2, 'two handlers in flight');
+      await g.reached(2);
       expect(await slotsOf(concurrency)).toBe(2);
       const denied = await request(app.url).get('/');
       expect(denied.status).toBe(429);
@@ -82,10 +65,12 @@ export function concurrencyConformance({
       expect(app.hits()).toBe(2);
       g.open();
       expect(await Promise.all(inFlight)).toEqual([200, 200]);
-      await until(async () => (await slotsOf(concurrency)) === 0, 'the slots to be released');
+      await settled();
+      expect(await slotsOf(concurrency)).toBe(0);
       expect((await request(app.url).get('/')).status).toBe(200);
       expect((await request(app.url).get('/')).status).toBe(200);
-      await until(async () => (await redis.exists(`${concurrency.prefix}:default:cc1:{ip:127.0.0.1}`)) === 0, 'the set to be gone');
+      await settled();
+      expect(await redis.exists(`${concurrency.prefix}:default:cc1:{ip:127.0.0.1}`)).toBe(0);
     });
 
     test('clients that reset their connections mid-request leak no slot', async () => {
@@ -93,33 +78,46 @@ export function concurrencyConformance({
       const concurrency = options({ max: 3 });
       const app = await start({ concurrency, slow: g.slow });
       const sockets = await Promise.all([1, 2, 3].map(() => rawGet(app.url, '/slow')));
-      await until(() => g.waiting === 3, 'three handlers in flight');
+      await g.reached(3);
       expect(await slotsOf(concurrency)).toBe(3);
       for (const s of sockets) s.resetAndDestroy();
-      await until(async () => (await slotsOf(concurrency)) === 0, 'the reset requests to free their slots');
+      // settled(): the server has seen the resets, and each lease's release has answered.
+      await settled();
+      expect(await slotsOf(concurrency)).toBe(0);
       const fresh = [1, 2, 3].map(() =>
         request(app.url)
           .get('/slow')
           .then((r) => r.status),
       );
-      await until(() => g.waiting >= 6, 'three fresh requests in flight');
+      await g.reached(6);
       expect((await request(app.url).get('/')).status).toBe(429);
       g.open();
       expect(await Promise.all(fresh)).toEqual([200, 200, 200]);
-      await until(async () => (await slotsOf(concurrency)) === 0, 'every slot to be released');
+      await settled();
+      expect(await slotsOf(concurrency)).toBe(0);
     });
 
     test('a client that leaves before its lease is granted frees it at once, and reaches no handler', async () => {
+      // identify() waits for the test: the clients below are gone before their leases are granted.
+      const identifying = gate();
+      let holding = true;
       const concurrency = options({
         max: 5,
-        // Identifying takes 150 ms, so the clients below are gone before their leases are granted.
-        identify: async (_req, ids) => new Promise((resolve) => setTimeout(() => resolve(ids), 150)),
+        identify: async (_req, ids) => {
+          if (holding) await identifying.slow();
+          return ids;
+        },
       });
       const app = await start({ concurrency });
       const sockets = await Promise.all([1, 2, 3, 4, 5].map(() => rawGet(app.url, '/slow')));
-      await new Promise((r) => setTimeout(r, 40));
+      await identifying.reached(5);
       for (const s of sockets) s.resetAndDestroy();
-      await new Promise((r) => setTimeout(r, 400));
+      // settled(): the server has seen every client leave (a response is watched from its lease's request on).
+      await settled();
+      holding = false;
+      identifying.open();
+      // settled() again: the leases granted since have been released.
+      await settled();
       expect(await slotsOf(concurrency)).toBe(0);
       expect(app.hits()).toBe(0);
       expect((await request(app.url).get('/')).status).toBe(200);
@@ -137,7 +135,7 @@ export function concurrencyConformance({
       const app = await start({ concurrency, slow: g.slow });
       const held = request(app.url).get('/slow').set('x-key', 'a');
       const heldStatus = held.then((r) => r.status);
-      await until(() => g.waiting === 1, 'one handler in flight');
+      await g.reached(1);
       const denied = await request(app.url).get('/').set('x-key', 'a');
       expect([denied.status, denied.body, denied.headers['retry-after']]).toEqual([503, { code: 'E_BUSY' }, '1']);
       expect((await request(app.url).get('/').set('x-key', 'b')).status).toBe(200);

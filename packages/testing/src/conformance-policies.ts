@@ -1,37 +1,12 @@
-import { request as httpRequest } from 'node:http';
 import type Redis from 'ioredis';
 import request from 'supertest';
 import { createLimiter, type Limiter, type LimiterOptions } from '@floodgate/core';
 import { resetWarnings } from '@floodgate/core/adapter';
+import { settled } from '@floodgate/core/testing';
 import { closeClients, connect, uniquePrefix } from './clients';
 import type { AdapterFactory, AppSpec, NeutralOptions, NeutralSlowDownOptions, TestApp } from './conformance';
+import { gate, leavingGet } from './held';
 import { liveTimers } from './load';
-
-/** Polls `check` until it stops throwing, for at most `ms` (a refund lands just after its response). */
-async function eventually(check: () => Promise<void>, ms = 3_000): Promise<void> {
-  const until = performance.now() + ms;
-  for (;;) {
-    try {
-      return await check();
-    } catch (error) {
-      if (performance.now() > until) throw error;
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  }
-}
-
-/** A GET the client abandons after `afterMs` (the socket destroyed before the response). */
-export function abandon(url: string, headers: Record<string, string>, afterMs: number): Promise<void> {
-  return new Promise((resolve) => {
-    const req = httpRequest(`${url}/`, { headers });
-    req.on('error', () => resolve());
-    req.end();
-    setTimeout(() => {
-      req.destroy();
-      resolve();
-    }, afterMs);
-  });
-}
 
 /**
  * The policies of issue 14 as every adapter must behave (run with describe per adapter, beside
@@ -76,19 +51,21 @@ export function policyConformance(factory: AdapterFactory): void {
         return { global: { redis, prefix, limits, ...extra } as NeutralOptions, probe: { prefix, limits } };
       };
 
+      // settled() after the requests: every refund their responses set off has reached Redis (or not been made).
       test('skipFailedRequests: a response with status >= 400 gives its unit back; a success stays counted', async () => {
         const o = options({ skipFailedRequests: true });
         const app = await start(o.global);
         const counts = probe(o.probe);
         expect(await statusOf(app, { 'x-status': '500' })).toBe(500);
         expect(await statusOf(app, { 'x-status': '404' })).toBe(404);
-        await eventually(async () => expect(await remaining(counts)).toBe(3));
+        await settled();
+        expect(await remaining(counts)).toBe(3);
         expect(await statusOf(app)).toBe(200);
         expect(await statusOf(app)).toBe(200);
         expect(await statusOf(app)).toBe(200);
         // Denied: a 429 is a failure, but a denial consumed nothing, so it refunds nothing either.
         expect(await statusOf(app)).toBe(429);
-        await new Promise((r) => setTimeout(r, 50));
+        await settled();
         expect(await remaining(counts)).toBe(0);
         expect(app.hits()).toBe(5);
       });
@@ -99,20 +76,29 @@ export function policyConformance(factory: AdapterFactory): void {
         const counts = probe(o.probe);
         for (let k = 0; k < 5; k++) {
           expect(await statusOf(app)).toBe(200);
-          await eventually(async () => expect(await remaining(counts)).toBe(3));
+          await settled();
+          expect(await remaining(counts)).toBe(3);
         }
         for (let k = 0; k < 3; k++) expect(await statusOf(app, { 'x-status': '503' })).toBe(503);
         expect(await statusOf(app)).toBe(429);
       });
 
       test('a client that goes away before its response stays counted: only a finished response is judged', async () => {
-        const o = options({ skipFailedRequests: true });
-        const app = await start(o.global);
+        // skipSuccessfulRequests: judged, the unanswered response (status 200 so far) would be a success, given back.
+        const o = options({ skipSuccessfulRequests: true });
+        const handler = gate();
+        const app = await startSpec({ global: o.global, slow: handler.slow });
         const counts = probe(o.probe);
-        await abandon(app.url, { 'x-delay': '300' }, 60);
+        const client = leavingGet(app.url, '/slow');
+        await handler.reached(1);
+        client.leave();
+        await client.gone;
         // Counted when it arrived (so concurrent requests cannot exceed the limit), and not given back when
         // the connection closed without a response, nor once the handler is done (docs/refunds.md).
-        await new Promise((r) => setTimeout(r, 400));
+        await settled();
+        expect(await remaining(counts)).toBe(2);
+        handler.open();
+        await settled();
         expect(await remaining(counts)).toBe(2);
         expect(app.hits()).toBe(1);
       });
@@ -122,9 +108,10 @@ export function policyConformance(factory: AdapterFactory): void {
         const app = await start(o.global);
         const counts = probe(o.probe);
         expect(await statusOf(app, { 'x-ok': 'yes', 'x-status': '500' })).toBe(500);
-        await eventually(async () => expect(await remaining(counts)).toBe(3));
+        await settled();
+        expect(await remaining(counts)).toBe(3);
         expect(await statusOf(app)).toBe(200);
-        await new Promise((r) => setTimeout(r, 50));
+        await settled();
         expect(await remaining(counts)).toBe(2);
       });
 
@@ -144,7 +131,7 @@ export function policyConformance(factory: AdapterFactory): void {
           const app = await start(o.global);
           const counts = probe(o.probe);
           expect(await statusOf(app)).toBe(200);
-          await new Promise((r) => setTimeout(r, 50));
+          await settled();
           expect(await remaining(counts)).toBe(2);
         }
       });
@@ -160,7 +147,8 @@ export function policyConformance(factory: AdapterFactory): void {
         probes.push(refundable);
         const app = await start({ limiter: refundable, skipFailedRequests: true });
         expect(await statusOf(app, { 'x-status': '500' })).toBe(500);
-        await eventually(async () => expect(await remaining(refundable)).toBe(3));
+        await settled();
+        expect(await remaining(refundable)).toBe(3);
       });
 
       test('bad refund options fail at construction naming the option', async () => {
@@ -463,16 +451,26 @@ export function policyConformance(factory: AdapterFactory): void {
       });
 
       test('a client that disconnects during its delay leaves no timer, never reaches the handler, and stays counted', async () => {
-        const o = slowed({ delayAfter: 0, delayMs: 5_000, maxDelayMs: 10_000, skipFailedRequests: true });
+        let delaying!: () => void;
+        const inDelay = new Promise<void>((resolve) => (delaying = resolve));
+        const delayMs = (): number => {
+          delaying();
+          return 5_000;
+        };
+        const o = slowed({ delayAfter: 0, delayMs, maxDelayMs: 10_000, skipFailedRequests: true });
         const app = await startSpec({ slowDown: o.spec });
         const counts = probe(o.probe);
         const before = liveTimers();
-        const gone = abandon(app.url, {}, 150);
-        await new Promise((r) => setTimeout(r, 80));
-        expect(liveTimers()).toBeGreaterThan(before);
-        await gone;
-        await eventually(async () => expect(liveTimers()).toBeLessThanOrEqual(before));
-        await new Promise((r) => setTimeout(r, 50));
+        const client = leavingGet(app.url, '/');
+        await inDelay;
+        await new Promise((r) => setImmediate(r)); // the delay's timer is set a promise callback later
+        const during = liveTimers();
+        client.leave();
+        // settled(): the server has seen the client leave during its delay, and done what it does then.
+        await settled();
+        const after = liveTimers();
+        expect(after).toBeLessThan(during); // the delay's timer, cleared
+        expect(after).toBeLessThanOrEqual(before);
         expect(app.hits()).toBe(0);
         // Leaving early buys nothing: the request is not given back, even with skipFailedRequests.
         expect(await remaining(counts)).toBe(9);
@@ -493,9 +491,10 @@ export function policyConformance(factory: AdapterFactory): void {
         const app = await startSpec({ slowDown: o.spec });
         const counts = probe(o.probe);
         expect(await statusOf(app, { 'x-status': '500' })).toBe(500);
-        await eventually(async () => expect(await remaining(counts)).toBe(10));
+        await settled();
+        expect(await remaining(counts)).toBe(10);
         expect(await statusOf(app)).toBe(200);
-        await new Promise((r) => setTimeout(r, 50));
+        await settled();
         expect(await remaining(counts)).toBe(9);
       });
 

@@ -24,7 +24,8 @@ export type RoutePath = '/' | '/search' | '/login';
  * (Express `req.user`, Fastify `request.user`, Koa `ctx.state.user`), a JSON body parser, the `global`
  * limiter on every route, `GET /`, `GET /search` and `POST /login`, each with its own limiter from `routes`.
  * Handlers count themselves in hits() and answer `{ ok: status < 400 }` with the status the `x-status` header
- * asks for (default 200), after `x-delay` ms (default 0): see answerOf().
+ * asks for (default 200), after `x-delay` ms (default 0), or once AppSpec.slow resolves with `x-hold`: see
+ * answerOf() and beforeAnswer().
  */
 export interface AppSpec {
   global?: NeutralOptions;
@@ -56,6 +57,16 @@ export function answerOf(headers: IncomingHttpHeaders): { status: number; delay:
     status: Number.isInteger(status) && status >= 200 && status <= 599 ? status : 200,
     delay: Math.min(Math.max(delay, 0), 10_000) || 0,
   };
+}
+
+/**
+ * What a suite app's handler waits for before it answers: with `x-hold` until AppSpec.slow resolves (a gate
+ * the test opens, so it holds a request of any status while it acts), else `x-delay` ms (default 0).
+ */
+export function beforeAnswer(headers: IncomingHttpHeaders, spec: AppSpec): Promise<void> {
+  if (headers['x-hold'] !== undefined && spec.slow !== undefined) return spec.slow();
+  const { delay } = answerOf(headers);
+  return delay > 0 ? new Promise((r) => setTimeout(r, delay)) : Promise.resolve();
 }
 
 export interface TestApp {

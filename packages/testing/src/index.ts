@@ -14,9 +14,20 @@ export {
   type ClientKind,
 } from './clients';
 export { adversarial } from './adversarial';
-export { abandon, policyConformance } from './conformance-policies';
+export { policyConformance } from './conformance-policies';
+export { gate, leavingGet, type Gate, type LeavingRequest } from './held';
+export { windowClearOfBoundary } from './windows';
 export { limitsConformance } from './conformance-limits';
-export { conformance, answerOf, type AdapterFactory, type AppSpec, type TestApp, type NeutralOptions, type RoutePath } from './conformance';
+export {
+  conformance,
+  answerOf,
+  beforeAnswer,
+  type AdapterFactory,
+  type AppSpec,
+  type TestApp,
+  type NeutralOptions,
+  type RoutePath,
+} from './conformance';
 export { freePort, waitForPing, spawnRedis, RedisProcess } from './processes';
 export { runLoad, liveTimers, collectGarbage, type Sample, type LoadResult } from './load';
 export { startSentinels, forceFailover, ask, SENTINEL_MASTER, type SentinelSetup } from './sentinel';

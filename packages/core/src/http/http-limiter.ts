@@ -38,6 +38,7 @@ import { Denials } from './denial';
 import { refunder, resolveRefunds, type RefundOptions } from './refunds';
 import { assertSettleable, reservations, resolveSettle, type SettleFn } from './settle';
 import type { MaybePromise } from './option-types';
+import { begin, end, ended } from './completion';
 
 /*
  * createHttpLimiter: the decision every adapter's rateLimit() (and slowDown()) asks for a request, as a
@@ -310,17 +311,27 @@ export function createHttpLimiter<Req>(
     }
   }
 
+  /** decide() counted while it runs, for a limiter whose responses set work off: settled() covers a check in flight. */
+  function counted(req: Req, ip: string | undefined, previous?: Decision): MaybePromise<HttpOutcome> {
+    begin();
+    const outcome = decide(req, ip, previous);
+    if (isThenable(outcome)) return outcome.then(ended);
+    end();
+    return outcome;
+  }
+
+  const decided = after ? counted : decide;
   const refund = refunder(limiter, refunds, warn);
   return {
     limiter,
     warn,
-    decide,
+    decide: decided,
     completed:
       reserved === undefined
         ? refund
         : (outcome, _finished, _status, args) => {
             if (outcome.own !== undefined) reserved.completed(outcome.own, args);
           },
-    run: async (req, ip, previous) => decide(req, ip, previous),
+    run: async (req, ip, previous) => decided(req, ip, previous),
   };
 }

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { begin, end } from './completion';
 
 /*
  * Node's http module, in this one module of core: what waits on a Node response (its end, a client that
@@ -29,21 +30,32 @@ const isResponseEnd = (res: ResponseLike): res is ResponseEnd => typeof (res as 
  * already over when this is called (the client left while its check was in flight) is reported at once.
  */
 export function whenResponseDone(res: ResponseLike, done: (finished: boolean) => void): void {
-  if (isResponseEnd(res)) return void res.onEnd(done);
-  if (res.writableFinished) return done(true);
-  if (res.destroyed || res.closed) return done(false);
+  // Counted until `done` has run (what it sets off counts itself): settled() waits for the response.
+  begin();
+  if (isResponseEnd(res)) return void res.onEnd((finished) => report(done, finished));
+  if (res.writableFinished) return report(done, true);
+  if (res.destroyed || res.closed) return report(done, false);
   let over = false;
-  const end = (finished: boolean): void => {
+  const once = (finished: boolean): void => {
     if (over) return;
     over = true;
     res.off('finish', onFinish);
     res.off('close', onClose);
-    done(finished);
+    report(done, finished);
   };
-  const onFinish = (): void => end(true);
-  const onClose = (): void => end(res.writableFinished);
+  const onFinish = (): void => once(true);
+  const onClose = (): void => once(res.writableFinished);
   res.once('finish', onFinish);
   res.once('close', onClose);
+}
+
+/** Runs whenResponseDone()'s `done`, then ends the response's count. */
+function report(done: (finished: boolean) => void, finished: boolean): void {
+  try {
+    done(finished);
+  } finally {
+    end();
+  }
 }
 
 /**
@@ -55,11 +67,14 @@ export function pause(res: ResponseLike, ms: number): Promise<boolean> {
   const open = (): boolean => !res.closed && !res.destroyed && !res.writableEnded;
   if (!open()) return Promise.resolve(false);
   if (ms <= 0) return Promise.resolve(true);
+  // Counted while it waits: a test that awaits settled() after its client left sees the delay end first.
+  begin();
   return new Promise((resolve) => {
     const done = (): void => {
       clearTimeout(timer);
       res.off('close', done);
       resolve(open());
+      end();
     };
     const timer = setTimeout(done, ms);
     res.once('close', done);
@@ -69,20 +84,24 @@ export function pause(res: ResponseLike, ms: number): Promise<boolean> {
 /**
  * Returns `hold(release)`: `release` runs once, when `res` finishes or its connection closes. Listening
  * starts at once, so a client that leaves while its lease is being acquired is seen; `hold` returns false
- * (keeping nothing) when the response already ended.
+ * (keeping nothing) when the response already ended. The response is counted until it ends, a held
+ * release run (completion.ts, settled()).
  */
 export function endOf(res: ResponseLike): (release: () => void) => boolean {
   if (isResponseEnd(res)) return holdUntilEnd(res);
   let ended = res.closed || res.writableFinished;
   let release: (() => void) | undefined;
-  const end = (): void => {
+  const over = (): void => {
     if (ended) return;
     ended = true;
-    res.off('finish', end);
-    res.off('close', end);
-    release?.();
+    res.off('finish', over);
+    res.off('close', over);
+    releaseHeld(release);
   };
-  if (!ended) res.once('finish', end).once('close', end);
+  if (!ended) {
+    begin();
+    res.once('finish', over).once('close', over);
+  }
   return (fn) => {
     if (ended) return false;
     release = fn;
@@ -90,35 +109,53 @@ export function endOf(res: ResponseLike): (release: () => void) => boolean {
   };
 }
 
+/** Runs what endOf() held, if anything, then ends the response's count (what the release sets off counts itself). */
+function releaseHeld(release: (() => void) | undefined): void {
+  try {
+    release?.();
+  } finally {
+    end();
+  }
+}
+
 /** pause() on a ResponseEnd: false at once when the response is over, or as soon as it ends during the wait. */
-function pauseUntilEnd(end: ResponseEnd, ms: number): Promise<boolean> {
+function pauseUntilEnd(response: ResponseEnd, ms: number): Promise<boolean> {
+  begin(); // counted while it waits, as pause() counts
   return new Promise((resolve) => {
+    let waiting = true;
+    const answer = (open: boolean): void => {
+      if (!waiting) return;
+      waiting = false;
+      resolve(open);
+      end();
+    };
     const timer =
       ms > 0
         ? setTimeout(() => {
             stop();
-            resolve(true);
+            answer(true);
           }, ms)
         : undefined;
     // Called at once when the response is already over: the timer is cleared and the answer is false.
-    const stop = end.onEnd(() => {
+    const stop = response.onEnd(() => {
       clearTimeout(timer);
-      resolve(false);
+      answer(false);
     });
     if (timer === undefined) {
       stop();
-      resolve(true);
+      answer(true);
     }
   });
 }
 
 /** endOf() on a ResponseEnd. */
-function holdUntilEnd(end: ResponseEnd): (release: () => void) => boolean {
+function holdUntilEnd(response: ResponseEnd): (release: () => void) => boolean {
   let ended = false;
   let release: (() => void) | undefined;
-  end.onEnd(() => {
+  begin();
+  response.onEnd(() => {
     ended = true;
-    release?.();
+    releaseHeld(release);
   });
   return (fn) => {
     if (ended) return false;

@@ -6,6 +6,7 @@ import { checkBoolean, fnOption } from '../config/validate';
 import type { Limiter } from '../engine/limiter';
 import type { MaybePromise } from './option-types';
 import type { HttpOutcome } from './outcome';
+import { begin, end } from './completion';
 
 /*
  * Giving a request's units back after its response (docs/refunds.md): `skipSuccessfulRequests`,
@@ -49,15 +50,21 @@ export function refunder(
   refunds: RefundOptions,
   warn: (name: WarningName, message: string) => void,
 ): (outcome: HttpOutcome, finished: boolean, status: number, args: readonly unknown[]) => void {
+  const unreached = (error: unknown): void => {
+    warn(
+      'refund-failed',
+      `a refund could not reach the store (${error instanceof Error ? error.message : describeValue(error)}); those units stay counted until their window passes`,
+    );
+    end();
+  };
+  // Counted (completion.ts) until the store has answered, or its warning is logged.
   const refund = (decision: Decision): void => {
-    limiter
-      .refund(decision)
-      .then(undefined, (error: unknown) =>
-        warn(
-          'refund-failed',
-          `a refund could not reach the store (${error instanceof Error ? error.message : describeValue(error)}); those units stay counted until their window passes`,
-        ),
-      );
+    begin();
+    try {
+      limiter.refund(decision).then(end, unreached);
+    } catch (error) {
+      unreached(error); // a shared limiter's own refund() that throws
+    }
   };
   return (outcome, finished, status, args) => {
     const own = outcome.own;
@@ -77,8 +84,19 @@ export function refunder(
       );
     try {
       const verdict = refunds.wasSuccessful(...args);
-      if (isThenable(verdict)) Promise.resolve(verdict).then((v) => give(v === true), judged);
-      else give(verdict === true);
+      if (!isThenable(verdict)) return give(verdict === true);
+      // Counted while the application judges it: the refund it may lead to begins before this ends.
+      begin();
+      Promise.resolve(verdict).then(
+        (v) => {
+          give(v === true);
+          end();
+        },
+        (error: unknown) => {
+          judged(error);
+          end();
+        },
+      );
     } catch (error) {
       judged(error);
     }

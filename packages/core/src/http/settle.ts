@@ -7,6 +7,7 @@ import { FloodgateLimiter, reserveAt, type Cost, type Limiter, type Reservation 
 import { settleFailed, type ReportingReservation } from '../engine/settle-failures';
 import type { MaybePromise } from './option-types';
 import type { RefundOptions } from './refunds';
+import { begin, end } from './completion';
 
 /*
  * `settle` (docs/budgets.md, "In an HTTP app"): a request is counted with limiter.reserve() at its `cost`
@@ -76,14 +77,24 @@ export function reservations(
       'settle-failed',
       `a request's settle failed (${error instanceof Error ? error.message : describeValue(error)}); its estimate stays counted until its window passes`,
     );
+  const unsettled = (error: unknown): void => {
+    failed(error);
+    end();
+  };
   // settle() rejecting is an event of the limiter already (engine/settle-failures.ts); the application's
   // settle throwing never reached it, so it is reported here, by a reservation that can (any limiter's may not).
   const threw = (reservation: Reservation, error: unknown): void => {
     (reservation as Partial<ReportingReservation>)[settleFailed]?.('threw');
     failed(error);
   };
+  // Counted (completion.ts) until the store has answered, or the failure is reported.
   const settleAt = (reservation: Reservation, actual: unknown): void => {
-    reservation.settle(actual as Cost).then(undefined, failed);
+    begin();
+    try {
+      reservation.settle(actual as Cost).then(end, unsettled);
+    } catch (error) {
+      unsettled(error); // a shared limiter's reservation whose settle() throws
+    }
   };
   return {
     async reserve(ids, cost, plan, address) {
@@ -103,12 +114,19 @@ export function reservations(
       open.delete(own);
       try {
         const actual = settle(...args);
-        if (isThenable(actual))
-          Promise.resolve(actual).then(
-            (a) => settleAt(reservation, a),
-            (error: unknown) => threw(reservation, error),
-          );
-        else settleAt(reservation, actual);
+        if (!isThenable(actual)) return settleAt(reservation, actual);
+        // Counted while the application's settle answers: the store write begins before this ends.
+        begin();
+        Promise.resolve(actual).then(
+          (a) => {
+            settleAt(reservation, a);
+            end();
+          },
+          (error: unknown) => {
+            threw(reservation, error);
+            end();
+          },
+        );
       } catch (error) {
         threw(reservation, error);
       }

@@ -72,12 +72,16 @@ beforeAll(async () => {
 });
 afterAll(() => renamed.stop());
 
+const STILL = Date.UTC(2031, 0, 1, 0, 10, 30);
+
 function limiter(events: LimiterEvent[], options: Partial<LimiterOptions> = {}) {
   return createLimiter({
     redis,
     prefix: uniquePrefix('evid'),
     algorithm: 'fixed-window',
     limits: { limit: 1, window: '1m' },
+    // Held still: a fixed minute on the real clock may end between a test's admission and its denial.
+    clock: () => STILL,
     failure: 'closed',
     logger: quiet,
     onEvent: (e) => events.push(e),

@@ -1,6 +1,7 @@
 import { createLimiter, type AlgorithmName, type Decision, type Limiter, type LimiterOptions } from '@floodgate/core';
+import { manualClock } from '@floodgate/core/testing';
 import { keySlot } from '../../src/scripts/keys';
-import { closeClients, connect, uniquePrefix, useCluster } from '@floodgate/testing';
+import { closeClients, connect, keysUnder, uniquePrefix, useCluster, windowClearOfBoundary } from '@floodgate/testing';
 
 /*
  * docs/security.md, "Plans that forget counts" and "A refund after a reset". Each test failed before its fix:
@@ -15,7 +16,6 @@ const ALGORITHMS: AlgorithmName[] = ['fixed-window', 'sliding-window', 'sliding-
 const STORES = ['redis', 'memory'] as const;
 type StoreKind = (typeof STORES)[number];
 const CLIENT = '203.0.113.9';
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Anonymous requests get 5 an hour; members have another window (and, in the second set, a smaller limit). */
 const PLAN_SETS = {
@@ -23,11 +23,15 @@ const PLAN_SETS = {
   'a member plan with a smaller limit and a shorter window': { anon: [{ limit: 5, window: '1h' }], member: [{ limit: 2, window: '1s' }] },
 };
 
+/** Ten minutes into an hour, held still: the anonymous hour of a fixed window never turns during a test. */
+const STILL = Date.UTC(2031, 0, 1, 0, 10);
+
 function limiter(store: StoreKind, options: Partial<LimiterOptions>, redis = connect()): Limiter {
   return createLimiter({
     prefix: uniquePrefix('plans-reset'),
     blockCache: false,
     limits: PLAN_SETS['a member plan with a larger limit'],
+    clock: () => STILL,
     // `failure` and `timeoutMs` are a Redis store's options: the memory store cannot fail.
     ...(store === 'redis' ? { redis, failure: 'closed' as const, timeoutMs: 5_000 } : {}),
     ...options,
@@ -52,27 +56,39 @@ function expectFiveAnonymous(algorithm: AlgorithmName, anon: number): void {
 
 describe('plans: switching plans never forgets a count', () => {
   /*
-   * 5 anonymous requests, a second's pause, one member request (its plan: 2 a second), then the anonymous
-   * plan again after the member's second has passed. The algorithms run side by side (each waits 2.7 s).
+   * 5 anonymous requests, a second, one member request (its plan: 2 a second), then the anonymous plan
+   * again once the member's second has passed: on a test clock, which is what the windows read; the life
+   * Redis gives the key (its TTL, in real time) is read with PTTL rather than waited out.
    */
   test.each(STORES)('on %s: a check under a plan with a shorter window and a smaller limit forgets nothing', async (store) => {
+    const redis = connect();
     const after = await Promise.all(
       ALGORITHMS.map(async (algorithm) => {
-        const l = limiter(store, { algorithm, limits: PLAN_SETS['a member plan with a smaller limit and a shorter window'] });
+        const clock = manualClock();
+        const l = limiter(
+          store,
+          { algorithm, limits: PLAN_SETS['a member plan with a smaller limit and a shorter window'], clock: clock.now },
+          redis,
+        );
         const check = async (plan: string): Promise<boolean> => (await l.check(`ip:${CLIENT}`, { plan })).allowed;
         for (let i = 0; i < 5; i++) expect(await check('anon')).toBe(true);
-        await sleep(1_100);
+        clock.advance(1_100);
         expect(await check('member')).toBe(true);
-        await sleep(1_600);
+        // Every key of the client still lives the anonymous hour (less the 1.1 s gone by); the test clock's
+        // padding (10 minutes) comes on top: a key cut to the member's second would live 601 s.
+        const lives = store === 'memory' ? [] : await Promise.all((await keysUnder(redis, l.prefix)).map((k) => redis.pttl(k)));
+        clock.advance(1_600);
         const anon = [await check('anon'), await check('anon'), await check('anon')];
         await l.close();
-        return [algorithm, anon] as const;
+        return [algorithm, { anon, shortest: Math.min(...lives) >= 3_600_000 - 1_100 }] as const;
       }),
     );
     // Before: every algorithm admitted all three. Fixed window had dropped the hour's field; sliding window
     // and token bucket let the key expire with the member's second; sliding log did too, and had trimmed
     // the log to the member's 2 entries.
-    expect(Object.fromEntries(after)).toEqual(Object.fromEntries(ALGORITHMS.map((a) => [a, [false, false, false]])));
+    expect(Object.fromEntries(after)).toEqual(
+      Object.fromEntries(ALGORITHMS.map((a) => [a, { anon: [false, false, false], shortest: true }])),
+    );
   });
 
   describe.each(ALGORITHMS)('%s', (algorithm) => {
@@ -123,15 +139,16 @@ describe('refunds: a decision taken before a reset gives nothing back to the new
     const refundable = { algorithm, refunds: true, limits: { limit: 5, window: '1h' } };
 
     test.each(STORES)('on %s, one test clock (every check in one millisecond): 5 admitted after the reset', async (store) => {
-      const now = Date.UTC(2031, 0, 1, 0, 10);
-      const l = limiter(store, { ...refundable, clock: () => now });
+      const l = limiter(store, refundable);
       // Before: fixed and sliding window 10, sliding log 10, token bucket 6 (its first receipt matched the new TAT).
       expect(await refundAfterReset(l, `ip:${CLIENT}`)).toBe(5);
       await l.close();
     });
 
     test.each(STORES)('on %s, real time (Redis TIME): 5 admitted after the reset', async (store) => {
-      const l = limiter(store, refundable);
+      // A fixed window's hour that began minutes ago: one ending mid-test would admit 5 more, reset or not.
+      const window = algorithm === 'fixed-window' ? windowClearOfBoundary(Date.now()) : '1h';
+      const l = limiter(store, { ...refundable, limits: { limit: 5, window }, clock: undefined });
       // Before: fixed and sliding window 10.
       expect(await refundAfterReset(l, [`ip:${CLIENT}`, 'user:42'])).toBe(5);
       await l.close();
@@ -149,7 +166,6 @@ describe('on a Redis Cluster', () => {
   });
 
   test.each(ALGORITHMS)('%s: refunds after a reset give nothing back (split and single-slot checks)', async (algorithm) => {
-    const now = Date.UTC(2031, 0, 1, 0, 10);
     for (const ids of [split, `ip:${CLIENT}`]) {
       const l = createLimiter({
         redis: cluster.client,
@@ -159,7 +175,7 @@ describe('on a Redis Cluster', () => {
         blockCache: false,
         failure: 'closed',
         timeoutMs: 5_000,
-        clock: () => now,
+        clock: () => STILL,
         limits: { limit: 5, window: '1h' },
       });
       expect(await refundAfterReset(l, ids)).toBe(5);
@@ -175,6 +191,7 @@ describe('on a Redis Cluster', () => {
       blockCache: false,
       failure: 'closed',
       timeoutMs: 5_000,
+      clock: () => STILL,
       limits: PLAN_SETS['a member plan with a smaller limit and a shorter window'],
     });
     let anon = 0;

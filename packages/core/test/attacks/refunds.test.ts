@@ -2,7 +2,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import type { HttpOptions } from '@floodgate/core';
 import { createHttpLimiter, whenResponseDone, type HttpLimiter } from '@floodgate/core/adapter';
-import { abandon, closeClients, connect, uniquePrefix } from '@floodgate/testing';
+import { settled } from '@floodgate/core/testing';
+import { closeClients, connect, gate, leavingGet, uniquePrefix, type Gate } from '@floodgate/testing';
 
 /*
  * docs/security.md, "Refunds bought by resetting the connection", in core: the smallest adapter over
@@ -17,11 +18,10 @@ afterEach(async () => {
 });
 afterAll(closeClients);
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** A node:http app with one limiter (3 a minute) whose handler counts itself and answers `x-status` after `x-delay` ms. */
+/** A node:http app with one limiter (3 a minute) whose handler counts itself and answers `x-status`, once `held` opens if given. */
 async function serve(
   options: Partial<HttpOptions<IncomingMessage>>,
+  held?: Gate,
 ): Promise<{ url: string; hits: () => number; remaining: () => Promise<number> }> {
   const http: HttpLimiter<IncomingMessage> = createHttpLimiter<IncomingMessage>({
     redis,
@@ -35,7 +35,11 @@ async function serve(
       if (outcome.own !== undefined) whenResponseDone(res, (finished) => http.completed(outcome, finished, res.statusCode, [req, res]));
       if (outcome.action !== 'next') return void res.writeHead(outcome.status).end();
       hits++;
-      setTimeout(() => res.writeHead(Number(req.headers['x-status'] ?? 200)).end(), Number(req.headers['x-delay'] ?? 0));
+      // The status is set as the handler starts: a response judged before it ends would be judged by it.
+      res.statusCode = Number(req.headers['x-status'] ?? 200);
+      const answer = (): void => void res.end();
+      if (held === undefined) answer();
+      else void held.slow().then(answer);
     });
   };
   const server = createServer(handle);
@@ -60,13 +64,20 @@ const get = (url: string, headers: Record<string, string> = {}): Promise<number>
 test.each(['skipFailedRequests', 'skipSuccessfulRequests'] as const)(
   '%s: 10 clients that leave while the handler works run it `limit` times; none is given back',
   async (option) => {
-    const app = await serve({ [option]: true });
+    const handlers = gate();
+    const app = await serve({ [option]: true }, handlers);
+    // Responses this option would give back, were they judged: failures for skipFailedRequests.
+    const status = { 'x-status': option === 'skipFailedRequests' ? '500' : '200' };
     for (let i = 0; i < 10; i++) {
-      // The handler works 400 ms; the client leaves after 100, once its check is long done.
-      await abandon(app.url, { 'x-delay': '400' }, 100);
-      await sleep(30);
+      const client = leavingGet(app.url, '/', status);
+      // Admitted, it reaches the handler, and the client leaves while it works; refused, it is answered at once.
+      await Promise.race([client.gone, handlers.reached(handlers.waiting + 1)]);
+      client.leave();
+      await client.gone;
+      await settled(); // its end is judged before the next client comes
     }
-    await sleep(450);
+    handlers.open(); // the handlers finish, into closed connections
+    await settled();
     expect({ handlerRan: app.hits(), remaining: await app.remaining() }).toEqual({ handlerRan: 3, remaining: 0 });
     expect(await get(app.url)).toBe(429);
   },
@@ -76,18 +87,27 @@ test('a response the server finished is still judged: a 500 is given back under 
   const app = await serve({ skipFailedRequests: true });
   expect(await get(app.url, { 'x-status': '500' })).toBe(500);
   expect(await get(app.url)).toBe(200);
-  for (let i = 0; i < 100 && (await app.remaining()) !== 2; i++) await sleep(10);
+  await settled();
   expect(await app.remaining()).toBe(2);
 });
 
 test('whenResponseDone on a response already closed (the client left during the check) reports it at once, unfinished', async () => {
-  const seen: boolean[] = [];
-  const server = createServer((_req, res) => {
-    res.once('close', () => whenResponseDone(res, (finished) => seen.push(finished)));
+  let arrived!: () => void;
+  const arrival = new Promise<void>((resolve) => (arrived = resolve));
+  const reported = new Promise<boolean[]>((resolve) => {
+    const server = createServer((_req, res) => {
+      res.once('close', () => {
+        const seen: boolean[] = [];
+        whenResponseDone(res, (finished) => seen.push(finished));
+        resolve(seen); // reported synchronously, or not at all
+      });
+      arrived();
+    });
+    server.listen(0, '127.0.0.1', () => {
+      const client = leavingGet(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, '/');
+      void arrival.then(() => client.leave());
+    });
+    servers.push({ close: () => new Promise((done) => server.close(() => done())) });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  servers.push({ close: () => new Promise((resolve) => server.close(() => resolve())) });
-  await abandon(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, {}, 50);
-  for (let i = 0; i < 100 && seen.length === 0; i++) await sleep(10);
-  expect(seen).toEqual([false]);
+  expect(await reported).toEqual([false]);
 });

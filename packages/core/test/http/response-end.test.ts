@@ -1,36 +1,10 @@
-import { endOf, pause, whenResponseDone, type ResponseEnd } from '../../src/http/node';
+import { endOf, pause, whenResponseDone } from '../../src/http/node';
+import { controlled } from '../fixtures/response-end';
 
 /*
  * A ResponseEnd in place of a Node ServerResponse (an adapter on the Web standard Request and Response, as
  * Hono's): pause, endOf and whenResponseDone wait on its onEnd() as they wait on 'finish' and 'close'.
  */
-
-/** A response whose end the test decides: `end(finished)` tells every listener once; `listening` counts them. */
-function controlled(): ResponseEnd & { end(finished: boolean): void; readonly listening: number } {
-  const listeners = new Set<(finished: boolean) => void>();
-  let over: boolean | undefined;
-  return {
-    onEnd(listener) {
-      if (over !== undefined) {
-        listener(over);
-        return () => undefined;
-      }
-      listeners.add(listener);
-      return () => void listeners.delete(listener);
-    },
-    end(finished) {
-      if (over !== undefined) return;
-      over = finished;
-      for (const listener of [...listeners]) listener(finished);
-      listeners.clear();
-    },
-    get listening() {
-      return listeners.size;
-    },
-  };
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 test('pause waits the time out on an open response, then stops listening', async () => {
   const res = controlled();
@@ -44,7 +18,7 @@ test('pause resolves false as soon as the client goes away during the wait', asy
   const res = controlled();
   const started = performance.now();
   const paused = pause(res, 10_000);
-  await sleep(20);
+  await new Promise((r) => setImmediate(r)); // the wait has begun
   res.end(false);
   await expect(paused).resolves.toBe(false);
   expect(performance.now() - started).toBeLessThan(2_000);

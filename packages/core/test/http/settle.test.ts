@@ -1,5 +1,6 @@
 import { createLimiter, type Limiter } from '@floodgate/core';
 import { createHttpLimiter, createHttpSlowDown, resetWarnings, type HttpOutcome } from '@floodgate/core/adapter';
+import { settled } from '@floodgate/core/testing';
 
 /*
  * `settle` in core's HTTP layer, below any server (src/http/settle.ts): what it refuses at construction, and
@@ -53,7 +54,7 @@ test("a wrapped shared limiter reserves through its own reserve(), and completed
     http.completed(outcome, false, 200, [{ tokens: 25 }]);
     // Once: a second completed() of the same outcome settles nothing more.
     http.completed(outcome, true, 200, [{ tokens: 0 }]);
-    for (let i = 0; i < 50 && (await tokensLeft(inner, 'key:w')) !== 75; i++) await new Promise((r) => setTimeout(r, 5));
+    await settled();
     expect(await tokensLeft(inner, 'key:w')).toBe(75);
     // The next request's estimate of 60 fits in the 75 the settle left.
     expect((await http.decide({ tokens: 0 }, '10.0.0.1')).action).toBe('next');
@@ -86,7 +87,7 @@ test("the application's settle throwing, rejecting or answering nothing: the est
       const outcome = await http.decide({ tokens: i }, '10.0.0.1');
       http.completed(outcome, true, 200, [{ tokens: i }]);
     }
-    for (let i = 0; i < 300 && reasons.length < 3; i++) await new Promise((r) => setTimeout(r, 10));
+    await settled();
     expect(reasons.sort()).toEqual(['invalid', 'threw', 'threw']);
     expect(await tokensLeft(inner, 'key:t')).toBe(100 - 3 * 20);
     expect(warned.length).toBeGreaterThanOrEqual(1);

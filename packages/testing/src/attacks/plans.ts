@@ -1,14 +1,15 @@
 import request from 'supertest';
 import { createLimiter, type AlgorithmName, type Limiter } from '@floodgate/core';
-import { closeClients, connect, uniquePrefix } from '../clients';
+import { manualClock, settled } from '@floodgate/core/testing';
+import { closeClients, connect, keysUnder, uniquePrefix } from '../clients';
 import type { AdapterFactory, AppSpec, NeutralOptions, TestApp } from '../conformance';
+import { gate } from '../held';
 
 /*
  * docs/security.md, "Plans that forget counts" and "A refund after a reset", over real sockets. Each test
  * failed before its fix (figures in the comments).
  */
 const ALGORITHMS: AlgorithmName[] = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket'];
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Signed in (the suite's auth stand-in makes the user from x-user) or not: the plan a request gets. */
 const planOf = (req: { headers: Record<string, unknown> }): string => (req.headers['x-user'] ? 'member' : 'anon');
@@ -39,6 +40,8 @@ export function plansAttacks(factory: AdapterFactory): void {
         blockCache: false,
         limits: { anon: [{ limit: 5, window: '1h' }], member: [member] },
         plan: planOf,
+        // A loaded machine may take longer than the default deadline: the failure policy would answer, not the count.
+        timeoutMs: 10_000,
         ...(clock ? { clock } : {}),
       }) as NeutralOptions;
     const status = async (app: TestApp, set: Record<string, string> = {}): Promise<number> =>
@@ -77,17 +80,28 @@ export function plansAttacks(factory: AdapterFactory): void {
     test('a signed-in request with a shorter window and a smaller limit makes the anonymous hour forget nothing', async () => {
       const results = await Promise.all(
         ALGORITHMS.map(async (algorithm) => {
-          const app = await start({ global: planned(algorithm, { limit: 2, window: '1s' }) });
+          // The windows on a test clock; the life Redis gives the key (real time) read with PTTL, not waited out.
+          const clock = manualClock();
+          const options = planned(algorithm, { limit: 2, window: '1s' }, clock.now);
+          const app = await start({ global: options });
           for (let i = 0; i < 5; i++) expect(await status(app)).toBe(200);
-          await sleep(1_100);
+          clock.advance(1_100);
           expect(await status(app, SIGNED_IN)).toBe(200);
-          // The member's key life is about a second: the anonymous hour's 5 must outlive it.
-          await sleep(1_600);
-          return [algorithm, [await status(app), await status(app), await status(app)]] as const;
+          // The member's window is a second: the anonymous hour's 5 must outlive it. The address's key lives
+          // the hour (less the 1.1 s gone by), the test clock's 10 minutes of padding on top.
+          const prefix = (options as { prefix: string }).prefix;
+          const key = (await keysUnder(redis, prefix)).find((k) => k.endsWith('{ip:127.0.0.1}'));
+          const life = key === undefined ? -2 : await redis.pttl(key);
+          clock.advance(1_600);
+          const after = [await status(app), await status(app), await status(app)];
+          return [algorithm, { after, outlivesTheHour: life >= 3_600_000 - 1_100 }] as const;
         }),
       );
-      // Before: [200, 200, 200] for every algorithm (the hour's count dropped, trimmed or expired).
-      expect(Object.fromEntries(results)).toEqual(Object.fromEntries(ALGORITHMS.map((a) => [a, [429, 429, 429]])));
+      // Before: [200, 200, 200] for every algorithm (the hour's count dropped, trimmed or expired), the key
+      // cut to the member's second.
+      expect(Object.fromEntries(results)).toEqual(
+        Object.fromEntries(ALGORITHMS.map((a) => [a, { after: [429, 429, 429], outlivesTheHour: true }])),
+      );
     });
 
     test('failed requests refunded after an operator reset give the new window nothing: 5 of 5 reach the handler', async () => {
@@ -100,30 +114,40 @@ export function plansAttacks(factory: AdapterFactory): void {
             refunds: true,
             blockCache: false,
             limits: { limit: 5, window: '1h' },
+            // Time stands still: only the reset may begin a new window (a real hour could turn mid-test), and
+            // every check falls in one millisecond, as the new checks and old receipts did in the attack.
+            clock: () => FROZEN,
           });
           limiters.push(limiter);
           let refunded = 0;
           limiter.subscribe((e) => void (e.type === 'refund' && refunded++));
-          const app = await start({ global: { limiter, skipFailedRequests: true, identify: () => 'client:1' } as NeutralOptions });
-          // 5 slow requests that will fail: admitted now, refunded when their 500 is sent.
+          const handlers = gate();
+          const app = await start({
+            global: { limiter, skipFailedRequests: true, identify: () => 'client:1' } as NeutralOptions,
+            slow: handlers.slow,
+          });
+          // 5 requests that will fail, held in their handler: admitted now, refunded when their 500 is sent.
           // Settled, never rejected: a failed assertion below must not leave a rejection behind when the app closes.
-          const slow = Promise.allSettled(
-            Array.from({ length: 5 }, () => request(app.url).get('/').set({ 'x-status': '500', 'x-delay': '600' })),
+          const held = Promise.allSettled(
+            Array.from({ length: 5 }, () => request(app.url).get('/').set({ 'x-status': '500', 'x-hold': '1' })),
           );
-          for (let waited = 0; app.hits() < 5 && waited < 5_000; waited += 10) await sleep(10);
+          await handlers.reached(5);
           expect(app.hits()).toBe(5);
           // `floodgate reset client:1` (or the application's own reset) while they are in flight.
           await limiter.reset('client:1');
           const fresh: number[] = [];
           for (let i = 0; i < 5; i++) fresh.push(await status(app));
-          expect((await slow).map((r) => (r.status === 'fulfilled' ? r.value.status : r.reason))).toEqual([500, 500, 500, 500, 500]);
-          for (let waited = 0; refunded < 5 && waited < 5_000; waited += 10) await sleep(10);
+          handlers.open();
+          expect((await held).map((r) => (r.status === 'fulfilled' ? r.value.status : r.reason))).toEqual([500, 500, 500, 500, 500]);
+          // The refunds their 500s set off have reached Redis.
+          await settled();
           expect(refunded).toBe(5);
           for (let i = 0; i < 5; i++) fresh.push(await status(app));
           return [algorithm, fresh.filter((s) => s === 200).length] as const;
         }),
       );
-      // Before: fixed and sliding window 10 (each refund gave a unit to the window the reset began).
+      // Before: fixed window, sliding window and sliding log 10, token bucket 6 (each refund gave a unit to
+      // the window the reset began, in the same millisecond); on a real clock only the two windows showed it.
       expect(Object.fromEntries(results)).toEqual(Object.fromEntries(ALGORITHMS.map((a) => [a, 5])));
     });
   });
