@@ -7,3 +7,11 @@
  * @module @floodgate/core/testing
  */
 export { manualClock, resetPrefix, testPrefix, type ManualClock } from './engine/testing';
+
+/**
+ * Floodgate's own tests: operational time behind a seam (a virtual runtime) and a limiter on a store of the
+ * test's own. Internal: not part of the API, and it may change in any release.
+ *
+ * @internal
+ */
+export * as seam from './engine/test-seam';

@@ -192,7 +192,7 @@ describe("what 'open' still admits", () => {
       logger: quiet,
     });
     for (let i = 0; i < 3_000; i++) expect((await limiter.check(`ip:10.1.${i >> 8}.${i & 255}`)).source).toBe('fallback');
-    expect((limiter as unknown as { uncounted: { size: number } }).uncounted.size).toBe(500);
+    expect((limiter as unknown as { open: { size: number } }).open.size).toBe(500);
     await limiter.close();
   });
 });
