@@ -226,3 +226,12 @@ export function scriptedStore(options: { runtime?: seam.VirtualRuntime; connecti
 export function scriptedLimiter(store: ScriptedStore, options: LimiterOptions): Limiter {
   return seam.createLimiterOn(options, { runtime: store.runtime, store });
 }
+
+/** A scripted store (its connection in state `connection`), its runtime, and a limiter on them. */
+export function scripted(
+  options: LimiterOptions,
+  connection: ConnectionState = 'ready',
+): { store: ScriptedStore; rt: seam.VirtualRuntime; limiter: Limiter } {
+  const store = scriptedStore({ connection });
+  return { store, rt: store.runtime, limiter: scriptedLimiter(store, options) };
+}
