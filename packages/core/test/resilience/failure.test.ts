@@ -144,3 +144,25 @@ test("Redis's own error reply (OOM) maps to the policy and reaches onEvent, neve
   await limiter.close();
   await server.stop();
 });
+
+test('health(): down while Redis is frozen, with the last error; degraded once it answers again', async () => {
+  const server = await spawnRedis();
+  const client = connect(server.url);
+  await client.ping();
+  // A deadline long enough that the command surely left this process in its first half, loaded or not: a
+  // silent server, never this process's own backlog (overload, which is not 'down').
+  const limiter = limiterOn(client, { timeoutMs: 1_000, limits: { limit: 5, window: '1m' } });
+  await limiter.check('ip:1');
+  server.freeze();
+  await limiter.check('ip:1');
+  const down = await limiter.health({ probe: false });
+  server.thaw();
+  expect(down.status).toBe('down');
+  expect(down.lastError).toMatchObject({ kind: 'timeout' });
+  expect((await limiter.check('ip:1')).source).toBe('redis');
+  const back = await limiter.health({ probe: false });
+  // Answering again; the timeout of a moment ago still marks it degraded.
+  expect(back.status).toBe('degraded');
+  await limiter.close();
+  await server.stop();
+});
