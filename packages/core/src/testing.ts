@@ -9,3 +9,11 @@
  */
 export { manualClock, resetPrefix, testPrefix, type ManualClock } from './engine/testing';
 export { settled, type SettledOptions } from './http/completion';
+
+/**
+ * Floodgate's own tests: operational time behind a seam (a virtual runtime) and a limiter on a store of the
+ * test's own. Internal: not part of the API, and it may change in any release.
+ *
+ * @internal
+ */
+export * as seam from './engine/test-seam';

@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import { createLimiter, type DecisionEvent, type LimiterEvent, type LimiterOptions } from '@floodgate/core';
-import { closeClients, connect, startRedis, uniquePrefix, type StartedRedis } from '@floodgate/testing';
+import { closeClients, connect, scripted, uniquePrefix } from '@floodgate/testing';
 
 /*
  * Issue 15: decision events (every decision, refund, store error; identifiers only when asked) and
@@ -147,74 +147,80 @@ describe('health()', () => {
     await l.close();
   });
 
-  describe('on a private server', () => {
-    let server: StartedRedis;
-    beforeEach(async () => {
-      server = await startRedis();
-    });
-    afterEach(() => server.stop());
-    /** A limiter on the private server (limit 5 per minute unless `options` say otherwise). */
-    const privateLimiter = (options: Partial<LimiterOptions>) =>
-      createLimiter({
-        redis: connect(server.url),
-        prefix: uniquePrefix('hp'),
-        limits: { limit: 5, window: '1m' },
-        logger: quiet,
-        ...options,
-      });
+  describe('on a scripted store (virtual time)', () => {
+    /** A limiter on a scripted store (limit 5 per minute unless `options` say otherwise). */
+    const scriptedLimiter = (options: Partial<LimiterOptions>) =>
+      scripted({ prefix: uniquePrefix('hp'), limits: { limit: 5, window: '1m' }, logger: quiet, ...options });
 
-    test('down when the store cannot be reached, with the last error; ok again once it answers', async () => {
-      const l = privateLimiter({ timeoutMs: 100 });
-      await l.check('ip:1');
-      const admin = connect(server.url);
-      await admin.client('PAUSE', 400, 'ALL');
-      await l.check('ip:1');
-      const down = await l.health({ probe: false });
+    test('down when the store cannot be reached, with the last error; degraded once it answers; ok a minute later', async () => {
+      const { store, rt, limiter } = scriptedLimiter({ timeoutMs: 100 });
+      await limiter.check('ip:1');
+      store.behave('hold');
+      const check = limiter.check('ip:1');
+      await rt.advance(100);
+      expect((await check).error?.kind).toBe('timeout');
+      const down = await limiter.health({ probe: false });
       expect(down.status).toBe('down');
-      expect(down.lastError).toMatchObject({ kind: 'timeout' });
-      await new Promise((r) => setTimeout(r, 500));
-      await l.check('ip:1');
-      const back = await l.health({ probe: false });
-      // Answering again; the timeout of a moment ago still marks it degraded.
+      expect(down.lastError).toMatchObject({ kind: 'timeout', at: rt.wall() });
+      store.behave({ answer: 1 });
+      store.release();
+      await rt.advance(400);
+      const answered = limiter.check('ip:1');
+      await rt.advance(1);
+      await answered;
+      // Answering again; the timeout of a moment ago still marks it degraded...
+      const back = await limiter.health({ probe: false });
       expect(back.status).toBe('degraded');
-      await l.close();
+      expect(back.lastOkAt).toBe(rt.wall());
+      // ...for a minute.
+      await rt.advance(60_000);
+      expect((await limiter.health({ probe: false })).status).toBe('ok');
     });
 
     test('one slow call (a first one waiting for its connection, say) leaves it ok; three make it degraded', async () => {
-      // Deadline 800 ms: a call over 400 ms is slow. CLIENT PAUSE holds a check for 550 ms, answered in time.
-      const admin = connect(server.url);
-      const l = privateLimiter({ limits: { limit: 100, window: '1m' }, timeoutMs: 800 });
+      // Deadline 800 ms: a call over 400 ms is slow. The store answers a slow check after 550 ms, in time.
+      const { store, rt, limiter } = scriptedLimiter({ limits: { limit: 100, window: '1m' }, timeoutMs: 800 });
       const slowCheck = async (): Promise<void> => {
-        await admin.client('PAUSE', 550, 'WRITE');
-        expect((await l.check('ip:1')).allowed).toBe(true);
+        store.next({ answer: 550 });
+        expect((await rt.until(limiter.check('ip:1'))).allowed).toBe(true);
       };
       await slowCheck();
-      for (let k = 0; k < 5; k++) await l.check('ip:1');
-      const once = await l.health({ probe: false });
-      expect(once.latencyMs!.max).toBeGreaterThan(400);
+      for (let k = 0; k < 5; k++) await limiter.check('ip:1');
+      const once = await limiter.health({ probe: false });
+      expect(once.latencyMs).toMatchObject({ max: 550, p50: 0, samples: 6 });
       expect(once.lastError).toBeUndefined();
       expect(once.status).toBe('ok');
       await slowCheck();
       await slowCheck();
-      const thrice = await l.health({ probe: false });
+      const thrice = await limiter.health({ probe: false });
       expect(thrice.lastError).toBeUndefined();
       expect(thrice.status).toBe('degraded');
-      await l.close();
     });
 
-    test('degraded when Redis answers with errors (out of memory)', async () => {
-      const admin = connect(server.url);
-      await admin.config('SET', 'maxmemory', '1');
-      await admin.config('SET', 'maxmemory-policy', 'noeviction');
-      // A deadline far above the previous test's last CLIENT PAUSE (550 ms, maybe still holding writes): the
-      // check must get Redis's refusal, not time out waiting (a timeout is 'down', rightly).
-      const l = privateLimiter({ failure: 'closed', timeoutMs: 5_000 });
-      // A check writes, so Redis refuses it (a peek, which writes nothing, would still be answered).
-      expect((await l.check('ip:1')).reason).toBe('store-unavailable');
-      const health = await l.health({ probe: false });
+    test('degraded when the store answers with errors (out of memory)', async () => {
+      const { store, limiter } = scriptedLimiter({ failure: 'closed' });
+      store.next({ error: 'reply' });
+      expect((await limiter.check('ip:1')).reason).toBe('store-unavailable');
+      const health = await limiter.health({ probe: false });
       expect(health.status).toBe('degraded');
       expect(health.lastError).toMatchObject({ kind: 'reply' });
-      await l.close();
+    });
+
+    test('an idle limiter probes its store first (one peek, consuming nothing); a busy one does not', async () => {
+      const { store, rt, limiter } = scriptedLimiter({});
+      const idle = await limiter.health();
+      expect(idle).toMatchObject({ status: 'ok', probed: true });
+      expect(store.received).toBe(1);
+      expect((await limiter.health()).probed).toBe(false);
+      await rt.advance(1_001);
+      expect((await limiter.health()).probed).toBe(true);
+      expect(store.received).toBe(2);
+      // A probe the store never answers: health() still answers, at the deadline, and says the store is down.
+      store.behave('never');
+      await rt.advance(1_001);
+      const probing = limiter.health();
+      await rt.advance(250);
+      expect(await probing).toMatchObject({ status: 'down', probed: true, lastError: { kind: 'timeout' } });
     });
   });
 });

@@ -36,3 +36,4 @@ export { sseEvents, sseReadable, sseWebStream, streamPlan } from './sse';
 export { budgetConformance } from './budget-conformance';
 export { exampleSmoke } from './example-smoke';
 export { closeAfterEach, eventually, type Closable } from './lifecycle';
+export { ScriptedStore, scripted, scriptedStore, scriptedLimiter, type Cue, type Fault, type ConnectionState } from './scripted-store';

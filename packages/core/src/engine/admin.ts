@@ -4,10 +4,9 @@ import { encodeIdentifier, type KeyScheme } from '../scripts/keys';
 import type { Store } from '../stores/types';
 import type { ResolvedOptions } from './options';
 import { evictEverywhere } from './block-cache';
-import type { Uncounted } from './uncounted';
-import { uncountedByUnit } from './units';
+import type { OpenAccount } from './open-account';
 import { nowOf, type PlanState } from './plan';
-import { assertCheckable } from './overrides';
+import { assertCheckable } from './override-identifiers';
 
 export interface BlockOptions {
   /** Required and finite: ms or a duration string. */
@@ -22,7 +21,8 @@ export interface AdminParts {
   readonly keys: KeyScheme;
   /** The default plan: its planner validates identifiers and pads the index's time arguments. */
   readonly main: PlanState;
-  readonly uncounted: Uncounted | undefined;
+  /** With `failure: 'open'` on a remote store: what the policy admitted (open-account.ts). */
+  readonly open: OpenAccount | undefined;
 }
 
 /** A store call of an admin operation (or a refund): a failure as a StoreError, a rejected command included. */
@@ -46,7 +46,7 @@ export async function reset(parts: AdminParts, identifiers: string | readonly st
     return opts.lockout ? [keys.state(enc), keys.lockout(enc)] : [keys.state(enc)];
   });
   evictEverywhere(opts.prefix, opts.name, ids);
-  if (parts.uncounted) uncountedByUnit.forget(parts.uncounted, ids, parts.main.planner.allUnits);
+  parts.open?.forget(ids, parts.main.planner.allUnits);
   await storeCall(() => store.delete(stateKeys));
 }
 

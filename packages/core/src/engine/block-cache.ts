@@ -34,7 +34,7 @@ interface Entry extends Placed {
  * cost, cost 0 included, but is re-checked every second.
  * What a check that cannot reach the store asks (known()) is wider: every denial, lockouts included, and an
  * identifier the store's last admission left with less than that check's cost, until its window replenishes.
- * Bounded LRU (Map insertion order); expiry on the limiter's clock: performance.now() in production.
+ * Bounded LRU (Map insertion order); expiry on the limiter's clock: its runtime's monotonic one in production.
  */
 export class BlockCache {
   private readonly entries = new Map<string, Entry>();

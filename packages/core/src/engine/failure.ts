@@ -5,9 +5,8 @@ import { privateMemoryStore, type MemoryStore } from '../stores/memory';
 import type { ResolvedOptions } from './options';
 import type { Events } from './events';
 import type { HealthRecorder } from './health';
-import type { NoRoom, Uncounted } from './uncounted';
-import { cacheCost, callCost, decodeCall, nowOf, type Call } from './plan';
-import { uncountedByUnit } from './units';
+import type { OpenAccount } from './open-account';
+import { cacheCost, decodeCall, nowOf, type Call } from './plan';
 
 /**
  * A limiter's failure policy (the `failure` option): what a check answers when the store did not, and what
@@ -25,8 +24,8 @@ export class StoreFailures {
     private readonly opts: ResolvedOptions,
     private readonly recorder: HealthRecorder,
     private readonly events: Events,
-    /** With `failure: 'open'` on a remote store: the units the policy admitted, per identifier (uncounted.ts). */
-    private readonly uncounted: Uncounted | undefined,
+    /** With `failure: 'open'` on a remote store: what the policy admitted, per identifier (open-account.ts). */
+    private readonly open: OpenAccount | undefined,
   ) {}
 
   /** The store answered: the failure is over (the next one warns again). */
@@ -82,12 +81,9 @@ export class StoreFailures {
     }
     const allowed = policy === 'open';
     // 'open' admits, but never more than a rule's capacity per identifier and window from this process: a
-    // flood's own checks would otherwise be admitted again at every deadline, uncounted (uncounted.ts).
-    const uncounted = allowed ? this.uncounted : undefined;
-    if (uncounted !== undefined) {
-      const none = uncountedByUnit.admit(uncounted, call.ids, callCost(call), call.plan.planner.units, call.plan.planner.rooms, op === 'c');
-      if (none !== undefined) return { ...noRoom(none, call.cost), error };
-    }
+    // flood's own checks would otherwise be admitted again at every deadline, uncounted (open-account.ts).
+    const none = allowed ? this.open?.admit(call, op) : undefined;
+    if (none !== undefined) return { ...none, error };
     const decision: Decision = {
       allowed,
       source: 'fallback',
@@ -103,12 +99,4 @@ export class StoreFailures {
     if (!allowed) decision.reason = 'store-unavailable';
     return decision;
   }
-}
-
-/**
- * A check denied in this process because of what the policy admitted without the store (uncounted.ts):
- * the identifier used its limit here already.
- */
-export function noRoom({ identifier, retryAfterMs }: NoRoom, cost: number): Decision {
-  return localDenial('limit', identifier, retryAfterMs, cost);
 }

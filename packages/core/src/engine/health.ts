@@ -46,14 +46,17 @@ export class HealthRecorder {
   private lastError: LimiterHealth['lastError'];
   lastOkAt: number | undefined;
 
+  /** `wall`: the limiter's runtime's wall clock (kernel/runtime.ts), ms since the epoch. */
+  constructor(readonly wall: () => number) {}
+
   answered(ms: number): void {
     this.rtt[this.count % SAMPLES] = ms;
     this.count++;
-    this.lastOkAt = Date.now();
+    this.lastOkAt = this.wall();
   }
 
   failed(error: StoreError): void {
-    this.lastError = { kind: error.kind, message: error.message, at: Date.now() };
+    this.lastError = { kind: error.kind, message: error.message, at: this.wall() };
   }
 
   /** The report, given whether the store is unreachable right now and the limiter's deadline. */
@@ -64,7 +67,7 @@ export class HealthRecorder {
     const latencyMs = n === 0 ? undefined : { p50: at(0.5), p90: at(0.9), p99: at(0.99), max: at(1), samples: n };
     let status: HealthStatus = 'ok';
     if (remote) {
-      const recent = this.lastError !== undefined && Date.now() - this.lastError.at < RECENT_MS;
+      const recent = this.lastError !== undefined && this.wall() - this.lastError.at < RECENT_MS;
       if (breakerOpen === true || unreachable) status = 'down';
       else if (recent || sorted.filter((ms) => ms > timeoutMs / 2).length >= SLOW_CALLS) status = 'degraded';
     }
@@ -97,7 +100,7 @@ export async function limiterHealth(
 ): Promise<LimiterHealth> {
   const probe = options?.probe ?? true;
   let probed = false;
-  const idleMs = Date.now() - (recorder.lastOkAt ?? 0);
+  const idleMs = recorder.wall() - (recorder.lastOkAt ?? 0);
   if (probe && store.remote && idleMs > 1_000) {
     probed = true;
     // A real call of this limiter's own script, consuming nothing: connection, ACL and scripts at once.

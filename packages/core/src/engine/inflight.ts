@@ -14,9 +14,18 @@
  * units all settled), one per waiting check.
  */
 
-import { deadlines, type Deadline } from '../kernel/deadlines';
-import { afterTurn, realNow } from '../kernel/real-timers';
+import type { Deadline } from '../kernel/deadlines';
+import type { Runtime } from '../kernel/runtime';
 import { Counts } from '../kernel/counts';
+import type { Reply } from '../scripts/reply';
+import type { RunContext } from '../stores/types';
+
+/** Units in flight: one count (a plan of one unit: InFlight) or one per unit (units.ts). */
+export interface Flight<C> {
+  enter(ids: readonly string[], cost: C, budgetMs: number): true | Promise<boolean>;
+  leave(ids: readonly string[], cost: C): void;
+  busy(ids: readonly string[]): boolean;
+}
 
 /** A waiting check, and its deadline's entry (kernel/deadlines.ts). */
 interface Waiter extends Deadline {
@@ -33,7 +42,11 @@ export class InFlight {
   /** Per full identifier, its waiters in arrival order (a Set: O(1) removal when one gives up). */
   private readonly queues = new Map<string, Set<Waiter>>();
 
-  constructor(private readonly capacityOf: (id: string) => number) {}
+  constructor(
+    private readonly capacityOf: (id: string) => number,
+    /** Where waiting checks' deadlines run (kernel/runtime.ts). */
+    private readonly runtime: Runtime,
+  ) {}
 
   /**
    * Counts a check's units in: true when done at once; else a promise of true once counted, or false when
@@ -62,9 +75,9 @@ export class InFlight {
         lane: undefined,
         prev: undefined,
         next: undefined,
-        expire: () => afterTurn(giveUp),
+        expire: () => this.runtime.afterTurn(giveUp),
       };
-      deadlines.add(waiter, budgetMs, realNow());
+      this.runtime.deadlines.add(waiter, budgetMs, this.runtime.now());
       this.queueOf(full).add(waiter);
     });
   }
@@ -112,7 +125,7 @@ export class InFlight {
         this.queueOf(full).add(waiter);
         continue;
       }
-      deadlines.remove(waiter);
+      this.runtime.deadlines.remove(waiter);
       this.add(waiter.ids, waiter.cost);
       waiter.resolve(true);
     }
@@ -130,5 +143,68 @@ export class InFlight {
 
   private dropEmpty(id: string): void {
     if (this.queues.get(id)?.size === 0) this.queues.delete(id);
+  }
+}
+
+/**
+ * One check on its way to a remote store, as the store takes it (its RunContext): for a consuming check, its
+ * place among its identifiers' units in flight, left as soon as the store is done with the command (Redis
+ * answered, the command failed, or it counted as lost at a silent deadline); whether other checks of its
+ * identifiers were in flight beside it (a flood, whose admissions by Redis `failure: 'open'` counts too:
+ * engine/open-account.ts); and a reply that came after the deadline, handed to `onLate` (what it teaches the
+ * block cache). One object and its one callback per check: what the context and the closure of a check were.
+ */
+export class Passage<C, S> implements RunContext {
+  now = 0;
+  budgetMs = 0;
+  readonly settled: (reply: Reply | undefined, late: boolean) => void;
+  /** Whether it holds its place among the units in flight (entered, not left yet). */
+  private held = false;
+  /** Other checks of its identifiers were in flight when it entered or when it left. */
+  private crowded: boolean;
+
+  constructor(
+    /** The units in flight it takes a place among (a consuming check); undefined for a check that takes none. */
+    private readonly flight: Flight<C> | undefined,
+    private readonly ids: readonly string[],
+    private readonly cost: C,
+    /** Whether floods are watched (`failure: 'open'`); `flood` is false without. */
+    private readonly watch: boolean,
+    private readonly subject: S,
+    private readonly onLate: (subject: S, reply: Reply) => void,
+  ) {
+    this.crowded = watch && flight !== undefined && flight.busy(ids);
+    this.settled = (reply, late) => {
+      this.leave();
+      if (late && reply !== undefined) this.onLate(this.subject, reply);
+    };
+  }
+
+  /** Whether it takes a place among the units in flight. */
+  get counted(): boolean {
+    return this.flight !== undefined;
+  }
+
+  /** Takes its place: true at once, or a promise of whether it got one within `budgetMs` (nothing held if not). */
+  enter(budgetMs: number): true | Promise<boolean> {
+    const entered = this.flight!.enter(this.ids, this.cost, budgetMs);
+    if (entered === true) return (this.held = true);
+    return entered.then((ok) => (this.held = ok));
+  }
+
+  /** Leaves its place (once; a no-op when it holds none), noting whether others of its identifiers are still in flight. */
+  leave(): void {
+    if (!this.held) return;
+    this.held = false;
+    this.flight!.leave(this.ids, this.cost);
+    if (this.watch && !this.crowded) this.crowded = this.flight!.busy(this.ids);
+  }
+
+  /**
+   * Whether other checks of its identifiers were in flight beside it: when it entered, when it left or now
+   * (their replies may have come in the same read as its own and left before it resumed).
+   */
+  get flood(): boolean {
+    return this.watch && (this.crowded || (this.flight !== undefined && this.flight.busy(this.ids)));
   }
 }

@@ -1,7 +1,5 @@
 import { ArgumentError, ConfigError, describeValue } from '../kernel/errors';
-import { shared } from '../kernel/state';
-import { ANY_IPV6_KEYING, identifierMistake, type Ipv6Keying } from '../config/list-entry';
-import { parseDuration, type Rule, type RuleInput } from '../config/rules';
+import { parseDuration, type Rule } from '../config/rules';
 import { overridesKey, overridesVersionKey } from '../scripts/keys';
 import { RedisStore } from '../stores/redis';
 import type { Store } from '../stores/types';
@@ -9,71 +7,32 @@ import type { ResolvedOptions } from './options';
 import { RuleSets, resolveExtraRules } from './rule-sets';
 import { describeRules } from './operator';
 import type { PlanState } from './plan';
+import { checkOverrideIdentifier, checkSettable } from './override-identifiers';
+import { OverrideRefresh, READ_LUA } from './override-refresh';
+import {
+  parseStored,
+  type LimiterOverrides,
+  type Override,
+  type OverrideInput,
+  type OverrideSetOptions,
+  type Stored,
+} from './override-types';
+
+export type { LimiterOverrides, Override, OverrideInput, OverrideSetOptions } from './override-types';
+
+export { MAX_OVERRIDE_IDENTIFIER, checkOverrideIdentifier, noteIpv6Keying } from './override-identifiers';
 
 /*
  * Per-identifier overrides (docs/overrides.md): one identifier checked under a plan of the limiter, or under
  * rules of its own, until an optional expiry. Kept in Redis in one hash per limiter, `<prefix>:!o:{<prefix>}:
  * <name>` (identifier -> JSON), with a version beside it that every change increments (scripts/keys.ts);
- * without `redis`, in this process. The limiter keeps them in process: loaded at its first check (which
- * waits for that one read), then refreshed every `refreshMs` by one script call that answers the hash only
- * when the version moved. A check never reads Redis for them, except while the limiter has never read them
- * (Redis was unreachable at its first check): the first check that finds the client connected again waits
- * for a read, as the first check did. Redis down: the last loaded stay in force.
+ * without `redis`, in this process. The limiter keeps them in process (this table): loaded at its first
+ * check, then refreshed every `refreshMs` (override-refresh.ts). A check never reads Redis for them, except
+ * while the limiter has never read them. Redis down: the last loaded stay in force.
  */
-
-/** What an override gives its identifier: one of the limiter's plans, or rules of its own (as `limits` takes them). */
-export type OverrideInput = { plan: string; limits?: never } | { limits: RuleInput | RuleInput[]; plan?: never };
-
-export interface OverrideSetOptions {
-  /** How long it applies: ms or a duration string ('1h'), up to a year. Default: until deleted. */
-  ttl?: number | string;
-}
-
-/** An override as stored: its plan or its rules (window in ms), and when it ends (ms since the epoch). */
-export interface Override {
-  identifier: string;
-  plan?: string;
-  limits?: RuleInput[];
-  expiresAt?: number;
-  /**
-   * Present when this limiter does not apply the override, and why: a plan it does not have (written before
-   * the plan was removed, or by another version), or rules it cannot run. Its checks of the identifier run
-   * as without an override; delete it, or set it again.
-   */
-  ignored?: string;
-}
-
-/** limiter.overrides: set, read and delete the limiter's overrides (in Redis, or in process without `redis`). */
-export interface LimiterOverrides {
-  /** Whether the limiter applies overrides (the `overrides` option). The methods reject with a ConfigError when not. */
-  readonly enabled: boolean;
-  /** Sets (or replaces) the identifier's override; this process applies it at once, the others within `refreshMs`. */
-  set(identifier: string, override: OverrideInput, options?: OverrideSetOptions): Promise<void>;
-  /** The identifier's override in force, read from the store (not the process's copy); `ignored` says when this limiter does not apply it. */
-  get(identifier: string): Promise<Override | undefined>;
-  /** Every override in force, by identifier; `ignored` on those this limiter does not apply. */
-  list(): Promise<Override[]>;
-  /** Removes the identifier's override: true when it had one in force. */
-  delete(identifier: string): Promise<boolean>;
-  /** Reads the store now instead of at the next refresh (the next check applies what it found). */
-  refresh(): Promise<void>;
-}
 
 /** The deadline of set, get, list and delete: an operator's call, as block() and unblock() have (stores/redis.ts). */
 const ADMIN_BUDGET_MS = 2_000;
-
-/** Longest identifier an override takes (the hash field is the identifier itself). */
-export const MAX_OVERRIDE_IDENTIFIER = 512;
-
-/*
- * KEYS[1] the overrides hash, KEYS[2] its version; ARGV[1] the version this process holds.
- * Reply: { version } when it is still that one, else { version, field, value, field, value, ... }.
- */
-const READ_LUA = `local v = redis.call('GET', KEYS[2]) or '0'
-if v == ARGV[1] then return { v } end
-local out = redis.call('HGETALL', KEYS[1])
-table.insert(out, 1, v)
-return out`;
 
 /*
  * KEYS[1] the overrides hash, KEYS[2] its version; ARGV[1] identifier, ARGV[2] its override (JSON; '' removes
@@ -91,62 +50,6 @@ local had = redis.call('HEXISTS', KEYS[1], ARGV[1])
 if ARGV[2] == '' then redis.call('HDEL', KEYS[1], ARGV[1]) else redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end
 redis.call('INCR', KEYS[2])
 return had`;
-
-/** A control character, a lone surrogate or a line separator: never in an identifier an override names. */
-// eslint-disable-next-line no-control-regex
-const HOSTILE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
-/*
- * How the adapters checking a limiter key IPv6 clients (`ipv6Subnet`), by `<prefix>:<name>` (limiters of one
- * prefix and name share their keys, hence their identifiers): what set() accepts of an `ip:` identifier.
- * A limiter no adapter checks (core alone, the command line's) accepts every form an adapter may hold.
- */
-const keyings = shared('ipv6Keyings', () => new Map<string, Set<Ipv6Keying>>());
-
-/** An adapter checks `limiter` with this `ipv6Subnet` (http/http-limiter.ts). */
-export function noteIpv6Keying(limiter: { prefix?: unknown; name?: unknown }, keying: Ipv6Keying): void {
-  if (typeof limiter.prefix !== 'string' || typeof limiter.name !== 'string') return;
-  const id = `${limiter.prefix}:${limiter.name}`;
-  const set = keyings.get(id) ?? new Set();
-  keyings.set(id, set.add(keying));
-}
-
-/**
- * An identifier set() may give an override: checkOverrideIdentifier's, and none that names an address in a
- * form no check of this limiter holds (config/list-entry.ts): a bare address, another spelling, a range,
- * an IPv6 address the adapters key by its network. Refused with the identifier meant; get() and delete()
- * take any, so that an override stored before stays reachable.
- */
-function checkSettable(identifier: unknown, prefix: string, name: string): string {
-  const id = checkOverrideIdentifier(identifier);
-  assertCheckable(id, prefix, name, "an override's identifier", 'apply it');
-  return id;
-}
-
-/**
- * Refuses an identifier an operator gave (an override's, a block's, a reset's) that names a client's address
- * in a form no check of this limiter holds, with the identifier meant: `what` names it, `effect` says what
- * no check would do (config/list-entry.ts, identifierMistake).
- */
-export function assertCheckable(id: string, prefix: string, name: string, what: string, effect: string): void {
-  const mistake = identifierMistake(id, [...(keyings.get(`${prefix}:${name}`) ?? ANY_IPV6_KEYING)]);
-  if (mistake === undefined) return;
-  const meant = mistake.meant === undefined ? '' : `: did you mean ${JSON.stringify(mistake.meant)}?`;
-  throw new ArgumentError(`${what} ${describeValue(id)} ${mistake.why}, so no check would ${effect}${meant}`);
-}
-
-/** An identifier an override may name: a string of 1 to 512 characters without control characters. */
-export function checkOverrideIdentifier(identifier: unknown): string {
-  if (typeof identifier !== 'string' || identifier.length === 0 || identifier.length > MAX_OVERRIDE_IDENTIFIER) {
-    throw new ArgumentError(
-      `an override's identifier must be a string of 1 to ${MAX_OVERRIDE_IDENTIFIER} characters; got ${describeValue(identifier)}`,
-    );
-  }
-  if (HOSTILE.test(identifier)) {
-    throw new ArgumentError(`an override's identifier must not hold control characters; got ${JSON.stringify(identifier)}`);
-  }
-  return identifier;
-}
 
 /** An override applied by checks: its plan (a named one, or its rule set compiled), until `expiresAt`. */
 interface InForce {
@@ -166,20 +69,8 @@ export class OverrideTable implements LimiterOverrides {
   private readonly redis: RedisStore | undefined;
   private readonly hashKey: string;
   private readonly versionKey: string;
-  /** The version of the hash the map was built from ('' before the first read). */
-  private version = '';
-  /** The first read, while it runs; checks wait for it. */
-  private first: Promise<void> | undefined;
-  private started = false;
-  /** Whether a read ever succeeded. */
-  private loaded = false;
-  /** Never loaded, and the last read failed while the client was not connected: the next check that finds it connected reads. */
-  private awaitingConnection = false;
-  private reading: Promise<void> | undefined;
-  /** This process's writes so far: a read sent before one of them may miss it, and is not applied. */
-  private writes = 0;
-  private timer: ReturnType<typeof setTimeout> | undefined;
-  private closed = false;
+  /** With Redis: the first read and the refreshes. */
+  private readonly refreshes: OverrideRefresh | undefined;
 
   constructor(
     private readonly opts: ResolvedOptions,
@@ -191,6 +82,10 @@ export class OverrideTable implements LimiterOverrides {
     this.redis = store instanceof RedisStore ? store : undefined;
     this.hashKey = overridesKey(opts.prefix, opts.name);
     this.versionKey = overridesVersionKey(opts.prefix, opts.name);
+    this.refreshes =
+      this.redis && this.enabled
+        ? new OverrideRefresh(this.redis, [this.hashKey, this.versionKey], opts, (reply) => this.rebuild(reply))
+        : undefined;
   }
 
   /**
@@ -211,33 +106,9 @@ export class OverrideTable implements LimiterOverrides {
     return undefined;
   }
 
-  /**
-   * At a check: starts the first read and the refreshes; the first read while it runs (the check waits for
-   * it). A limiter that never read them because Redis was unreachable reads again at the first check that
-   * finds the client connected, and that check (with those arriving meanwhile) waits for the read: a process
-   * started during an outage applies the overrides from its first check Redis answers, not a refresh later.
-   */
+  /** At a check: the first read of the overrides while it runs (override-refresh.ts); the check waits for it. */
   pending(): Promise<void> | undefined {
-    if (this.redis === undefined) {
-      this.started = true;
-      return undefined;
-    }
-    if (!this.started) {
-      this.started = true;
-      this.first = this.firstRead().finally(() => this.schedule());
-    } else if (this.first === undefined && this.awaitingConnection && this.redis.connected) {
-      // Once per reconnection: a read that fails now, connected, is left to the refreshes.
-      this.awaitingConnection = false;
-      this.first = this.firstRead();
-    }
-    return this.first;
-  }
-
-  /** A read checks wait for, with the limiter's deadline. */
-  private firstRead(): Promise<void> {
-    return this.read(true).finally(() => {
-      this.first = undefined;
-    });
+    return this.refreshes?.pending();
   }
 
   async set(identifier: string, override: OverrideInput, options?: OverrideSetOptions): Promise<void> {
@@ -256,7 +127,7 @@ export class OverrideTable implements LimiterOverrides {
     } else await this.redis.script('overrides', WRITE_LUA, [this.hashKey, this.versionKey], [id, json, this.now()], ADMIN_BUDGET_MS);
     // This process at once; the others at their next refresh.
     const plan = value.rules === undefined ? this.byName.get(value.stored.plan!) : this.ruleSets.plan(value.rules, 'override');
-    this.writes++;
+    this.refreshes?.wrote();
     if (plan !== undefined) this.inForce.set(id, { plan, expiresAt });
   }
 
@@ -274,7 +145,7 @@ export class OverrideTable implements LimiterOverrides {
   async delete(identifier: string): Promise<boolean> {
     this.assertEnabled();
     const id = checkOverrideIdentifier(identifier);
-    this.writes++;
+    this.refreshes?.wrote();
     this.inForce.delete(id);
     if (this.redis === undefined) {
       const had = this.live(this.local.get(id));
@@ -287,15 +158,11 @@ export class OverrideTable implements LimiterOverrides {
 
   async refresh(): Promise<void> {
     this.assertEnabled();
-    if (this.redis === undefined) return;
-    // Before any check: the first read, which starts the refreshes.
-    if (!this.started) return this.pending();
-    await this.read(true);
+    await this.refreshes?.refresh();
   }
 
   close(): void {
-    this.closed = true;
-    clearTimeout(this.timer);
+    this.refreshes?.close();
   }
 
   private assertEnabled(): void {
@@ -305,7 +172,7 @@ export class OverrideTable implements LimiterOverrides {
   }
 
   private now(): number {
-    return this.opts.clock ? this.opts.clock() : Date.now();
+    return this.opts.clock ? this.opts.clock() : this.opts.runtime.wall();
   }
 
   private expiry(options: OverrideSetOptions | undefined): number | undefined {
@@ -387,54 +254,13 @@ export class OverrideTable implements LimiterOverrides {
     return out.sort((a, b) => (a.identifier < b.identifier ? -1 : a.identifier > b.identifier ? 1 : 0));
   }
 
-  /** Reads the hash when its version moved, and rebuilds the map; a failure keeps the map as it is. */
-  private read(first: boolean): Promise<void> {
-    if (this.reading) return this.reading;
-    const redis = this.redis!;
-    const keys = [this.hashKey, this.versionKey];
-    // The first read with the limiter's deadline (a check waits for it); refreshes only while connected.
-    const reply = first
-      ? redis.script('overrides', READ_LUA, keys, [this.version], this.opts.timeoutMs)
-      : redis.sideWrite(READ_LUA, keys, [this.version]);
-    const writes = this.writes;
-    // A reply sent before this process's own write may not hold it: the next refresh reads again.
-    this.reading = reply
-      .then((r) => (writes === this.writes ? this.apply(r as string[]) : undefined))
-      .catch(() => {
-        // Never read, and Redis unreachable: the first check after it connects reads (pending()).
-        if (!this.loaded && !redis.connected) this.awaitingConnection = true;
-      })
-      .finally(() => {
-        this.reading = undefined;
-      });
-    return this.reading;
-  }
-
-  /**
-   * The next refresh. The timer holds the table weakly: a limiter nobody references (never closed) is
-   * collected with its table, and its refreshes stop (registry.ts frees its name the same way).
-   */
-  private schedule(): void {
-    if (this.closed) return;
-    const ref = new WeakRef(this);
-    this.timer = setTimeout(() => ref.deref()?.refreshNow(), this.opts.overridesRefreshMs);
-    this.timer.unref?.();
-  }
-
-  private refreshNow(): void {
-    void this.read(false).finally(() => this.schedule());
-  }
-
   /**
    * A read's reply: the map rebuilt from the hash (entries this version cannot apply are skipped, with a
    * warning). The rule sets no stored override uses any more are freed before the new ones are compiled,
    * as the setting process does: an override replaced at the bound on rule sets is the 256th set here too,
    * never the 257th, whatever order the processes free and compile in.
    */
-  private apply(reply: readonly string[]): void {
-    const version = String(reply[0]);
-    this.loaded = true;
-    if (reply.length === 1 && version === this.version) return;
+  private rebuild(reply: readonly string[]): void {
     const read: [string, Reading, number | undefined][] = [];
     const used = new Set<string>();
     const now = this.now();
@@ -453,7 +279,6 @@ export class OverrideTable implements LimiterOverrides {
       if (plan !== undefined) next.set(id, { plan, expiresAt });
     }
     this.inForce = next;
-    this.version = version;
   }
 
   /** A stored override as this limiter reads it: its plan, its rules validated here, or why it is ignored. */
@@ -489,25 +314,4 @@ export class OverrideTable implements LimiterOverrides {
     );
     return undefined;
   }
-}
-
-/** An override as the hash holds it: without its identifier (the field) and without `ignored` (this limiter's reading). */
-type Stored = Omit<Override, 'identifier' | 'ignored'>;
-
-/** A stored override's JSON, or undefined when it is not one. */
-function parseStored(json: string): Stored | undefined {
-  let o: unknown;
-  try {
-    o = JSON.parse(json);
-  } catch {
-    return undefined;
-  }
-  if (typeof o !== 'object' || o === null) return undefined;
-  const { plan, limits, expiresAt } = o as Record<string, unknown>;
-  if (expiresAt !== undefined && typeof expiresAt !== 'number') return undefined;
-  if (typeof plan === 'string' && limits === undefined) return { plan, ...(expiresAt === undefined ? {} : { expiresAt }) };
-  if (Array.isArray(limits) && plan === undefined) {
-    return { limits: limits as RuleInput[], ...(expiresAt === undefined ? {} : { expiresAt }) };
-  }
-  return undefined;
 }

@@ -4,11 +4,12 @@ import { decodeReply, type Reply } from '../scripts/reply';
 import type { KeyScheme } from '../scripts/keys';
 import { createProgram, type Program } from '../scripts/compiler';
 import type { Store } from '../stores/types';
+import type { Runtime } from '../kernel/runtime';
 import { ClusterStore } from '../stores/cluster';
 import type { ResolvedOptions } from './options';
 import { BlockCache } from './block-cache';
 import { CallPlanner, type Prepared } from './call-plan';
-import { InFlight } from './inflight';
+import { InFlight, type Flight } from './inflight';
 import { UnitsInFlight, type CallCost } from './units';
 
 /**
@@ -27,14 +28,7 @@ export interface PlanState {
    */
   readonly cache: BlockCache | undefined;
   /** Units of checks in flight to Redis, per identifier, capped by this plan's capacities (inflight.ts). */
-  readonly inflight: Flight | undefined;
-}
-
-/** Units in flight: one count (a plan of one unit, inflight.ts) or one per unit (units.ts). */
-export interface Flight {
-  enter(ids: readonly string[], cost: CallCost, budgetMs: number): true | Promise<boolean>;
-  leave(ids: readonly string[], cost: CallCost): void;
-  busy(ids: readonly string[]): boolean;
+  readonly inflight: Flight<CallCost> | undefined;
 }
 
 /** A prepared check and the plan it runs under. */
@@ -64,16 +58,16 @@ export function createPlan(opts: ResolvedOptions, keys: KeyScheme, store: Store,
     program: createProgram(opts.algorithm, rules, opts.refunds, opts.lockout),
     cache:
       store.remote && opts.blockCacheMax > 0
-        ? new BlockCache(opts.prefix, opts.name, opts.blockCacheMax, opts.clock ?? (() => performance.now()), opts.lockout !== undefined)
+        ? new BlockCache(opts.prefix, opts.name, opts.blockCacheMax, opts.clock ?? opts.runtime.now, opts.lockout !== undefined)
         : undefined,
-    inflight: store.remote ? flightOf(planner) : undefined,
+    inflight: store.remote ? flightOf(planner, opts.runtime) : undefined,
   };
 }
 
 /** Units in flight for a plan: one count when its rules count one unit, else one per unit. */
-function flightOf(planner: CallPlanner): Flight {
-  if (planner.units.length === 1) return new InFlight((id) => planner.capacity(id));
-  return new UnitsInFlight(planner.units, (id, unit) => planner.capacityOf(id, unit));
+function flightOf(planner: CallPlanner, runtime: Runtime): Flight<CallCost> {
+  if (planner.units.length === 1) return new InFlight((id) => planner.capacity(id), runtime);
+  return new UnitsInFlight(planner.units, (id, unit) => planner.capacityOf(id, unit), runtime);
 }
 
 /** A call's reply as a decision of its plan's rules. */
@@ -87,7 +81,7 @@ export const callCost = (call: Prepared): CallCost => call.costs ?? call.cost;
 /** A call's cost as the block cache keys it: the number, or the script's cost argument. */
 export const cacheCost = (call: Prepared): number | string => call.costs?.arg ?? call.cost;
 
-/** The time the store's scripts are given: the limiter's clock when it has one, else the wall clock. */
+/** The time the store's scripts are given: the limiter's clock when it has one, else its runtime's wall clock. */
 export function nowOf(opts: ResolvedOptions): number {
-  return opts.clock ? opts.clock() : Date.now();
+  return opts.clock ? opts.clock() : opts.runtime.wall();
 }

@@ -4,6 +4,10 @@ import { adapterOf, assertClient, scriptOf, type RedisClient } from '../stores/c
 import { clearMemoryStores } from '../stores/memory';
 import { clearEverywhere } from './block-cache';
 import { clearMemoryLeases } from './concurrency/memory-leases';
+import type { Runtime } from '../kernel/runtime';
+import type { Store } from '../stores/types';
+import { resolveOptions, type LimiterOptions } from './options';
+import { FloodgateLimiter, type Limiter } from './limiter';
 
 /*
  * What an application's own tests need of Floodgate (docs/testing.md): a clock the test drives, a prefix
@@ -112,4 +116,17 @@ export async function resetPrefix(prefix: string, options: { redis?: RedisClient
     );
   }
   return Number(await client.evalScript(scriptOf('reset_prefix', FORGET_LUA), [], [`${globEscape(prefix)}:*`]));
+}
+
+/**
+ * Floodgate's own tests (@internal): a limiter on `runtime` (a virtual one: kernel/virtual-runtime.ts) and,
+ * given `store`, on that store in place of the one its options make. A remote store stands in for `redis`:
+ * the options only a Redis store reads (`failure`, `timeoutMs`) are taken without a client, and the
+ * limiter's guards (units in flight, the block cache, the failure policy) run as they do on Redis.
+ */
+export function createLimiterOn(options: LimiterOptions, seam: { runtime?: Runtime; store?: Store }): Limiter {
+  if (seam.store !== undefined && options.redis !== undefined) {
+    throw new ArgumentError('createLimiterOn: give either a store or `redis`, not both');
+  }
+  return new FloodgateLimiter(resolveOptions(options, [], { runtime: seam.runtime, remote: seam.store?.remote }), seam.store);
 }

@@ -1,8 +1,6 @@
 import { ArgumentError, describeValue } from '../kernel/errors';
-import type { PairState } from '../kernel/decision';
-import { DEFAULT_UNIT } from '../config/rules';
+import type { Runtime } from '../kernel/runtime';
 import { InFlight } from './inflight';
-import type { NoRoom, RuleRoom, Uncounted } from './uncounted';
 
 /*
  * A call's cost when a plan's rules count several units (docs/budgets.md): what the engine keeps of it, how
@@ -76,7 +74,7 @@ export const costScalar = (cost: CallCost): number => (typeof cost === 'number' 
 export const costPositive = (cost: CallCost): boolean => (typeof cost === 'number' ? cost > 0 : cost.list.some((n) => n > 0));
 
 /** The per-unit cost of `cost` as a list over `units` (a number: the same for each). */
-const listOf = (cost: CallCost, units: readonly string[]): readonly number[] =>
+export const listOf = (cost: CallCost, units: readonly string[]): readonly number[] =>
   typeof cost === 'number' ? units.map(() => cost) : cost.list;
 
 /**
@@ -90,17 +88,18 @@ export class UnitsInFlight {
   constructor(
     private readonly units: readonly string[],
     capacityOf: (id: string, unit: string) => number,
+    private readonly runtime: Runtime,
   ) {
-    this.parts = units.map((unit) => new InFlight((id) => capacityOf(id, unit)));
+    this.parts = units.map((unit) => new InFlight((id) => capacityOf(id, unit), runtime));
   }
 
   enter(ids: readonly string[], cost: CallCost, budgetMs: number): true | Promise<boolean> {
-    return this.from(0, ids, listOf(cost, this.units), budgetMs, performance.now());
+    return this.from(0, ids, listOf(cost, this.units), budgetMs, this.runtime.now());
   }
 
   private from(k: number, ids: readonly string[], list: readonly number[], budgetMs: number, started: number): true | Promise<boolean> {
     for (; k < this.parts.length; k++) {
-      const entered = this.parts[k]!.enter(ids, list[k]!, budgetMs - (performance.now() - started));
+      const entered = this.parts[k]!.enter(ids, list[k]!, budgetMs - (this.runtime.now() - started));
       if (entered === true) continue;
       const at = k;
       return entered.then((ok) => {
@@ -123,92 +122,3 @@ export class UnitsInFlight {
     return this.parts.some((p) => p.busy(ids));
   }
 }
-
-/*
- * What 'open' admitted (uncounted.ts), per unit: one Uncounted holds them all, an identifier's units of
- * another unit than requests under its own key (`<id>\0<unit>`), each against its own unit's rules.
- */
-type Rooms = (id: string) => readonly RuleRoom[];
-const keyOf = (id: string, unit: string): string => (unit === DEFAULT_UNIT ? id : `${id}\u0000${unit}`);
-const idOf = (key: string): string => {
-  const z = key.indexOf('\u0000');
-  return z === -1 ? key : key.slice(0, z);
-};
-const unitRooms =
-  (rooms: Rooms, unit: string): Rooms =>
-  (key) =>
-    rooms(idOf(key)).filter((r) => (r.unit ?? DEFAULT_UNIT) === unit);
-const unmap = (none: NoRoom | undefined): NoRoom | undefined => none && { ...none, identifier: idOf(none.identifier) };
-
-/** Whether a call is of the plain kind: one unit, requests (every call before units): the inner methods, unchanged. */
-const plain = (units: readonly string[]): boolean => units.length === 1 && units[0] === DEFAULT_UNIT;
-
-export const uncountedByUnit = {
-  full(u: Uncounted, ids: readonly string[], cost: CallCost, units: readonly string[], rooms: Rooms): NoRoom | undefined {
-    // Nothing the policy admitted: nothing to refuse, and nothing to map per unit first.
-    if (!u.holdsUncounted) return undefined;
-    if (plain(units)) return u.full(ids, cost as number, rooms);
-    const list = listOf(cost, units);
-    for (let k = 0; k < units.length; k++) {
-      const none = u.full(
-        ids.map((id) => keyOf(id, units[k]!)),
-        list[k]!,
-        unitRooms(rooms, units[k]!),
-      );
-      if (none !== undefined) return unmap(none);
-    }
-    return undefined;
-  },
-  admit(u: Uncounted, ids: readonly string[], cost: CallCost, units: readonly string[], rooms: Rooms, record: boolean): NoRoom | undefined {
-    if (plain(units)) return u.admit(ids, cost as number, rooms, record);
-    const list = listOf(cost, units);
-    // Every unit has room before any is noted.
-    for (let k = 0; k < units.length; k++) {
-      const none = u.admit(
-        ids.map((id) => keyOf(id, units[k]!)),
-        list[k]!,
-        unitRooms(rooms, units[k]!),
-        false,
-      );
-      if (none !== undefined) return unmap(none);
-    }
-    if (record)
-      units.forEach((unit, k) =>
-        u.admit(
-          ids.map((id) => keyOf(id, unit)),
-          list[k]!,
-          unitRooms(rooms, unit),
-          true,
-        ),
-      );
-    return undefined;
-  },
-  over(u: Uncounted, states: readonly PairState[], pending: CallCost, units: readonly string[]): NoRoom | undefined {
-    if (!u.holdsUncounted) return undefined;
-    if (plain(units)) return u.over(states, pending as number);
-    const list = listOf(pending, units);
-    for (let k = 0; k < units.length; k++) {
-      const mine = states
-        .filter((s) => (s.unit ?? DEFAULT_UNIT) === units[k])
-        .map((s) => ({ ...s, identifier: keyOf(s.identifier, units[k]!) }));
-      const none = u.over(mine, list[k]!);
-      if (none !== undefined) return unmap(none);
-    }
-    return undefined;
-  },
-  counted(u: Uncounted, ids: readonly string[], cost: CallCost, units: readonly string[], rooms: Rooms, crowded: boolean): void {
-    if (plain(units)) return u.counted(ids, cost as number, rooms, crowded);
-    const list = listOf(cost, units);
-    units.forEach((unit, k) =>
-      u.counted(
-        ids.map((id) => keyOf(id, unit)),
-        list[k]!,
-        unitRooms(rooms, unit),
-        crowded,
-      ),
-    );
-  },
-  forget(u: Uncounted, ids: readonly string[], units: Iterable<string>): void {
-    for (const unit of units) u.forget(ids.map((id) => keyOf(id, unit)));
-  },
-};

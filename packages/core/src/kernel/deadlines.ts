@@ -1,5 +1,4 @@
 import { realNow, realTimeout } from './real-timers';
-import { shared } from './state';
 
 /*
  * Real-time deadlines on one timer per duration, not one timer each: the deadlines of the commands in flight
@@ -11,17 +10,26 @@ import { shared } from './state';
  * Commands of one budget are queued in the order they start, so each lane is sorted by deadline: its one
  * timer is armed for its first entry, and when it fires it expires every entry that is due and arms again
  * for the next. An entry is taken out in O(1) when its command settles (a doubly linked list through the
- * entries themselves, no allocation per command). Real time, even under a test's fake timers
- * (kernel/real-timers.ts).
+ * entries themselves, no allocation per command). On the timers it is given: a runtime's (kernel/runtime.ts),
+ * real time even under a test's fake timers by default (kernel/real-timers.ts).
  *
- * One queue for the whole process (`deadlines`), so that deadlines of one length set in one order expire in
- * that order: a check waiting for room behind checks due at the same time gives up only after they have
- * settled (and may have let it in), which a timer of its own, set after the lane's, did not promise.
+ * One queue per runtime (the real one's is the whole process's), so that deadlines of one length set in one
+ * order expire in that order: a check waiting for room behind checks due at the same time gives up only
+ * after they have settled (and may have let it in), which a timer of its own, set after the lane's, did not
+ * promise.
  */
+
+/** The clock and timers a queue runs on (a Runtime's: kernel/runtime.ts). */
+export interface Timers {
+  /** Monotonic time in ms. */
+  readonly now: () => number;
+  /** Runs fn once, ms from now; the function returned cancels it. */
+  readonly timeout: (fn: () => void, ms: number) => () => void;
+}
 
 /** A command's place in its lane; `expire` runs once when its deadline passes while still queued. */
 export interface Deadline {
-  /** When it falls due (realNow()). */
+  /** When it falls due (its queue's clock). */
   at: number;
   /** The lane it is queued in, undefined once it is out (expired or cancelled). */
   lane: Lane | undefined;
@@ -50,8 +58,10 @@ const EARLY_MS = 1;
 export class DeadlineQueue {
   private readonly lanes = new Map<number, Lane>();
 
+  constructor(private readonly timers: Timers = { now: realNow, timeout: realTimeout }) {}
+
   /**
-   * Queues `entry` to expire `ms` after `now` (realNow(), read by the caller, who often needs it too). Its
+   * Queues `entry` to expire `ms` after `now` (the queue's clock, read by the caller, who often needs it too). Its
    * `expire` runs from a timer callback, never from inside this call.
    */
   add(entry: Deadline, ms: number, now: number): void {
@@ -90,7 +100,7 @@ export class DeadlineQueue {
   }
 
   private arm(lane: Lane, ms: number): void {
-    lane.cancel = realTimeout(() => this.fire(lane), ms);
+    lane.cancel = this.timers.timeout(() => this.fire(lane), ms);
   }
 
   /** An empty lane goes (budgets that vary call to call must not pile up lanes); a later add makes it again. */
@@ -101,7 +111,7 @@ export class DeadlineQueue {
   }
 
   private fire(lane: Lane): void {
-    const now = realNow();
+    const now = this.timers.now();
     // Still armed while expiring: an entry added meanwhile (by what an expiry set off) is armed for below.
     lane.firing = true;
     for (let e = lane.head; e !== undefined && e.at <= now + EARLY_MS; e = lane.head) {
@@ -115,10 +125,3 @@ export class DeadlineQueue {
     else this.drop(lane);
   }
 }
-
-/**
- * The process's deadlines (see above: one queue, so that equal deadlines keep the order they were set in),
- * shared by every copy of this package the process loads (kernel/state.ts): a limiter of one copy may run
- * on a store another made.
- */
-export const deadlines = shared('deadlines', () => new DeadlineQueue());

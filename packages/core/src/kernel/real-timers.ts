@@ -21,6 +21,7 @@
  *   answers.
  * - realNow() is the real monotonic clock in ms (process.uptime(), which none of them fakes, unlike
  *   performance.now and process.hrtime).
+ * A limiter reads them through its runtime (kernel/runtime.ts): these are the real one's.
  */
 
 type Fn = () => void;
@@ -108,11 +109,12 @@ export function afterTurn(fn: Fn): void {
   });
 }
 
-/** A real-time timer; the returned function cancels it. */
-export function realTimeout(fn: Fn, ms: number): () => void {
+/** A real-time timer; the returned function cancels it. An `unref` one keeps no process alive. */
+export function realTimeout(fn: Fn, ms: number, unref = false): () => void {
   if (!isFake(globalThis.setTimeout)) {
     const clear = globalThis.clearTimeout;
     const timer = globalThis.setTimeout(fn, ms);
+    if (unref) timer.unref?.();
     return () => clear(timer);
   }
   let callback: Fn | undefined = fn;

@@ -4,6 +4,7 @@ import type { Reply } from '../scripts/reply';
 import { scriptOf, type ClientAdapter, type Script } from './clients';
 import type { Flush } from './coalesce';
 import { TurnBatches, type OutgoingBatch } from './turn-batches';
+import { realRuntime, type Runtime } from '../kernel/runtime';
 
 export { BATCH_MAX } from './turn-batches';
 
@@ -170,14 +171,17 @@ export class BatchedReplyError extends Error {
 
 /** Per store: the open batch of each program (and, on a Cluster, of each hash slot). */
 export class Batcher {
-  private readonly batches = new TurnBatches<Program, Pending>((program, batch) => this.send(program, batch));
+  private readonly batches: TurnBatches<Program, Pending>;
   private readonly scripts = new WeakMap<Program, Script>();
 
   /** `slotOf`: on a Cluster, the hash slot of a check's keys (a batch holds checks of one slot only). */
   constructor(
     private readonly client: ClientAdapter,
     private readonly slotOf?: (key: string) => number,
-  ) {}
+    runtime: Runtime = realRuntime,
+  ) {
+    this.batches = new TurnBatches(runtime, (program, batch) => this.send(program, batch));
+  }
 
   /**
    * Queues a check of `program` (on a Cluster, its keys all of one slot); its promise settles with the

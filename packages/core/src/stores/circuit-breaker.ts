@@ -31,7 +31,8 @@ export class CircuitBreaker {
   constructor(
     private readonly threshold = BREAKER_THRESHOLD,
     private readonly probeIntervalMs = PROBE_INTERVAL_MS,
-    // Real time, even under a test's fake timers (kernel/real-timers.ts): an open breaker still probes again.
+    // Its runtime's clock (kernel/runtime.ts): real time by default, even under a test's fake timers
+    // (kernel/real-timers.ts), so an open breaker still probes again.
     private readonly now: () => number = realNow,
   ) {}
 
@@ -86,11 +87,14 @@ export interface ClientHealth {
 // version in the same process keeps its own (kernel/state.ts).
 const health = shared('clientHealth2', () => new WeakMap<object, ClientHealth>());
 
-/** One breaker per client, shared by every limiter on it: a dead Redis is dead for all of them. */
-export function healthOf(client: object): ClientHealth {
+/**
+ * One breaker per client, shared by every limiter on it: a dead Redis is dead for all of them. `now`: the
+ * clock of its probe interval (the runtime's of the first store on the client).
+ */
+export function healthOf(client: object, now: () => number = realNow): ClientHealth {
   let h = health.get(client);
   if (h === undefined) {
-    h = { breaker: new CircuitBreaker(), replies: 0 };
+    h = { breaker: new CircuitBreaker(BREAKER_THRESHOLD, PROBE_INTERVAL_MS, now), replies: 0 };
     health.set(client, h);
   }
   return h;

@@ -1,37 +1,4 @@
 import { StoreError } from '../kernel/errors';
-import { afterTurn, realTimeout } from '../kernel/real-timers';
-
-/**
- * Settles with the store's reply or, after `ms`, with a timeout. When the timer fires, it settles on
- * the next setImmediate so that a reply already sitting in the socket buffer still wins. Real time, even
- * under a test's fake timers (kernel/real-timers.ts).
- */
-export function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    let settled = false;
-    const cancel = realTimeout(() => {
-      afterTurn(() => {
-        if (settled) return;
-        settled = true;
-        reject(new StoreError('timeout', `no reply from Redis within ${Math.round(ms)} ms`));
-      });
-    }, ms);
-    promise.then(
-      (value) => {
-        if (settled) return;
-        settled = true;
-        cancel();
-        resolve(value);
-      },
-      (err: unknown) => {
-        if (settled) return;
-        settled = true;
-        cancel();
-        reject(err);
-      },
-    );
-  });
-}
 
 /** Connection faults as ioredis, node-redis and Valkey GLIDE word them. */
 const CONNECTION_FAULT =

@@ -1,10 +1,10 @@
 import { StoreError } from '../kernel/errors';
-import { afterTurn, realNow } from '../kernel/real-timers';
+import type { Runtime } from '../kernel/runtime';
 import type { Reply } from '../scripts/reply';
 import type { ClientHealth } from './circuit-breaker';
 import type { Flush } from './coalesce';
 import { toStoreError } from './deadline';
-import { deadlines, type Deadline } from '../kernel/deadlines';
+import type { Deadline } from '../kernel/deadlines';
 
 /**
  * Called once when a command is done with: when it settles, even after its caller's deadline, with the reply
@@ -19,8 +19,10 @@ export interface ReadyWaiter {
   fail(err: StoreError): void;
 }
 
-/** What a call needs of its store (stores/redis.ts). */
+/** What a call needs of its store (stores/guarded-store.ts). */
 export interface CallHost {
+  /** Its deadlines, its clock and the end of a turn (kernel/runtime.ts). */
+  readonly runtime: Runtime;
   /** The client's breaker and the count of replies it has had. */
   readonly health: ClientHealth;
   /** Sends `call.send()` with `call`'s deadline and sets `call.flush` to the write the command left in. */
@@ -33,8 +35,8 @@ export interface CallHost {
  * The deadline, readiness and breaker around one command (docs/design.md, "Deadline"): it settles within
  * its budget whatever the server does, is sent at most once, and only connection-level faults feed the
  * client's circuit breaker. When the deadline passes, it settles on the next setImmediate, so that a reply
- * already sitting in the socket buffer still wins. Real time, even under a test's fake timers
- * (kernel/real-timers.ts). One object per command: its deadline entry, its waiter for a first connection
+ * already sitting in the socket buffer still wins. On its store's runtime (kernel/runtime.ts): real time,
+ * even under a test's fake timers (kernel/real-timers.ts), unless a test gave a virtual one. One object per command: its deadline entry, its waiter for a first connection
  * and its state, without a closure each.
  */
 export class GuardedCall<T> implements Deadline, ReadyWaiter {
@@ -42,7 +44,7 @@ export class GuardedCall<T> implements Deadline, ReadyWaiter {
   lane: Deadline['lane'];
   prev: Deadline | undefined;
   next: Deadline | undefined;
-  /** When it was sent (realNow()); undefined while it has not been. */
+  /** When it was sent (the runtime's clock); undefined while it has not been. */
   sentAt: number | undefined;
   /** The write turn it left in (stores/coalesce.ts), set by the host's dispatch. */
   flush: Flush | undefined;
@@ -64,9 +66,9 @@ export class GuardedCall<T> implements Deadline, ReadyWaiter {
     private readonly reject: (err: unknown) => void,
   ) {}
 
-  /** Starts the deadline's clock at `now` (realNow()). */
+  /** Starts the deadline's clock at `now` (the runtime's clock). */
   start(now: number): void {
-    deadlines.add(this, Math.max(this.budgetMs, 0), now);
+    this.host.runtime.deadlines.add(this, Math.max(this.budgetMs, 0), now);
   }
 
   /** Parks the call in `waiters` until the client's first connection (ready() or fail()). */
@@ -76,7 +78,7 @@ export class GuardedCall<T> implements Deadline, ReadyWaiter {
   }
 
   ready(): void {
-    this.go(realNow());
+    this.go(this.host.runtime.now());
   }
 
   fail(err: StoreError): void {
@@ -89,7 +91,7 @@ export class GuardedCall<T> implements Deadline, ReadyWaiter {
     this.finish(err);
   }
 
-  /** Sends, unless the breaker refuses; `now` is realNow(). */
+  /** Sends, unless the breaker refuses; `now` is the runtime's clock. */
   go(now: number): void {
     if (this.done) return;
     const { health } = this.host;
@@ -110,7 +112,7 @@ export class GuardedCall<T> implements Deadline, ReadyWaiter {
 
   /** From the deadline queue: the deadline passed with the call still pending. */
   expire(): void {
-    afterTurn(() => this.timedOut());
+    this.host.runtime.afterTurn(() => this.timedOut());
   }
 
   private answered(value: T): void {
@@ -151,7 +153,7 @@ export class GuardedCall<T> implements Deadline, ReadyWaiter {
     // had the time to answer is a connection fault (docs/design.md, invariant 6).
     const { health } = this.host;
     const writtenAt = this.flush === undefined ? sentAt : this.flush.at;
-    const serverHadMs = writtenAt === undefined ? 0 : realNow() - writtenAt;
+    const serverHadMs = writtenAt === undefined ? 0 : this.host.runtime.now() - writtenAt;
     const progressed = health.replies > this.repliesAtSend || serverHadMs < budgetMs / 2;
     if (progressed) health.breaker.released(this.probe);
     else health.breaker.failed(this.probe);
@@ -177,7 +179,7 @@ export class GuardedCall<T> implements Deadline, ReadyWaiter {
   finish(err: unknown, value?: T): void {
     if (this.done) return;
     this.done = true;
-    deadlines.remove(this);
+    this.host.runtime.deadlines.remove(this);
     if (this.waitingIn !== undefined) {
       this.waitingIn.delete(this);
       this.waitingIn = undefined;

@@ -2,16 +2,15 @@ import type { Program } from '../scripts/compiler';
 import type { Reply, UndoReceipt } from '../scripts/reply';
 import type { Algorithm } from '../scripts/types';
 import { giveBackArgs, giveBackLua } from './give-back';
-import { StoreError } from '../kernel/errors';
-import { healthOf, type ClientHealth } from './circuit-breaker';
+import { healthOf } from './circuit-breaker';
 import type { RunContext, Store } from './types';
 import type { Flush } from './coalesce';
 import { adapterOf, scriptOf, type ClientAdapter, type RedisClient } from './clients';
 import { checkEvictionPolicy } from './eviction';
-import { shared } from '../kernel/state';
 import { indexLua } from '../scripts/block-index';
-import { realNow } from '../kernel/real-timers';
-import { GuardedCall, type CallHost, type ReadyWaiter, type Settled } from './guarded-call';
+import { realRuntime, type Runtime } from '../kernel/runtime';
+import type { GuardedCall } from './guarded-call';
+import { GuardedStore } from './guarded-store';
 import { BATCH_MAX, Batcher } from './batch';
 import { ScriptBatcher } from './script-batch';
 import { keySlot } from '../scripts/keys';
@@ -60,59 +59,32 @@ if was and tonumber(was) > NOW then return 1 end
 return 0
 `;
 
-/** Per client: whether it was ever ready, and the checks waiting for its first connection. */
-interface Connection {
-  everReady: boolean;
-  waiters: Set<ReadyWaiter>;
-  /** Whether the ready/error/close listeners are on the client (once, until the first connection settles). */
-  listening: boolean;
-}
-const connections = shared('connections', () => new WeakMap<object, Connection>());
-
-function connectionOf(client: ClientAdapter): Connection {
-  let c = connections.get(client.target);
-  if (c === undefined) {
-    c = { everReady: client.readiness() === 'ready', waiters: new Set(), listening: false };
-    connections.set(client.target, c);
-  }
-  return c;
-}
-
 /**
  * The store on one Redis client, of any library the client seam knows (stores/clients/). It owns its resilience (docs/design.md, "Deadline"): a call settles
  * within the deadline it is given whatever the server does (never connects, accepts TCP and never answers,
  * is paused, answers -LOADING), it is sent at most once, and only connection-level faults feed the client's
  * circuit breaker.
  */
-export class RedisStore implements Store, CallHost {
+export class RedisStore extends GuardedStore implements Store {
   readonly source = 'redis' as const;
   readonly remote = true;
   protected readonly client: ClientAdapter;
-  readonly health: ClientHealth;
-  private readonly conn: Connection;
-  /** When the command being sent must have left (performance.now()); read by send() (see call()). */
+  /** When the command being sent must have left (the runtime's clock); read by send() (see dispatch()). */
   private deadlineAt = Infinity;
 
   constructor(
     client: RedisClient,
     protected readonly logger: Logger = safeLogger(undefined),
+    runtime: Runtime = realRuntime,
   ) {
-    this.client = adapterOf(client);
+    const adapter = adapterOf(client);
+    // One breaker per client, on the clock of the runtime of the first store made on it.
+    super(adapter, runtime, healthOf(adapter.target, runtime.now));
+    this.client = adapter;
     this.client.logger ??= logger;
-    this.health = healthOf(this.client.target);
-    this.conn = connectionOf(this.client);
     const slotOf = this.client.isCluster ? keySlot : undefined;
-    this.batcher = BATCH_MAX <= 1 ? undefined : new Batcher(this.client, slotOf);
-    this.settles = BATCH_MAX <= 1 ? undefined : new ScriptBatcher(this.client, slotOf);
-  }
-
-  /** Whether the client is connected now (status 'ready'). */
-  get connected(): boolean {
-    return this.client.readiness() === 'ready';
-  }
-
-  get breakerOpen(): boolean {
-    return this.health.breaker.isOpen;
+    this.batcher = BATCH_MAX <= 1 ? undefined : new Batcher(this.client, slotOf, runtime);
+    this.settles = BATCH_MAX <= 1 ? undefined : new ScriptBatcher(this.client, slotOf, runtime);
   }
 
   /**
@@ -230,29 +202,8 @@ export class RedisStore implements Store, CallHost {
     return this.call(() => Promise.all(keys.map((key) => this.client.del(key))), budgetMs).then(() => undefined);
   }
 
-  /** The deadline, readiness and breaker around one command (stores/guarded-call.ts). */
-  private call<T>(send: () => Promise<T>, budgetMs: number, settled?: Settled): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const call = new GuardedCall<T>(this, send, budgetMs, settled, resolve, reject);
-      const now = realNow();
-      call.start(now);
-      const readiness = this.client.readiness();
-      if (readiness === 'ready') {
-        this.conn.everReady = true;
-        call.go(now);
-      } else if (!this.conn.everReady && readiness === 'first-connect') {
-        call.waitIn(this.conn.waiters);
-        this.awaitFirstConnect();
-      } else {
-        // A client that was ready and lost its connection is not waited for: sending would park the
-        // script in the client's offline queue and run it, counted, long after the caller gave up.
-        call.refuse(new StoreError('unavailable', readiness === 'first-connect' ? 'Redis connection is reconnecting' : readiness.down));
-      }
-    });
-  }
-
   /** Sends a call's command with its deadline, and tells it the write turn the command left in (CallHost). */
-  dispatch<T>(call: GuardedCall<T>): Promise<T> {
+  override dispatch<T>(call: GuardedCall<T>): Promise<T> {
     try {
       this.flush = undefined;
       this.deadlineAt = call.sentAt! + call.budgetMs;
@@ -266,26 +217,7 @@ export class RedisStore implements Store, CallHost {
     }
   }
 
-  /** Listens for the client's first `ready`, for the calls parked in its waiters (one set of listeners per client). */
-  private awaitFirstConnect(): void {
-    const conn = this.conn;
-    if (conn.listening) return;
-    conn.listening = true;
-    this.client.onFirstReady((err?: unknown): void => {
-      conn.listening = false;
-      const waiting = [...conn.waiters];
-      conn.waiters.clear();
-      if (err === undefined) {
-        conn.everReady = true;
-        for (const w of waiting) w.ready();
-      } else {
-        const error = new StoreError('unavailable', 'Redis did not become ready', err);
-        for (const w of waiting) w.fail(error);
-      }
-    });
-  }
-
-  checkEviction(): void {
+  override checkEviction(): void {
     checkEvictionPolicy(this.client, this.logger);
   }
 }

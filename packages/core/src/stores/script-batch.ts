@@ -2,6 +2,7 @@ import { BatchedReplyError } from './batch';
 import { scriptOf, type ClientAdapter } from './clients';
 import type { Flush } from './coalesce';
 import { TurnBatches, type OutgoingBatch } from './turn-batches';
+import { realRuntime, type Runtime } from '../kernel/runtime';
 
 /*
  * Batches of one script's calls (docs/design.md, section 4, "Batches"): the calls of a script that is not a
@@ -63,7 +64,7 @@ interface ScriptKind {
 export class ScriptBatcher {
   /** By the script's text (one ScriptKind per text, so that its batches share a key). */
   private readonly kinds = new Map<string, ScriptKind>();
-  private readonly batches = new TurnBatches<ScriptKind, Pending>((script, batch) => this.send(script, batch));
+  private readonly batches: TurnBatches<ScriptKind, Pending>;
   /** Per script's text, its batch script's (built once). */
   private readonly batchTexts = new Map<string, string>();
 
@@ -71,7 +72,10 @@ export class ScriptBatcher {
   constructor(
     private readonly client: ClientAdapter,
     private readonly slotOf?: (key: string) => number,
-  ) {}
+    runtime: Runtime = realRuntime,
+  ) {
+    this.batches = new TurnBatches(runtime, (script, batch) => this.send(script, batch));
+  }
 
   /**
    * Queues a call of the script `kind`/`lua` (on a Cluster, its keys all of one slot); its promise settles

@@ -1,4 +1,4 @@
-import { afterTurn, realNow } from '../kernel/real-timers';
+import type { Runtime } from '../kernel/runtime';
 import type { Flush } from './coalesce';
 
 /*
@@ -42,8 +42,11 @@ export class TurnBatches<Kind, Item> {
   private readonly open = new Map<Kind, Map<number, Batch<Item>>>();
   private scheduled = false;
 
-  /** `dispatch` sends a batch (when it leaves: its Flush's `at` is set first). */
-  constructor(private readonly dispatch: (kind: Kind, batch: OutgoingBatch<Item>) => void) {}
+  /** `dispatch` sends a batch (when it leaves: its Flush's `at` is set first, on `runtime`'s clock). */
+  constructor(
+    private readonly runtime: Runtime,
+    private readonly dispatch: (kind: Kind, batch: OutgoingBatch<Item>) => void,
+  ) {}
 
   /**
    * Queues an item of `kind` in `slot` (-1 off a Cluster); returns the Flush of the write it will leave in
@@ -61,7 +64,7 @@ export class TurnBatches<Kind, Item> {
       batches.set(slot, batch);
       if (!this.scheduled) {
         this.scheduled = true;
-        afterTurn(() => this.endOfTurn());
+        this.runtime.afterTurn(() => this.endOfTurn());
       }
     }
     if (deadlineAt < batch.deadlineAt) batch.deadlineAt = deadlineAt;
@@ -83,7 +86,7 @@ export class TurnBatches<Kind, Item> {
   private send(kind: Kind, batch: Batch<Item>): void {
     if (batch.sent) return;
     batch.sent = true;
-    batch.flush.at = realNow();
+    batch.flush.at = this.runtime.now();
     this.dispatch(kind, batch);
   }
 }

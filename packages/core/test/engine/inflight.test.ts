@@ -1,35 +1,48 @@
 import { InFlight } from '../../src/engine/inflight';
-import { deadlines, type Deadline } from '../../src/kernel/deadlines';
-import { afterTurn, realNow } from '../../src/kernel/real-timers';
+import type { Deadline } from '../../src/kernel/deadlines';
+import { virtualRuntime } from '../../src/kernel/virtual-runtime';
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** A deadline entry that runs `expire` when it falls due. */
+const entry = (expire: () => void = () => undefined): Deadline => ({ at: 0, lane: undefined, prev: undefined, next: undefined, expire });
 
 describe('the process queue: a check waiting for room gives up after the checks it waits on', () => {
   test('a waiter whose deadline falls with its blockers is let in when they settle, even with the lane armed earlier', async () => {
-    // The race it guards against is one of timers due in the same millisecond: run it several times.
-    for (let round = 0; round < 8; round++) {
-      // A lane armed for an earlier command, still in flight: when its timer fires for that one, it re-arms
-      // for the next, after the checks below were set.
-      const earlier: Deadline = { at: 0, lane: undefined, prev: undefined, next: undefined, expire: () => undefined };
-      deadlines.add(earlier, 60, realNow());
-      await sleep(25);
-      // Capacity 1: a check in flight, whose deadline (60 ms) releases its units as the store's does...
-      const inflight = new InFlight(() => 1);
-      expect(inflight.enter(['id'], 1, 60)).toBe(true);
-      const blocker: Deadline = {
-        at: 0,
-        lane: undefined,
-        prev: undefined,
-        next: undefined,
-        expire: () => afterTurn(() => inflight.leave(['id'], 1)),
-      };
-      deadlines.add(blocker, 60, realNow());
-      // ... and a second check of the identifier, set in the same turn with the same deadline: it waits.
-      const admitted = await inflight.enter(['id'], 1, 60);
-      expect(admitted).toBe(true);
-      inflight.leave(['id'], 1);
-      expect(inflight.size).toBe(0);
-    }
+    const rt = virtualRuntime();
+    // A lane armed for an earlier command, still in flight: when its timer fires for that one (at 60 ms), it
+    // re-arms for the next, after the checks below were set.
+    rt.deadlines.add(entry(), 60, rt.now());
+    await rt.advance(25);
+    // Capacity 1: a check in flight, whose deadline (60 ms) releases its units as the store's does...
+    const inflight = new InFlight(() => 1, rt);
+    expect(inflight.enter(['id'], 1, 60)).toBe(true);
+    rt.deadlines.add(
+      entry(() => rt.afterTurn(() => inflight.leave(['id'], 1))),
+      60,
+      rt.now(),
+    );
+    // ... and a second check of the identifier, set in the same turn with the same deadline: it waits.
+    const waiting = inflight.enter(['id'], 1, 60);
+    expect(waiting).toBeInstanceOf(Promise);
+    // Both fall due at 85 ms: the blocker's release runs first, and lets the waiter in.
+    expect(await rt.until(waiting as Promise<boolean>)).toBe(true);
+    expect(rt.now()).toBe(85);
+    inflight.leave(['id'], 1);
+    expect(inflight.size).toBe(0);
+  });
+
+  test('a waiter nothing lets in gives up at its deadline, in virtual time, and holds nothing', async () => {
+    const rt = virtualRuntime();
+    const inflight = new InFlight(() => 2, rt);
+    expect(inflight.enter(['id'], 2, 100)).toBe(true);
+    await rt.advance(30);
+    const waiting = inflight.enter(['id'], 1, 100) as Promise<boolean>;
+    expect(await rt.until(waiting)).toBe(false);
+    expect(rt.now()).toBe(130);
+    // The one in flight still holds its units; nothing of the waiter's was counted.
+    expect(inflight.busy(['id'])).toBe(true);
+    inflight.leave(['id'], 2);
+    expect(inflight.size).toBe(0);
+    expect(rt.pending).toBe(0);
   });
 });
 
@@ -38,7 +51,7 @@ describe('units in flight, among many identifiers', () => {
     // A delete leaves a slot in the key's hash chain until V8 compacts the table: with 10,000 identifiers
     // in flight, deleting a busy identifier's entry at every settle made its next check walk its own past
     // copies (tens of µs per check, against under 1 µs). Deletes are counted here, not timed.
-    const inflight = new InFlight(() => 1e9);
+    const inflight = new InFlight(() => 1e9, virtualRuntime());
     for (let i = 0; i < 10_000; i++) expect(inflight.enter([`other:${i}`], 1, 1_000)).toBe(true);
     const units = (inflight as unknown as { units: { counts: Map<string, number> } }).units.counts;
     const deletes = jest.spyOn(units, 'delete');
@@ -57,7 +70,7 @@ describe('units in flight, among many identifiers', () => {
     expect(inflight.size).toBe(0);
     expect(units.size).toBeLessThanOrEqual(64);
     // A cost above the capacity still goes alone, with nothing in flight: an entry at 0 counts for nothing.
-    const tight = new InFlight(() => 1);
+    const tight = new InFlight(() => 1, virtualRuntime());
     expect(tight.enter(['x'], 1, 1_000)).toBe(true);
     tight.leave(['x'], 1);
     expect(tight.enter(['x'], 5, 1_000)).toBe(true);

@@ -1,93 +1,117 @@
 import { DeadlineQueue, type Deadline } from '../../src/kernel/deadlines';
 import { realNow } from '../../src/kernel/real-timers';
+import { virtualRuntime, type VirtualRuntime } from '../../src/kernel/virtual-runtime';
 
-/** An entry that records when (realNow()) it expired. */
-function entry(log: { name: string; at: number }[], name: string, onExpire?: () => void): Deadline {
+/*
+ * The deadline queue (kernel/deadlines.ts) on a virtual runtime's timers: exact times, no sleeping. The last
+ * tests run it on the real timers it has by default.
+ */
+
+/** An entry that records when (its clock) it expired. */
+function entry(log: { name: string; at: number }[], name: string, onExpire?: () => void, now: () => number = realNow): Deadline {
   return {
     at: 0,
     lane: undefined,
     prev: undefined,
     next: undefined,
     expire() {
-      log.push({ name, at: realNow() });
+      log.push({ name, at: now() });
       onExpire?.();
     },
   };
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const lanesOf = (q: DeadlineQueue): Map<number, unknown> => (q as unknown as { lanes: Map<number, unknown> }).lanes;
 
+/** A queue on a virtual runtime, and an entry maker on its clock. */
+function virtual(): {
+  rt: VirtualRuntime;
+  q: DeadlineQueue;
+  log: { name: string; at: number }[];
+  make: (name: string, onExpire?: () => void) => Deadline;
+} {
+  const rt = virtualRuntime();
+  const log: { name: string; at: number }[] = [];
+  return { rt, q: new DeadlineQueue(rt), log, make: (name, onExpire) => entry(log, name, onExpire, rt.now) };
+}
+
 describe('DeadlineQueue: many deadlines on one timer per budget', () => {
-  test('entries of one budget expire in order, none before its deadline, each soon after it', async () => {
-    const q = new DeadlineQueue();
-    const log: { name: string; at: number }[] = [];
-    const started: Record<string, number> = {};
+  test('entries of one budget expire in order, each at its deadline (or 1 ms early, as a timer may fire)', async () => {
+    const { rt, q, log, make } = virtual();
     for (const name of ['a', 'b', 'c']) {
-      const now = realNow();
-      started[name] = now;
-      q.add(entry(log, name), 40, now);
-      await sleep(15);
+      q.add(make(name), 40, rt.now());
+      await rt.advance(15);
     }
-    await sleep(300);
-    expect(log.map((e) => e.name)).toEqual(['a', 'b', 'c']);
-    for (const { name, at } of log) {
-      const waited = at - started[name]!;
-      expect(waited).toBeGreaterThanOrEqual(39); // a timer may fire up to 1 ms early on the loop's clock
-      expect(waited).toBeLessThan(40 + 200); // generous for a loaded machine
-    }
+    expect(rt.pending).toBe(1);
+    await rt.advance(300);
+    expect(log).toEqual([
+      { name: 'a', at: 40 },
+      { name: 'b', at: 55 },
+      { name: 'c', at: 70 },
+    ]);
   });
 
   test('a removed entry never expires, wherever it was in its lane; the others still do', async () => {
-    const q = new DeadlineQueue();
-    const log: { name: string; at: number }[] = [];
-    const now = realNow();
-    const es = ['head', 'mid', 'x', 'tail'].map((n) => entry(log, n));
-    for (const e of es) q.add(e, 30, now);
+    const { rt, q, log, make } = virtual();
+    const es = ['head', 'mid', 'x', 'tail'].map((n) => make(n));
+    for (const e of es) q.add(e, 30, rt.now());
     q.remove(es[0]!);
     q.remove(es[1]!);
     q.remove(es[3]!);
     q.remove(es[3]!); // twice is a no-op
-    await sleep(80);
-    expect(log.map((e) => e.name)).toEqual(['x']);
+    await rt.advance(80);
+    expect(log).toEqual([{ name: 'x', at: 30 }]);
     expect(es.every((e) => e.lane === undefined)).toBe(true);
   });
 
   test('budgets keep their own lanes: a short one added after a long one expires first', async () => {
-    const q = new DeadlineQueue();
-    const log: { name: string; at: number }[] = [];
-    q.add(entry(log, 'long'), 60, realNow());
-    q.add(entry(log, 'short'), 10, realNow());
-    await sleep(120);
-    expect(log.map((e) => e.name)).toEqual(['short', 'long']);
+    const { rt, q, log, make } = virtual();
+    q.add(make('long'), 60, rt.now());
+    q.add(make('short'), 10, rt.now());
+    await rt.advance(120);
+    expect(log).toEqual([
+      { name: 'short', at: 10 },
+      { name: 'long', at: 60 },
+    ]);
   });
 
   test('an entry added while its lane expires others (by what an expiry set off) still expires, once', async () => {
-    const q = new DeadlineQueue();
-    const log: { name: string; at: number }[] = [];
+    const { rt, q, log, make } = virtual();
     q.add(
-      entry(log, 'first', () => q.add(entry(log, 'added'), 20, realNow())),
+      make('first', () => q.add(make('added'), 20, rt.now())),
       20,
-      realNow(),
+      rt.now(),
     );
-    await sleep(120);
-    expect(log.map((e) => e.name)).toEqual(['first', 'added']);
+    await rt.advance(120);
+    expect(log).toEqual([
+      { name: 'first', at: 20 },
+      { name: 'added', at: 40 },
+    ]);
   });
 
   test('a lane left empty is dropped: budgets that vary call to call do not pile up', async () => {
-    const q = new DeadlineQueue();
-    const log: { name: string; at: number }[] = [];
+    const { rt, q, log, make } = virtual();
     const kept: Deadline[] = [];
     for (let ms = 1; ms <= 200; ms++) {
-      const e = entry(log, String(ms));
-      q.add(e, ms / 10, realNow());
+      const e = make(String(ms));
+      q.add(e, ms / 10, rt.now());
       if (ms % 2 === 0) q.remove(e);
       else kept.push(e);
     }
     expect(lanesOf(q).size).toBe(20); // ceil(ms / 10): 1..20
-    await sleep(100);
+    await rt.advance(100);
     expect(log).toHaveLength(kept.length);
     expect(lanesOf(q).size).toBe(0);
+    expect(rt.pending).toBe(0);
+  });
+
+  test('on the real timers (the default): an entry expires, never before its deadline', async () => {
+    const q = new DeadlineQueue();
+    const log: { name: string; at: number }[] = [];
+    const started = realNow();
+    await new Promise<void>((resolve) => q.add(entry(log, 'real', resolve), 40, started));
+    // A timer may fire up to 1 ms early on the loop's clock; how late is the machine's business.
+    expect(log[0]!.at - started).toBeGreaterThanOrEqual(39);
   });
 
   test('the last entry out of a lane takes its timer with it: nothing keeps the process alive after it', () => {
@@ -107,13 +131,13 @@ describe('DeadlineQueue: many deadlines on one timer per budget', () => {
   });
 
   test('a budget that is not finite never expires and holds no lane', async () => {
-    const q = new DeadlineQueue();
-    const log: { name: string; at: number }[] = [];
-    const e = entry(log, 'never');
-    q.add(e, Infinity, realNow());
+    const { rt, q, log, make } = virtual();
+    const e = make('never');
+    q.add(e, Infinity, rt.now());
     expect(e.lane).toBeUndefined();
     expect(lanesOf(q).size).toBe(0);
-    await sleep(20);
+    expect(rt.pending).toBe(0);
+    await rt.advance(1e9);
     expect(log).toEqual([]);
   });
 });

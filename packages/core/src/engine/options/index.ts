@@ -11,6 +11,7 @@ import { ownOptions, assertKnownOptions } from '../../config/own-options';
 import { checkOptions, optionNames, type OptionTable } from '../../config/option-table';
 import { checkBoolean, checkFunction, oneOfCheck, pattern } from '../../config/validate';
 import type { FailurePolicy } from '../../config/failure-policy';
+import { realRuntime, type Runtime } from '../../kernel/runtime';
 import { resolveLockout, type LockoutOptions } from './lockout';
 import { listKinds, resolvePlans, type Plan } from './plans';
 import { resolveBlockCache, resolveCluster, resolveEventOptions, resolveMemory, resolveOverrides, type OverridesOptions } from './nested';
@@ -141,6 +142,18 @@ export interface ResolvedOptions {
   readonly overridesRefreshMs: number | undefined;
   /** Identifiers one in-memory store keeps (the memory store, the `local` fallback). */
   readonly memoryMaxKeys: number;
+  /** Operational time (kernel/runtime.ts): the real runtime, unless a test's limiter was given another. */
+  readonly runtime: Runtime;
+}
+
+/**
+ * What a limiter is built on besides its options (engine/testing.ts, for Floodgate's own tests): a runtime
+ * other than the real one, and whether a store of the test's own stands in for `redis` (then the options
+ * only a Redis store reads are taken without a client).
+ */
+export interface Seam {
+  readonly runtime?: Runtime;
+  readonly remote?: boolean;
 }
 
 const PREFIX = /^[A-Za-z0-9_.-]{1,32}$/;
@@ -227,7 +240,7 @@ export const LIMITER_OPTIONS: OptionTable<LimiterOptions> = {
 export const LIMITER_OPTION_KEYS = optionNames(LIMITER_OPTIONS);
 
 /** Validates and resolves limiter options once, at construction: nothing is parsed per request. */
-export function resolveOptions(input: LimiterOptions, extraKeys: readonly string[] = []): ResolvedOptions {
+export function resolveOptions(input: LimiterOptions, extraKeys: readonly string[] = [], seam: Seam = {}): ResolvedOptions {
   if (typeof input !== 'object' || input === null) {
     throw new ConfigError('options', `must be an object with at least \`limits\`; got ${describeValue(input)}`);
   }
@@ -235,7 +248,7 @@ export function resolveOptions(input: LimiterOptions, extraKeys: readonly string
   input = ownOptions(input);
   checkOptions(LIMITER_OPTIONS, input);
   const redis = input.redis;
-  if (redis === undefined) assertNoRedisOnlyOptions(input);
+  if (redis === undefined && seam.remote !== true) assertNoRedisOnlyOptions(input);
   const logger = input.logger;
   const algorithm = ALGORITHMS[input.algorithm ?? 'sliding-window'];
   const plans = resolvePlans(input.limits, algorithm);
@@ -263,5 +276,6 @@ export function resolveOptions(input: LimiterOptions, extraKeys: readonly string
     memoryMaxKeys: resolveMemory(input.memory),
     clock: input.clock,
     overridesRefreshMs: resolveOverrides(input.overrides),
+    runtime: seam.runtime ?? realRuntime,
   };
 }
