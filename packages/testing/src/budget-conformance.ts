@@ -4,6 +4,7 @@ import { createLimiter, type Limiter, type RedisClient, type SettleFailedEvent }
 import { resetWarnings, type Logger } from '@floodgate/core/adapter';
 import { closeClients, connect, keysUnder, storeClient, uniquePrefix } from './clients';
 import type { AdapterFactory, AppSpec, NeutralOptions, TestApp } from './conformance';
+import { contract, test } from './suite-part';
 
 /*
  * `cost` per unit and `settle` (docs/budgets.md, "In an HTTP app") as every adapter must behave, over real
@@ -118,7 +119,7 @@ export function budgetConformance(factory: AdapterFactory): void {
     const estimate = { cost: () => ({ requests: 1, tokens: ESTIMATE }), identify: () => 'key:budget' };
     const options = (extra: object): NeutralOptions => ({ ...estimate, ...extra }) as unknown as NeutralOptions;
 
-    test('the estimate is counted at once, and a streamed response settles when it ends, giving back what it did not use', async () => {
+    contract('the estimate is counted at once, and a streamed response settles when it ends, giving back what it did not use', async () => {
       const limiter = budget();
       const answers: { produced: number }[] = [];
       const produced = new Map<string, number>();
@@ -178,7 +179,7 @@ export function budgetConformance(factory: AdapterFactory): void {
       expect(app.hits()).toBe(1);
     });
 
-    test('a client that resets mid-stream is still settled, at what settle says: nothing given back beyond it', async () => {
+    contract('a client that resets mid-stream is still settled, at what settle says: nothing given back beyond it', async () => {
       const limiter = budget();
       const produced = new Map<string, number>();
       const answers: number[] = [];

@@ -6,6 +6,7 @@ import { resetWarnings } from '@floodgate/core/adapter';
 import { closeClients, connect, uniquePrefix } from './clients';
 import type { AdapterFactory, AppSpec, NeutralOptions, NeutralSlowDownOptions, TestApp } from './conformance';
 import { liveTimers } from './load';
+import { contract, test } from './suite-part';
 
 /** Polls `check` until it stops throwing, for at most `ms` (a refund lands just after its response). */
 async function eventually(check: () => Promise<void>, ms = 3_000): Promise<void> {
@@ -76,7 +77,7 @@ export function policyConformance(factory: AdapterFactory): void {
         return { global: { redis, prefix, limits, ...extra } as NeutralOptions, probe: { prefix, limits } };
       };
 
-      test('skipFailedRequests: a response with status >= 400 gives its unit back; a success stays counted', async () => {
+      contract('skipFailedRequests: a response with status >= 400 gives its unit back; a success stays counted', async () => {
         const o = options({ skipFailedRequests: true });
         const app = await start(o.global);
         const counts = probe(o.probe);
@@ -105,7 +106,7 @@ export function policyConformance(factory: AdapterFactory): void {
         expect(await statusOf(app)).toBe(429);
       });
 
-      test('a client that goes away before its response stays counted: only a finished response is judged', async () => {
+      contract('a client that goes away before its response stays counted: only a finished response is judged', async () => {
         const o = options({ skipFailedRequests: true });
         const app = await start(o.global);
         const counts = probe(o.probe);
@@ -117,7 +118,7 @@ export function policyConformance(factory: AdapterFactory): void {
         expect(app.hits()).toBe(1);
       });
 
-      test('requestWasSuccessful decides what success is (it sees the request in every framework)', async () => {
+      contract('requestWasSuccessful decides what success is (it sees the request in every framework)', async () => {
         const o = options({ skipSuccessfulRequests: true, requestWasSuccessful: (req) => req.headers['x-ok'] === 'yes' });
         const app = await start(o.global);
         const counts = probe(o.probe);
@@ -292,7 +293,7 @@ export function policyConformance(factory: AdapterFactory): void {
         expect(app.hits()).toBe(3);
       });
 
-      test('a denied client gets 403 without reaching the handler or Redis; denyStatusCode changes the status', async () => {
+      contract('a denied client gets 403 without reaching the handler or Redis; denyStatusCode changes the status', async () => {
         const o = listed({ deny: ['127.0.0.1'] });
         const app = await start(o.global);
         const counts = probe(o.probe);
@@ -383,7 +384,7 @@ export function policyConformance(factory: AdapterFactory): void {
         return { status: res.status, ms: performance.now() - started, res };
       };
 
-      test('after delayAfter requests each further one waits delayMs; no rate-limit headers by default', async () => {
+      contract('after delayAfter requests each further one waits delayMs; no rate-limit headers by default', async () => {
         const app = await startSpec({ slowDown: slowed({ delayAfter: 2, delayMs: 400 }).spec });
         const first = await timed(app);
         const second = await timed(app);
@@ -462,7 +463,7 @@ export function policyConformance(factory: AdapterFactory): void {
         expect(app.hits()).toBe(3);
       });
 
-      test('a client that disconnects during its delay leaves no timer, never reaches the handler, and stays counted', async () => {
+      contract('a client that disconnects during its delay leaves no timer, never reaches the handler, and stays counted', async () => {
         const o = slowed({ delayAfter: 0, delayMs: 5_000, maxDelayMs: 10_000, skipFailedRequests: true });
         const app = await startSpec({ slowDown: o.spec });
         const counts = probe(o.probe);

@@ -3,6 +3,7 @@ import { createLimiter, type Limiter } from '@floodgate/core';
 import type { Logger } from '@floodgate/core/adapter';
 import { closeClients, connect, uniquePrefix } from '../clients';
 import type { AdapterFactory, NeutralOptions, TestApp } from '../conformance';
+import { test } from '../suite-part';
 
 /*
  * docs/security.md, "List entries that name nobody", over real sockets: each spelling a deny list accepts

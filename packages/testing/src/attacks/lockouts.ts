@@ -2,6 +2,7 @@ import type Redis from 'ioredis';
 import request from 'supertest';
 import { closeClients, connect, uniquePrefix } from '../clients';
 import type { AdapterFactory, NeutralOptions, TestApp } from '../conformance';
+import { test } from '../suite-part';
 
 /*
  * A lockout as a lever against someone else (docs/security.md, "Lockouts as a lever against someone

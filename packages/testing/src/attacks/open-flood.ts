@@ -4,6 +4,7 @@ import { connect, uniquePrefix } from '../clients';
 import { spawnRedis, type RedisProcess } from '../processes';
 import type { AdapterFactory } from '../conformance';
 import { suiteResources } from './suite';
+import { test } from '../suite-part';
 
 /*
  * docs/security.md, "'open' admits no flood", over real sockets: with the default `failure: 'open'`, one

@@ -2,6 +2,7 @@ import request from 'supertest';
 import { createLimiter, type AlgorithmName, type Limiter } from '@floodgate/core';
 import { closeClients, connect, uniquePrefix } from '../clients';
 import type { AdapterFactory, AppSpec, NeutralOptions, TestApp } from '../conformance';
+import { test } from '../suite-part';
 
 /*
  * docs/security.md, "Plans that forget counts" and "A refund after a reset", over real sockets. Each test

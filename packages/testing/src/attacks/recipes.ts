@@ -3,6 +3,7 @@ import type { CheckOptions, Limiter } from '@floodgate/core';
 import { uniquePrefix } from '../clients';
 import type { AdapterFactory, NeutralOptions, TestApp } from '../conformance';
 import { suiteResources } from './suite';
+import { test } from '../suite-part';
 
 /*
  * Recipes of the migration guides that every adapter must honour as written (docs/security.md, "A wrapped

@@ -3,6 +3,7 @@ import request from 'supertest';
 import type { Limiter } from '@floodgate/core';
 import type { AdapterFactory, NeutralOptions } from '../conformance';
 import { suiteResources } from './suite';
+import { test } from '../suite-part';
 
 /*
  * Refunds a client tries to buy by how it treats its connection (docs/security.md, "Refunds bought by
