@@ -1,3 +1,9 @@
+/**
+ * Jest loads this file through ts-node: transpiled only, not type-checked again (`npm run typecheck` checks
+ * it), which saves about 3 s of CPU each time jest starts.
+ *
+ * @jest-config-loader-options {"transpileOnly": true, "compilerOptions": {"module": "commonjs", "moduleResolution": "node10"}}
+ */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -4,7 +4,7 @@ import { createLimiter, type Limiter, type RedisClient, type SettleFailedEvent }
 import { resetWarnings, type Logger } from '@floodgate/core/adapter';
 import { closeClients, connect, keysUnder, storeClient, uniquePrefix } from './clients';
 import type { AdapterFactory, AppSpec, NeutralOptions, TestApp } from './conformance';
-import { contract, test } from './suite-part';
+import { contract, restDescribe, test } from './suite-part';
 
 /*
  * `cost` per unit and `settle` (docs/budgets.md, "In an HTTP app") as every adapter must behave, over real
@@ -418,7 +418,7 @@ export function budgetConformance(factory: AdapterFactory): void {
     }, 30_000);
   });
 
-  describe(`${factory.name} conformance: budgets, a settle that answers nothing`, () => {
+  restDescribe(`${factory.name} conformance: budgets, a settle that answers nothing`, () => {
     let store: RedisClient;
     beforeAll(async () => {
       store = await storeClient();

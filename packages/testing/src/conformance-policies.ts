@@ -6,7 +6,7 @@ import { resetWarnings } from '@floodgate/core/adapter';
 import { closeClients, connect, uniquePrefix } from './clients';
 import type { AdapterFactory, AppSpec, NeutralOptions, NeutralSlowDownOptions, TestApp } from './conformance';
 import { liveTimers } from './load';
-import { contract, test } from './suite-part';
+import { contract, restDescribe, test } from './suite-part';
 
 /** Polls `check` until it stops throwing, for at most `ms` (a refund lands just after its response). */
 async function eventually(check: () => Promise<void>, ms = 3_000): Promise<void> {
@@ -177,7 +177,7 @@ export function policyConformance(factory: AdapterFactory): void {
         ).rejects.toMatchObject({ option: 'requestWasSuccessful' });
       });
     });
-    describe('plans', () => {
+    restDescribe('plans', () => {
       const plans = { free: [{ limit: 2, window: '1m' }], pro: [{ limit: 4, window: '1m' }] };
       const planned = (extra: Partial<NeutralOptions> = {}): NeutralOptions =>
         ({
@@ -238,7 +238,7 @@ export function policyConformance(factory: AdapterFactory): void {
         });
       });
     });
-    describe('lockouts', () => {
+    restDescribe('lockouts', () => {
       test('after `after` denials the client is locked out: 429 with the lockout as Retry-After, for every route', async () => {
         const app = await start({
           redis,

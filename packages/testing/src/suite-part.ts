@@ -9,7 +9,7 @@
  *
  * A shared suite imports `test` from here, which shadows jest's: a test is of the rest unless it is
  * declared with `contract`. A new test of a shared suite so lands in `npm run test:all` for the other
- * adapters, and in `npm test` on Express.
+ * adapters, and in `npm test` on Express. A describe block that holds no contract test is `restDescribe`.
  */
 
 type Part = 'contract' | 'rest';
@@ -20,24 +20,33 @@ function runPart(): Part | undefined {
   throw new Error(`FLOODGATE_SUITE_PART is ${JSON.stringify(part)}; 'contract', 'rest' or unset`);
 }
 
-/** jest's `test` for the tests of `part`; outside it, one that registers nothing (`.each` included). */
-function testOf(part: Part): jest.It {
-  const registers = (): boolean => {
-    const running = runPart();
-    return running === undefined || running === part;
-  };
-  const declare = ((...args: Parameters<jest.It>) => {
-    if (registers()) globalThis.test(...args);
-  }) as jest.It;
-  declare.each = ((...table: unknown[]) =>
+/** Whether declarations of `part` register in this run. */
+function registers(part: Part): boolean {
+  const running = runPart();
+  return running === undefined || running === part;
+}
+
+/** jest's `declare` (`test` or `describe`), registering only in `part`'s runs (`.each` included). */
+function onlyIn<T extends jest.It | jest.Describe>(part: Part, declare: () => T): T {
+  const only = ((...args: unknown[]) => {
+    if (registers(part)) (declare() as (...a: unknown[]) => void)(...args);
+  }) as T;
+  only.each = ((...table: unknown[]) =>
     (...args: unknown[]) => {
-      if (registers()) (globalThis.test.each as (...t: unknown[]) => (...a: unknown[]) => void)(...table)(...args);
-    }) as jest.It['each'];
-  return declare;
+      if (registers(part)) (declare().each as (...t: unknown[]) => (...a: unknown[]) => void)(...table)(...args);
+    }) as T['each'];
+  return only;
 }
 
 /** A test of a shared suite's contract subset: run on every adapter in `npm test`. */
-export const contract: jest.It = testOf('contract');
+export const contract: jest.It = onlyIn('contract', () => globalThis.test);
 
 /** A test of a shared suite outside the contract subset: on Express in `npm test`, on the others in `npm run test:all`. */
-export const test: jest.It = testOf('rest');
+export const test: jest.It = onlyIn('rest', () => globalThis.test);
+
+/**
+ * A describe block of a shared suite that holds no contract test: registered only where the rest runs. In
+ * the contract part, jest would refuse its hooks in a block without a test. (A block that holds contract
+ * tests is jest's own `describe`, registered in both parts.)
+ */
+export const restDescribe: jest.Describe = onlyIn('rest', () => globalThis.describe);
