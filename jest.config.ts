@@ -1,3 +1,9 @@
+/**
+ * Jest loads this file through ts-node: transpiled only, not type-checked again (`npm run typecheck` checks
+ * it), which saves about 3 s of CPU each time jest starts.
+ *
+ * @jest-config-loader-options {"transpileOnly": true, "compilerOptions": {"module": "commonjs", "moduleResolution": "node10"}}
+ */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -42,13 +48,99 @@ function project(displayName: string, roots: string[], testMatch = ['**/*.test.t
     displayName,
     rootDir: root,
     roots,
-    testEnvironment: 'node',
+    // Node's, holding Floodgate's process warnings back unless the test that caused them fails.
+    testEnvironment: '<rootDir>/test/quiet-environment.ts',
     testMatch,
     moduleNameMapper,
     transform,
     globals,
     setupFiles: ['<rootDir>/test/setup-server.ts'],
   };
+}
+
+/*
+ * Two tiers (CONTRIBUTING.md, "Which tests to run"). FLOODGATE_TIER=quick is `npm test`: every test file
+ * not named below, so a new file lands there; the shared suites whole on Express and their contract subset
+ * on the other adapters. FLOODGATE_TIER=rest is `npm run test:all`: the files below, the rest of the shared
+ * suites on the other adapters, the reruns per client library and on Valkey. Together the two run what
+ * FLOODGATE_TIER unset runs (`npx jest <file>`, `npm test -w <package>`): every file whole, every project.
+ */
+const tier = process.env.FLOODGATE_TIER ?? '';
+if (!['', 'quick', 'rest'].includes(tier)) throw new Error(`FLOODGATE_TIER is ${JSON.stringify(tier)}: 'quick', 'rest' or unset`);
+
+/** Whole files (or folders, ending in /) run by `npm run test:all` only. */
+const SECOND_TIER = [
+  // The real-fault tier: a real redis-server paused, killed, restarted or failed over; Sentinel; several processes.
+  'packages/core/test/resilience/',
+  'packages/core/test/attacks/open-flood.test.ts',
+  'packages/core/test/attacks/open-flood-units.test.ts',
+  'packages/core/test/attacks/first-connect.test.ts',
+  // Redis Cluster (a 6-node cluster each).
+  'packages/core/test/cluster-equivalence.test.ts',
+  'packages/core/test/concurrency-cluster.test.ts',
+  'packages/core/test/reserve-cluster.test.ts',
+  'packages/core/test/engine/overrides-cluster.test.ts',
+  'packages/cli/test/cluster.test.ts',
+  // What a user gets: the built packages, the tarballs, a fresh clone, the examples, the docs and migration guides.
+  'test/api-reference.test.ts',
+  'test/docs.test.ts',
+  'test/example-start.test.ts',
+  'test/examples-standalone.test.ts',
+  'test/fresh-clone.test.ts',
+  'test/migration/',
+  'test/option-types.test.ts',
+  'test/pack.test.ts',
+  'test/release.test.ts',
+  'test/shipped-files.test.ts',
+  'test/smoke.test.ts',
+  'examples/',
+];
+
+/**
+ * The shared suites (packages/testing/src) on every adapter but Express, which runs them whole in `npm test`:
+ * their contract subset in `npm test`, the rest in `npm run test:all` (packages/testing/src/suite-part.ts).
+ */
+const SHARED_SUITES = ['conformance', 'adversarial', 'conformance-limits', 'budget-conformance'];
+const SPLIT = [
+  ...['fastify', 'koa', 'hono'].flatMap((p) => SHARED_SUITES.map((s) => `packages/${p}/test/${s}.test.ts`)),
+  ...['express', 'fastify'].flatMap((platform) => SHARED_SUITES.map((s) => `packages/nestjs/test/${s}-${platform}.test.ts`)),
+  'packages/express/test/conformance-express4.test.ts',
+  'packages/koa/test/conformance-koa2.test.ts',
+];
+// A name that no longer exists would leave its file in the wrong tier without a word: refuse it.
+for (const entry of [...SECOND_TIER, ...SPLIT]) {
+  if (!existsSync(join(root, entry))) throw new Error(`jest.config.ts names ${entry} in a tier, and there is no such file or folder`);
+}
+const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** testPathIgnorePatterns / testMatch for entries: a folder is everything under it. */
+const ignoring = (entries: string[]): string[] => entries.map((e) => `^${escape(join(root, e))}${e.endsWith('/') ? '' : '$'}`);
+const matching = (entries: string[]): string[] => entries.map((e) => (e.endsWith('/') ? `<rootDir>/${e}**/*.test.ts` : `<rootDir>/${e}`));
+/** The entries inside workspace `dir`; `${dir}/` when an entry is a folder holding it all. */
+const under = (dir: string, entries: string[]): string[] =>
+  entries.flatMap((e) => (e.startsWith(`${dir}/`) ? [e] : e.endsWith('/') && `${dir}/`.startsWith(e) ? [`${dir}/`] : []));
+
+/** A workspace's projects in this tier: its own files, and its split files with the part this tier runs. */
+function tiered(base: Config, dir: string): Config[] {
+  if (tier === '') return [base];
+  const second = under(dir, SECOND_TIER);
+  const split = under(dir, SPLIT);
+  const part = tier === 'quick' ? 'contract' : 'rest';
+  const splitProject: Config[] =
+    split.length === 0
+      ? []
+      : [
+          {
+            ...base,
+            displayName: `${String(base.displayName)} (${part})`,
+            testMatch: matching(split),
+            globals: { ...base.globals, FLOODGATE_SUITE_PART: part },
+          },
+        ];
+  if (tier === 'quick') {
+    if (second.includes(`${dir}/`)) return splitProject;
+    return [{ ...base, testPathIgnorePatterns: ignoring([...second, ...split]) }, ...splitProject];
+  }
+  return [...(second.length === 0 ? [] : [{ ...base, testMatch: matching(second) }]), ...splitProject];
 }
 
 /*
@@ -117,13 +209,17 @@ const config: Config = {
   maxWorkers: 2,
   testTimeout: 30_000,
   projects: [
-    ...workspaces.map(({ dir }) => ({
-      ...project(dir.replace(/^packages\//, '').replace(/^examples\//, 'example-'), [`<rootDir>/${dir}`]),
-      transform: transformOf(dir),
-    })),
-    project('smoke', ['<rootDir>/test']),
-    ...clientProjects,
-    ...valkeyProjects,
+    ...workspaces.flatMap(({ dir }) =>
+      tiered(
+        {
+          ...project(dir.replace(/^packages\//, '').replace(/^examples\//, 'example-'), [`<rootDir>/${dir}`]),
+          transform: transformOf(dir),
+        },
+        dir,
+      ),
+    ),
+    ...tiered(project('smoke', ['<rootDir>/test']), 'test'),
+    ...(tier === 'quick' ? [] : [...clientProjects, ...valkeyProjects]),
   ],
 };
 

@@ -53,7 +53,7 @@ let typeErrors: Map<string, string[]>;
 beforeAll(async () => {
   for (const p of ['core', 'express', 'fastify', 'hono', 'koa', 'metrics', 'nestjs']) {
     if (!readdirSync(join(root, 'packages', p)).includes('dist'))
-      throw new Error(`packages/${p} is not built: run \`npm run build\` (npm test does)`);
+      throw new Error(`packages/${p} is not built: run \`npm run build\` (npm run test:all does)`);
   }
   redis = await startRedis();
   // In the repository, so the programs resolve @floodgate/* (the built packages) and their dependencies as
@@ -152,7 +152,7 @@ test('every benchmark figure the docs quote is what bench/results/*.json say (np
 test("docs/express.md's demo table is what `npm run demo` prints (the times aside)", async () => {
   const doc = readFileSync(join(root, 'docs', 'express.md'), 'utf8');
   const table = /```text\n(┌[\s\S]*?)```/.exec(doc)?.[1];
-  // `npm run demo` without npm: builds (cached after npm test's build), starts the example on this test's Redis, drives it.
+  // `npm run demo` without npm: builds (cached after the build of npm run test:all), starts the example on this test's Redis, drives it.
   const { stdout } = await promisify(execFile)(process.execPath, [join(root, 'scripts', 'example.mjs'), 'demo'], {
     cwd: root,
     env: { ...process.env, REDIS_URL: redis.url },

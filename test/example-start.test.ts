@@ -6,7 +6,7 @@ import { basename, join } from 'node:path';
 import { freePort, redisServerBinary } from '@floodgate/testing';
 
 /*
- * `npm start` without npm: `node scripts/example.mjs start` builds (cached after npm test's build), starts an
+ * `npm start` without npm: `node scripts/example.mjs start` builds (cached after the build of npm run test:all), starts an
  * embedded redis-server and runs the example on it (REDIS_URL). A signal to that root process must stop the
  * whole tree: the example's HTTP server, the redis-server and redis-memory-server's watchdog. The tree is read from /proc
  * while the example runs, and each of its processes must be gone afterwards; the node processes also carry

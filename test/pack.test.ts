@@ -9,7 +9,7 @@ import { freePort, startRedis, uniquePrefix } from '@floodgate/testing';
 import { PUBLISHED, npm, packPublished, pinned, root, tarballSpecs, type Packed } from './packing';
 
 /*
- * What a user gets: `npm pack` each published package (from its built dist/: `npm test` builds first),
+ * What a user gets: `npm pack` each published package (from its built dist/: `npm run test:all` builds first),
  * install the tarballs in a scratch app outside the repository (so nothing resolves to the workspace), and
  * use them from an ESM file, a CommonJS file and TypeScript files type-checked with "module": "nodenext".
  * One install serves every consumer. The framework and client versions are the lockfile's (test/packing.ts).

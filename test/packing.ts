@@ -4,8 +4,8 @@ import { join } from 'node:path';
 
 /*
  * What a user installs, for the tests that install it outside the repository (test/pack.test.ts,
- * test/examples-standalone.test.ts): the published packages `npm pack`ed from their built dist/ (`npm test`
- * builds first), and other packages at the lockfile's versions, so the npm cache `npm ci` filled answers most
+ * test/examples-standalone.test.ts): the published packages `npm pack`ed from their built dist/ (`npm run
+ * test:all` builds first), and other packages at the lockfile's versions, so the npm cache `npm ci` filled answers most
  * of an install (--prefer-offline); the rest comes from the registry.
  */
 export const root = join(__dirname, '..');
@@ -39,7 +39,7 @@ export interface Packed {
 export function packPublished(destination: string): Packed[] {
   for (const p of PUBLISHED) {
     if (!existsSync(join(root, 'packages', p, 'dist', 'index.js')))
-      throw new Error(`packages/${p} is not built: run \`npm run build\` (npm test does)`);
+      throw new Error(`packages/${p} is not built: run \`npm run build\` (npm run test:all does)`);
   }
   return JSON.parse(
     npm(['pack', '--json', '--pack-destination', destination, ...PUBLISHED.flatMap((p) => ['-w', `@floodgate/${p}`])], root),

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /*
- * `npm run release:dry` without its build step (npm test has built): scripts/release.mjs runs
+ * `npm run release:dry` without its build step (npm run test:all has built): scripts/release.mjs runs
  * `npm publish --dry-run` for each public package, dependencies first. Nothing is published.
  */
 const root = join(__dirname, '..');

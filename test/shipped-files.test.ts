@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /*
- * What the published packages ship (their dist/, built by `npm test` first) says nothing of the machine that
+ * What the published packages ship (their dist/, built by `npm run test:all` first) says nothing of the machine that
  * built it, and their types read as written: no absolute path of the build (source maps named the chunk by
  * it), and no name a declaration bundler made unique (a `MaybePromise$1` in a user's type error).
  */
@@ -12,7 +12,7 @@ const published = ['core', 'express', 'fastify', 'hono', 'koa', 'cli', 'metrics'
 function shipped(): { file: string; text: string }[] {
   return published.flatMap((p) => {
     const dist = join(root, 'packages', p, 'dist');
-    if (!existsSync(dist)) throw new Error(`packages/${p} is not built: run \`npm run build\` (npm test does)`);
+    if (!existsSync(dist)) throw new Error(`packages/${p} is not built: run \`npm run build\` (npm run test:all does)`);
     return readdirSync(dist).map((f) => ({ file: `packages/${p}/dist/${f}`, text: readFileSync(join(dist, f), 'utf8') }));
   });
 }

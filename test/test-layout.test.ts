@@ -1,10 +1,13 @@
+import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
+import { promisify } from 'node:util';
 
 /*
  * One test layout (CONTRIBUTING.md, "Running the tests"): every test of a workspace lives under its test/
  * folder, grouped like its src/ (packages/core/test/stores/ for packages/core/src/stores/), never beside its
- * source; and every workspace with tests has a `test` script, so `npm test -w <package>` runs its suite.
+ * source; every workspace with tests has a `test` script, so `npm test -w <package>` runs its suite; and
+ * every test file runs in one of the two tiers (jest.config.ts), a new one in `npm test` unless it is named.
  */
 const root = join(__dirname, '..');
 
@@ -42,3 +45,25 @@ test('every workspace with tests has a test script that runs them', () => {
   });
   expect(missing).toEqual([]);
 });
+
+test('every test file runs in npm test or npm run test:all; only the split shared suites and the per-client reruns in both', async () => {
+  // What jest itself selects in each tier (FLOODGATE_TIER, jest.config.ts), not a copy of its rules.
+  const listed = async (tier: string): Promise<string[]> => {
+    const jest = join(root, 'node_modules', 'jest', 'bin', 'jest.js');
+    const env = { ...process.env, FLOODGATE_TIER: tier };
+    const { stdout } = await promisify(execFile)(process.execPath, [jest, '--listTests'], { cwd: root, env, maxBuffer: 1 << 24 });
+    return stdout
+      .split('\n')
+      .filter((line) => line.endsWith('.test.ts'))
+      .map((line) => relative(root, line).split('\\').join('/'))
+      .sort();
+  };
+  const [all, quick, rest] = await Promise.all([listed(''), listed('quick'), listed('rest')]);
+  expect(all).toEqual(expect.arrayContaining(['test/test-layout.test.ts', 'packages/core/test/check.test.ts']));
+  expect(all.filter((file) => !quick.includes(file) && !rest.includes(file))).toEqual([]);
+  expect(quick).toContain('test/test-layout.test.ts');
+  // In both: a shared suite split in two parts, or a file npm test runs whole that test:all reruns per client.
+  const both = quick.filter((file) => rest.includes(file));
+  const shared = /^packages\/(fastify|koa|hono|nestjs|express)\/test\/(conformance|adversarial|budget-conformance)/;
+  expect(both.filter((file) => !shared.test(file) && !file.startsWith('packages/core/test/'))).toEqual([]);
+}, 60_000);

@@ -13,6 +13,7 @@ import { listsAttacks } from './attacks/lists';
 import { recipesAttacks } from './attacks/recipes';
 import { lockoutsAttacks } from './attacks/lockouts';
 import { openFloodAttacks } from './attacks/open-flood';
+import { contract, test } from './suite-part';
 
 /*
  * The attacks of docs/security.md, mounted over real sockets against each adapter's app (the conformance
@@ -97,7 +98,7 @@ export function adversarial(factory: AdapterFactory): void {
     });
     afterAll(closeClients);
 
-    test('connection reset right after the request: 150 resets run the handler at most one shared budget more', async () => {
+    contract('connection reset right after the request: 150 resets run the handler at most one shared budget more', async () => {
       const app = await start({ global: base() });
       expect(await statuses(app, 3)).toEqual([200, 200, 200]);
       for (let batch = 0; batch < 6; batch++) {
@@ -109,7 +110,7 @@ export function adversarial(factory: AdapterFactory): void {
       expect((await request(app.url).get('/')).status).toBe(429);
     });
 
-    test('connection reset after the server accepted it: the address read on accept still limits the client', async () => {
+    contract('connection reset after the server accepted it: the address read on accept still limits the client', async () => {
       const app = await start({ global: base() });
       expect(await statuses(app, 3)).toEqual([200, 200, 200]);
       // 250 ms after the client's connect: the server has accepted it by then even on a loaded machine (at 40 ms
@@ -118,7 +119,7 @@ export function adversarial(factory: AdapterFactory): void {
       expect(await settledHits(app)).toBe(3);
     });
 
-    test('unix socket (no client IP): one shared budget by default, denied or let through only as configured', async () => {
+    contract('unix socket (no client IP): one shared budget by default, denied or let through only as configured', async () => {
       const shared = await start({ global: base(), socketPath: socketPath() });
       const got = [];
       for (let i = 0; i < 5; i++) got.push(await getOverSocket(shared.socketPath!, '/'));

@@ -5,6 +5,7 @@ import { resetWarnings, type Logger } from '@floodgate/core/adapter';
 import { settled } from '@floodgate/core/testing';
 import { closeClients, connect, keysUnder, storeClient, uniquePrefix } from './clients';
 import type { AdapterFactory, AppSpec, NeutralOptions, TestApp } from './conformance';
+import { contract, restDescribe, test } from './suite-part';
 
 /*
  * `cost` per unit and `settle` (docs/budgets.md, "In an HTTP app") as every adapter must behave, over real
@@ -109,7 +110,7 @@ export function budgetConformance(factory: AdapterFactory): void {
     const estimate = { cost: () => ({ requests: 1, tokens: ESTIMATE }), identify: () => 'key:budget' };
     const options = (extra: object): NeutralOptions => ({ ...estimate, ...extra }) as unknown as NeutralOptions;
 
-    test('the estimate is counted at once, and a streamed response settles when it ends, giving back what it did not use', async () => {
+    contract('the estimate is counted at once, and a streamed response settles when it ends, giving back what it did not use', async () => {
       const limiter = budget();
       const answers: { produced: number }[] = [];
       const produced = new Map<string, number>();
@@ -170,7 +171,7 @@ export function budgetConformance(factory: AdapterFactory): void {
       expect(app.hits()).toBe(1);
     });
 
-    test('a client that resets mid-stream is still settled, at what settle says: nothing given back beyond it', async () => {
+    contract('a client that resets mid-stream is still settled, at what settle says: nothing given back beyond it', async () => {
       const limiter = budget();
       const produced = new Map<string, number>();
       const answers: number[] = [];
@@ -412,7 +413,7 @@ export function budgetConformance(factory: AdapterFactory): void {
     }, 30_000);
   });
 
-  describe(`${factory.name} conformance: budgets, a settle that answers nothing`, () => {
+  restDescribe(`${factory.name} conformance: budgets, a settle that answers nothing`, () => {
     let store: RedisClient;
     beforeAll(async () => {
       store = await storeClient();

@@ -6,6 +6,7 @@ import { connect, uniquePrefix } from './clients';
 import { startRedis } from './redis-server';
 import type { AdapterFactory, AppSpec, NeutralConcurrencyOptions, TestApp } from './conformance';
 import { gate } from './held';
+import { contract, test } from './suite-part';
 
 /*
  * `concurrency(...)` (docs/concurrency.md) through each adapter, over real sockets: the same cases for
@@ -46,7 +47,7 @@ export function concurrencyConformance({
     const slotsOf = (o: NeutralConcurrencyOptions, id = 'ip:127.0.0.1'): Promise<number> =>
       redis.zcard(`${o.prefix}:${o.name ?? 'default'}:cc1:{${id}}`);
 
-    test('at most max in flight: the next gets 429, Retry-After 1 and a JSON body; a finished response frees its slot', async () => {
+    contract('at most max in flight: the next gets 429, Retry-After 1 and a JSON body; a finished response frees its slot', async () => {
       const g = gate();
       const concurrency = options({ max: 2 });
       const app = await start({ concurrency, slow: g.slow });
@@ -73,7 +74,7 @@ export function concurrencyConformance({
       expect(await redis.exists(`${concurrency.prefix}:default:cc1:{ip:127.0.0.1}`)).toBe(0);
     });
 
-    test('clients that reset their connections mid-request leak no slot', async () => {
+    contract('clients that reset their connections mid-request leak no slot', async () => {
       const g = gate();
       const concurrency = options({ max: 3 });
       const app = await start({ concurrency, slow: g.slow });

@@ -2,6 +2,7 @@ import request from 'supertest';
 import { createLimiter, type Limiter, type RedisClient } from '@floodgate/core';
 import { closeClients, storeClient, uniquePrefix } from './clients';
 import type { AdapterFactory, NeutralOptions, TestApp } from './conformance';
+import { contract, test } from './suite-part';
 
 /*
  * Limits that change without a deploy, identical in every adapter (docs/overrides.md): a rule's `limit` as
@@ -34,7 +35,7 @@ export function limitsConformance(factory: AdapterFactory): void {
       return out;
     };
 
-    test("limit(req): each request's limit, its headers describing it; async too", async () => {
+    contract("limit(req): each request's limit, its headers describing it; async too", async () => {
       const app = await start({
         redis: store,
         prefix: uniquePrefix(`${factory.name}-rl`),

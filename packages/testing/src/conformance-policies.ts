@@ -7,6 +7,7 @@ import { closeClients, connect, uniquePrefix } from './clients';
 import type { AdapterFactory, AppSpec, NeutralOptions, NeutralSlowDownOptions, TestApp } from './conformance';
 import { gate, leavingGet } from './held';
 import { liveTimers } from './load';
+import { contract, restDescribe, test } from './suite-part';
 
 /**
  * The policies of issue 14 as every adapter must behave (run with describe per adapter, beside
@@ -52,7 +53,7 @@ export function policyConformance(factory: AdapterFactory): void {
       };
 
       // settled() after the requests: every refund their responses set off has reached Redis (or not been made).
-      test('skipFailedRequests: a response with status >= 400 gives its unit back; a success stays counted', async () => {
+      contract('skipFailedRequests: a response with status >= 400 gives its unit back; a success stays counted', async () => {
         const o = options({ skipFailedRequests: true });
         const app = await start(o.global);
         const counts = probe(o.probe);
@@ -83,7 +84,7 @@ export function policyConformance(factory: AdapterFactory): void {
         expect(await statusOf(app)).toBe(429);
       });
 
-      test('a client that goes away before its response stays counted: only a finished response is judged', async () => {
+      contract('a client that goes away before its response stays counted: only a finished response is judged', async () => {
         // skipSuccessfulRequests: judged, the unanswered response (status 200 so far) would be a success, given back.
         const o = options({ skipSuccessfulRequests: true });
         const handler = gate();
@@ -103,7 +104,7 @@ export function policyConformance(factory: AdapterFactory): void {
         expect(app.hits()).toBe(1);
       });
 
-      test('requestWasSuccessful decides what success is (it sees the request in every framework)', async () => {
+      contract('requestWasSuccessful decides what success is (it sees the request in every framework)', async () => {
         const o = options({ skipSuccessfulRequests: true, requestWasSuccessful: (req) => req.headers['x-ok'] === 'yes' });
         const app = await start(o.global);
         const counts = probe(o.probe);
@@ -164,7 +165,7 @@ export function policyConformance(factory: AdapterFactory): void {
         ).rejects.toMatchObject({ option: 'requestWasSuccessful' });
       });
     });
-    describe('plans', () => {
+    restDescribe('plans', () => {
       const plans = { free: [{ limit: 2, window: '1m' }], pro: [{ limit: 4, window: '1m' }] };
       const planned = (extra: Partial<NeutralOptions> = {}): NeutralOptions =>
         ({
@@ -225,7 +226,7 @@ export function policyConformance(factory: AdapterFactory): void {
         });
       });
     });
-    describe('lockouts', () => {
+    restDescribe('lockouts', () => {
       test('after `after` denials the client is locked out: 429 with the lockout as Retry-After, for every route', async () => {
         const app = await start({
           redis,
@@ -280,7 +281,7 @@ export function policyConformance(factory: AdapterFactory): void {
         expect(app.hits()).toBe(3);
       });
 
-      test('a denied client gets 403 without reaching the handler or Redis; denyStatusCode changes the status', async () => {
+      contract('a denied client gets 403 without reaching the handler or Redis; denyStatusCode changes the status', async () => {
         const o = listed({ deny: ['127.0.0.1'] });
         const app = await start(o.global);
         const counts = probe(o.probe);
@@ -371,7 +372,7 @@ export function policyConformance(factory: AdapterFactory): void {
         return { status: res.status, ms: performance.now() - started, res };
       };
 
-      test('after delayAfter requests each further one waits delayMs; no rate-limit headers by default', async () => {
+      contract('after delayAfter requests each further one waits delayMs; no rate-limit headers by default', async () => {
         const app = await startSpec({ slowDown: slowed({ delayAfter: 2, delayMs: 400 }).spec });
         const first = await timed(app);
         const second = await timed(app);
@@ -450,7 +451,7 @@ export function policyConformance(factory: AdapterFactory): void {
         expect(app.hits()).toBe(3);
       });
 
-      test('a client that disconnects during its delay leaves no timer, never reaches the handler, and stays counted', async () => {
+      contract('a client that disconnects during its delay leaves no timer, never reaches the handler, and stays counted', async () => {
         let delaying!: () => void;
         const inDelay = new Promise<void>((resolve) => (delaying = resolve));
         const delayMs = (): number => {

@@ -12,6 +12,7 @@ import type { RedisClient } from '@floodgate/core';
 import { closeClients, closeStoreClient, connect, storeClient, uniquePrefix } from './clients';
 import { startRedis } from './redis-server';
 import { concurrencyConformance } from './concurrency-conformance';
+import { contract, test } from './suite-part';
 
 /** Options as every adapter takes them; functions see only what all three frameworks' requests share. */
 export type NeutralOptions = LimitsOrLimiter<HttpOptions<{ headers: IncomingHttpHeaders }>>;
@@ -114,7 +115,7 @@ export function conformance(factory: AdapterFactory): void {
     });
     afterAll(closeClients);
 
-    test('denies with 429, an integer Retry-After and the default body, without reaching the handler', async () => {
+    contract('denies with 429, an integer Retry-After and the default body, without reaching the handler', async () => {
       const app = await start({ global: base({ limits: { limit: 3, window: '1m' } }) });
       expect(await burst(app.url, 3)).toEqual([200, 200, 200]);
       const denied = await request(app.url).get('/');
@@ -128,7 +129,7 @@ export function conformance(factory: AdapterFactory): void {
       expect(app.hits()).toBe(3);
     });
 
-    test('draft-8 headers list every rule and report the binding one', async () => {
+    contract('draft-8 headers list every rule and report the binding one', async () => {
       const app = await start({
         global: base({
           limits: [
@@ -144,7 +145,7 @@ export function conformance(factory: AdapterFactory): void {
       expect(header(res, 'Retry-After')).toBeUndefined();
     });
 
-    test.each([
+    contract.each([
       ['draft-7', { 'ratelimit-policy': '5;w=60', ratelimit: /^limit=5, remaining=4, reset=\d+$/ }],
       ['draft-6', { 'ratelimit-policy': '5;w=60', 'ratelimit-limit': '5', 'ratelimit-remaining': '4', 'ratelimit-reset': /^\d+$/ }],
       ['legacy', { 'x-ratelimit-limit': '5', 'x-ratelimit-remaining': '4', 'x-ratelimit-reset': /^\d{10}$/ }],
@@ -210,7 +211,7 @@ export function conformance(factory: AdapterFactory): void {
       expect(app.hits()).toBe(3);
     });
 
-    test('a route limit adds to the global one, and each is counted on its own', async () => {
+    contract('a route limit adds to the global one, and each is counted on its own', async () => {
       const app = await start({
         global: base({ limits: { limit: 5, window: '1m' } }),
         routes: { '/search': base({ name: 'search', limits: { limit: 2, window: '1m' } }) },
@@ -224,7 +225,7 @@ export function conformance(factory: AdapterFactory): void {
       expect(app.hits()).toBe(4);
     });
 
-    test('custom identifiers: identify() replaces or extends the defaults', async () => {
+    contract('custom identifiers: identify() replaces or extends the defaults', async () => {
       const byKey = await start({
         global: base({ limits: { limit: 2, window: '1m' }, identify: (req) => `key:${String(req.headers['x-api-key'])}` }),
       });
@@ -244,7 +245,7 @@ export function conformance(factory: AdapterFactory): void {
       expect(await burst(extended.url, 2, '/', { 'x-tenant': 't2' })).toEqual([200, 429]);
     });
 
-    test('IP and user are both counted: users behind one IP share it; one user across IPs is bound by the user rule', async () => {
+    contract('IP and user are both counted: users behind one IP share it; one user across IPs is bound by the user rule', async () => {
       const limits = [
         { limit: 3, window: '1m', for: 'ip' },
         { limit: 2, window: '1m', for: 'user' },
@@ -267,7 +268,7 @@ export function conformance(factory: AdapterFactory): void {
       expect([await xff('10.1.2.3'), await xff('::ffff:10.1.2.3'), await xff('::ffff:10.1.2.3')]).toEqual([200, 200, 429]);
     });
 
-    test('a spoofed X-Forwarded-For is ignored while proxies are not trusted, with one named warning', async () => {
+    contract('a spoofed X-Forwarded-For is ignored while proxies are not trusted, with one named warning', async () => {
       resetWarnings();
       const warnings: string[] = [];
       const logger: Logger = { warn: (m) => warnings.push(m) };
@@ -322,7 +323,7 @@ export function conformance(factory: AdapterFactory): void {
       expect(await burst(skipped.url, 2)).toEqual([200, 429]);
     });
 
-    test('statusCode, message (string, object, function) and cost are honoured', async () => {
+    contract('statusCode, message (string, object, function) and cost are honoured', async () => {
       const text = await start({ global: base({ limits: { limit: 4, window: '1m' }, statusCode: 503, message: 'slow down', cost: 2 }) });
       expect(await burst(text.url, 3)).toEqual([200, 200, 503]);
       expect((await request(text.url).get('/')).body).toEqual({ statusCode: 503, error: 'Service Unavailable', message: 'slow down' });

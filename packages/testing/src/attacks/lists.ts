@@ -3,6 +3,7 @@ import { createLimiter, type Limiter } from '@floodgate/core';
 import type { Logger } from '@floodgate/core/adapter';
 import { closeClients, connect, uniquePrefix } from '../clients';
 import type { AdapterFactory, NeutralOptions, TestApp } from '../conformance';
+import { restDescribe, test } from '../suite-part';
 
 /*
  * docs/security.md, "List entries that name nobody", over real sockets: each spelling a deny list accepts
@@ -38,7 +39,7 @@ const headersOf = (client: string): Record<string, string> => {
 };
 
 export function listsAttacks(factory: AdapterFactory): void {
-  describe(`${factory.name}: list entries that name nobody`, () => {
+  restDescribe(`${factory.name}: list entries that name nobody`, () => {
     const redis = connect();
     const apps: TestApp[] = [];
     const limiters: Limiter[] = [];

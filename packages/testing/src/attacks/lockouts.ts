@@ -2,6 +2,7 @@ import type Redis from 'ioredis';
 import request from 'supertest';
 import { closeClients, connect, uniquePrefix } from '../clients';
 import type { AdapterFactory, NeutralOptions, TestApp } from '../conformance';
+import { restDescribe, test } from '../suite-part';
 
 /*
  * A lockout as a lever against someone else (docs/security.md, "Lockouts as a lever against someone
@@ -33,7 +34,7 @@ function loginRecipe(redis: Redis, prefix: string): NeutralOptions {
 }
 
 export function lockoutsAttacks(factory: AdapterFactory): void {
-  describe(`${factory.name}: a lockout is no lever against someone else's account`, () => {
+  restDescribe(`${factory.name}: a lockout is no lever against someone else's account`, () => {
     // Made when this suite starts: the suites before it close every client made before their end.
     let redis: Redis;
     beforeAll(() => {

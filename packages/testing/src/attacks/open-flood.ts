@@ -4,6 +4,7 @@ import { connect, uniquePrefix } from '../clients';
 import { spawnRedis, type RedisProcess } from '../processes';
 import type { AdapterFactory } from '../conformance';
 import { suiteResources } from './suite';
+import { restDescribe, test } from '../suite-part';
 
 /*
  * docs/security.md, "'open' admits no flood", over real sockets: with the default `failure: 'open'`, one
@@ -12,7 +13,7 @@ import { suiteResources } from './suite';
  * nothing once it answers.
  */
 export function openFloodAttacks(factory: AdapterFactory): void {
-  describe(`${factory.name}: failure 'open' admits no flood`, () => {
+  restDescribe(`${factory.name}: failure 'open' admits no flood`, () => {
     const suite = suiteResources(factory);
     let server: RedisProcess;
     beforeAll(async () => {

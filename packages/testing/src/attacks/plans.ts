@@ -4,6 +4,7 @@ import { manualClock, settled } from '@floodgate/core/testing';
 import { closeClients, connect, keysUnder, uniquePrefix } from '../clients';
 import type { AdapterFactory, AppSpec, NeutralOptions, TestApp } from '../conformance';
 import { gate } from '../held';
+import { restDescribe, test } from '../suite-part';
 
 /*
  * docs/security.md, "Plans that forget counts" and "A refund after a reset", over real sockets. Each test
@@ -18,7 +19,7 @@ const SIGNED_IN = { 'x-user': '42' };
 const FROZEN = Date.UTC(2030, 0, 1, 0, 0, 10);
 
 export function plansAttacks(factory: AdapterFactory): void {
-  describe(`${factory.name}: plans and refunds (docs/security.md)`, () => {
+  restDescribe(`${factory.name}: plans and refunds (docs/security.md)`, () => {
     // Made when this block starts: the suite before it closes every client when it ends.
     let redis: ReturnType<typeof connect>;
     beforeAll(() => {

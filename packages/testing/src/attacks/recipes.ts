@@ -3,6 +3,7 @@ import type { CheckOptions, Limiter } from '@floodgate/core';
 import { uniquePrefix } from '../clients';
 import type { AdapterFactory, NeutralOptions, TestApp } from '../conformance';
 import { suiteResources } from './suite';
+import { restDescribe, test } from '../suite-part';
 
 /*
  * Recipes of the migration guides that every adapter must honour as written (docs/security.md, "A wrapped
@@ -24,7 +25,7 @@ const charging =
   };
 
 export function recipesAttacks(factory: AdapterFactory): void {
-  describe(`${factory.name}: recipes of the migration guides`, () => {
+  restDescribe(`${factory.name}: recipes of the migration guides`, () => {
     const { start, limiter: made, redis } = suiteResources(factory);
     const inner = (limit: number): Limiter => made('rc', { limits: { limit, window: '1m' } });
     const statuses = async (app: TestApp, n: number): Promise<number[]> => {

@@ -5,6 +5,7 @@ import { settled } from '@floodgate/core/testing';
 import type { AdapterFactory, NeutralOptions } from '../conformance';
 import { gate } from '../held';
 import { suiteResources } from './suite';
+import { restDescribe, test } from '../suite-part';
 
 /*
  * Refunds a client tries to buy by how it treats its connection (docs/security.md, "Refunds bought by
@@ -35,7 +36,7 @@ function resetWhen(url: string, headers: Record<string, string>, ready: Promise<
 }
 
 export function refundsAttacks(factory: AdapterFactory): void {
-  describe(`${factory.name}: refunds a client buys with its connection`, () => {
+  restDescribe(`${factory.name}: refunds a client buys with its connection`, () => {
     const { start, limiter } = suiteResources(factory);
     /** A refundable limiter of `limit` per minute, for the apps and to read the counts. */
     const refundable = (limit: number): Limiter => limiter('rr', { limits: { limit, window: '1m' }, refunds: true });

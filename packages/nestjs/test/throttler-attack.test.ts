@@ -1,7 +1,7 @@
 import request from 'supertest';
 import type { Redis } from 'ioredis';
 import type { ThrottlerOptions, ThrottlerStorage } from '@nestjs/throttler';
-import { closeAfterEach, connect, uniquePrefix } from '@floodgate/testing';
+import { closeAfterEach, closeClients, connect, uniquePrefix } from '@floodgate/testing';
 import { FloodgateThrottlerStorage } from '@floodgate/nestjs';
 import type { Platform } from './app-factory';
 import { throttledApp, throttlerOnClock } from './throttler-apps';
@@ -23,10 +23,11 @@ const BLOCKS: [string, number | undefined][] = [
   ['a blockDuration longer than the ttl', 120_000],
 ];
 
-export function throttlerStorageAttack(platform: Platform): void {
+afterAll(closeClients);
+
+function throttlerStorageAttack(platform: Platform): void {
   describe(`${platform}: the attack on FloodgateThrottlerStorage (docs/security.md)`, () => {
     const closing = closeAfterEach();
-    // Connected when this block starts: the suite before it closes every client of the file when it ends.
     let redis: Redis;
     beforeAll(() => {
       redis = connect();
@@ -89,3 +90,6 @@ export function throttlerStorageAttack(platform: Platform): void {
     });
   });
 }
+
+throttlerStorageAttack('express');
+throttlerStorageAttack('fastify');
