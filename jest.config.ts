@@ -71,10 +71,9 @@ if (!['', 'quick', 'rest'].includes(tier)) throw new Error(`FLOODGATE_TIER is ${
 /** Whole files (or folders, ending in /) run by `npm run test:all` only. */
 const SECOND_TIER = [
   // The real-fault tier: a real redis-server paused, killed, restarted or failed over; Sentinel; several processes.
+  // (The floods and the first connect of packages/core/test/attacks/ run on a scripted store in virtual time,
+  // in the first tier; their real servers are in resilience/.)
   'packages/core/test/resilience/',
-  'packages/core/test/attacks/open-flood.test.ts',
-  'packages/core/test/attacks/open-flood-units.test.ts',
-  'packages/core/test/attacks/first-connect.test.ts',
   // Redis Cluster (a 6-node cluster each).
   'packages/core/test/cluster-equivalence.test.ts',
   'packages/core/test/concurrency-cluster.test.ts',
