@@ -25,8 +25,8 @@ export type RoutePath = '/' | '/search' | '/login';
  * (Express `req.user`, Fastify `request.user`, Koa `ctx.state.user`), a JSON body parser, the `global`
  * limiter on every route, `GET /`, `GET /search` and `POST /login`, each with its own limiter from `routes`.
  * Handlers count themselves in hits() and answer `{ ok: status < 400 }` with the status the `x-status` header
- * asks for (default 200), after `x-delay` ms (default 0), or once AppSpec.slow resolves with `x-hold`: see
- * answerOf() and beforeAnswer().
+ * asks for (default 200), at once or, with `x-hold`, once AppSpec.slow resolves: see answerOf() and
+ * beforeAnswer().
  */
 export interface AppSpec {
   global?: NeutralOptions;
@@ -50,24 +50,19 @@ export interface AppSpec {
   stream?: (headers: IncomingHttpHeaders, n: number) => void;
 }
 
-/** What a suite app's handler answers a request: the status of `x-status` (200), after `x-delay` ms (0). */
-export function answerOf(headers: IncomingHttpHeaders): { status: number; delay: number } {
+/** What a suite app's handler answers a request: the status of `x-status` (200). */
+export function answerOf(headers: IncomingHttpHeaders): { status: number } {
   const status = Number(headers['x-status'] ?? 200);
-  const delay = Number(headers['x-delay'] ?? 0);
-  return {
-    status: Number.isInteger(status) && status >= 200 && status <= 599 ? status : 200,
-    delay: Math.min(Math.max(delay, 0), 10_000) || 0,
-  };
+  return { status: Number.isInteger(status) && status >= 200 && status <= 599 ? status : 200 };
 }
 
 /**
- * What a suite app's handler waits for before it answers: with `x-hold` until AppSpec.slow resolves (a gate
- * the test opens, so it holds a request of any status while it acts), else `x-delay` ms (default 0).
+ * What a suite app's handler waits for before it answers: with `x-hold`, until AppSpec.slow resolves (a gate
+ * the test opens, so it holds a request of any status while it acts); else nothing. A test knows where a
+ * request is by holding it, never by a delay.
  */
 export function beforeAnswer(headers: IncomingHttpHeaders, spec: AppSpec): Promise<void> {
-  if (headers['x-hold'] !== undefined && spec.slow !== undefined) return spec.slow();
-  const { delay } = answerOf(headers);
-  return delay > 0 ? new Promise((r) => setTimeout(r, delay)) : Promise.resolve();
+  return headers['x-hold'] !== undefined && spec.slow !== undefined ? spec.slow() : Promise.resolve();
 }
 
 export interface TestApp {

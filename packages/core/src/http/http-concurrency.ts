@@ -151,31 +151,27 @@ export function createHttpConcurrency<Req>(
     return { action: 'deny', status: statusCode, set, body, json: JSON.stringify(body), lease };
   }
 
-  /** A lease, counted while it is acquired (settled()): a client may have left meanwhile, and its release follows. */
-  async function leaseOf(req: Req, ids: string[], hold: (release: () => void) => boolean): Promise<ConcurrencyOutcome> {
-    begin();
-    try {
-      const lease = await limiter.lease(ids);
-      if (!lease.granted) return await denial(req, lease);
-      // Each release is counted until the store has answered. A client that left while its lease was
-      // acquired: nothing will end its response, so it is released now.
-      if (!hold(() => track(lease.release()))) {
-        track(lease.release());
-        return GONE;
-      }
-      return { action: 'next', status: 200, set: [], lease };
-    } finally {
-      end();
-    }
-  }
-
   async function enter(req: Req, ip: string | undefined, res: ResponseLike): Promise<ConcurrencyOutcome> {
     try {
       const hold = endOf(res);
       const ids = await identifiers(req, ip);
       if (ids === undefined) return NEXT;
       if (unidentified === 'deny' && ids.includes(UNKNOWN_IP)) return await denial(req, UNIDENTIFIED);
-      return await leaseOf(req, ids, hold);
+      // Counted while it is acquired (settled()): the client may leave meanwhile, and its release follows.
+      begin();
+      try {
+        const lease = await limiter.lease(ids);
+        if (!lease.granted) return await denial(req, lease);
+        // Each release is counted until the store has answered. A client that left while its lease was
+        // acquired: nothing will end its response, so it is released now.
+        if (!hold(() => track(lease.release()))) {
+          track(lease.release());
+          return GONE;
+        }
+        return { action: 'next', status: 200, set: [], lease };
+      } finally {
+        end();
+      }
     } catch (error) {
       // A function option that throws a non-error must still fail the request (see http-limiter.ts).
       const err = error instanceof Error ? error : new Error(`floodgate: an option function threw a non-error: ${describeValue(error)}`);

@@ -299,39 +299,36 @@ export function createHttpLimiter<Req>(
   }
 
   const failed = (error: unknown): HttpOutcome => failedOutcome(error);
+  // A limiter whose responses set work off (refunds, settle) counts each check while it runs (completion.ts,
+  // settled()): its promise's one callback pair ends the count, so no promise is added for it.
+  const answered: ((outcome: HttpOutcome) => HttpOutcome) | undefined = after ? ended : undefined;
+  const broke = after ? (error: unknown): HttpOutcome => ended(failed(error)) : failed;
 
   function decide(req: Req, ip: string | undefined, previous?: Decision): MaybePromise<HttpOutcome> {
+    if (after) begin();
     try {
       let outcome = start(req, ip, previous);
       if (omitted !== undefined)
         outcome = isThenable(outcome) ? outcome.then((o) => omitHeaders(o, omitted)) : omitHeaders(outcome, omitted);
-      return isThenable(outcome) ? outcome.then(undefined, failed) : outcome;
+      if (isThenable(outcome)) return outcome.then(answered, broke);
+      if (after) end();
+      return outcome;
     } catch (error) {
-      return failed(error);
+      return broke(error);
     }
   }
 
-  /** decide() counted while it runs, for a limiter whose responses set work off: settled() covers a check in flight. */
-  function counted(req: Req, ip: string | undefined, previous?: Decision): MaybePromise<HttpOutcome> {
-    begin();
-    const outcome = decide(req, ip, previous);
-    if (isThenable(outcome)) return outcome.then(ended);
-    end();
-    return outcome;
-  }
-
-  const decided = after ? counted : decide;
   const refund = refunder(limiter, refunds, warn);
   return {
     limiter,
     warn,
-    decide: decided,
+    decide,
     completed:
       reserved === undefined
         ? refund
         : (outcome, _finished, _status, args) => {
             if (outcome.own !== undefined) reserved.completed(outcome.own, args);
           },
-    run: async (req, ip, previous) => decided(req, ip, previous),
+    run: async (req, ip, previous) => decide(req, ip, previous),
   };
 }
