@@ -19,7 +19,9 @@ const redis = connect();
  */
 function make(options: Partial<ConcurrencyLimiterOptions> = {}, client: Redis = redis) {
   const prefix = uniquePrefix('cc');
-  const all = { prefix, name: 'api', max: 2, logger: quiet, ...options };
+  // A 10 s deadline unless a test sets its own: `other`'s new connection on a loaded machine may take longer than
+  // the default to connect, and the failure policy would answer its first lease.
+  const all = { prefix, name: 'api', max: 2, logger: quiet, timeoutMs: 10_000, ...options };
   const limiter = createConcurrencyLimiter({ redis: client, ...all });
   const other = createConcurrencyLimiter({ ...all, redis: connect() });
   const key = (id: string): string => `${limiter.prefix}:${limiter.name}:cc1:{${id}}`;
@@ -275,7 +277,7 @@ describe('Redis unavailable: the failure policy within the deadline; releases ne
     const own = await startRedis();
     const warnings: string[] = [];
     const client = connect(own.url);
-    const { limiter, key } = make({ max: 3, leaseMs: 2_000, timeoutMs: 100, logger: { warn: (m) => warnings.push(m) } }, client);
+    const { limiter, key } = make({ max: 3, leaseMs: 2_000, timeoutMs: 1_000, logger: { warn: (m) => warnings.push(m) } }, client);
     const leases = await Promise.all([1, 2, 3].map(() => limiter.lease('ip:1.1.1.1')));
     expect(leases.every((l) => l.granted)).toBe(true);
     const admin = connect(own.url);
