@@ -86,6 +86,43 @@ test('under jest.useFakeTimers() an open circuit breaker probes again after its 
   expect(breaker.admit()).toBe(true); // the next probe, after 100 ms of real time (the fake clock never moved)
 });
 
+/** Real time under any fake clock: AbortSignal.timeout runs on Node's internal timers. */
+const realSleep = (ms: number): Promise<void> =>
+  new Promise((resolve) => void AbortSignal.timeout(ms).addEventListener('abort', () => resolve()));
+
+test('under jest.useFakeTimers() overrides still refresh on real time: one set by another process applies within refreshMs', async () => {
+  const prefix = uniquePrefix('fake-ovr');
+  const make = async (): Promise<Limiter> => {
+    const redis = connect();
+    await redis.ping();
+    return createLimiter({
+      redis,
+      prefix,
+      name: 'api',
+      failure: 'closed',
+      timeoutMs: 2_000,
+      limits: { free: { limit: 2, window: '1h' }, pro: { limit: 50, window: '1h' } },
+      overrides: { refreshMs: 100 },
+    });
+  };
+  const [a, b] = [await make(), await make()];
+  // b reads its overrides (its first check) and starts refreshing, under real timers.
+  expect((await b.peek('user:42')).limit).toBe(2);
+  jest.useFakeTimers();
+  // Two refresh periods of real time: every refresh from here is scheduled while the fakes are installed.
+  await realSleep(250);
+  await within(a.overrides.set('user:42', { plan: 'pro' }), 2000, 'set');
+  let limit = 0;
+  for (let i = 0; i < 40 && limit !== 50; i++) {
+    await realSleep(50);
+    limit = (await within(b.peek('user:42'), 2000, 'peek')).limit;
+  }
+  // Before: the refresh timer was the global setTimeout, which the fake clock froze: b never saw it.
+  expect(limit).toBe(50);
+  jest.useRealTimers();
+  await Promise.all([a.close(), b.close()]);
+});
+
 test('under a fake setImmediate nobody marked (one that never fires), checks still settle: the backstop uncorks', async () => {
   const { redis, limiter } = await setup(1);
   const original = globalThis.setImmediate;

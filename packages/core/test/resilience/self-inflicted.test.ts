@@ -71,7 +71,7 @@ test("a deadline run out by this process's own backlog is overload, never an adm
   const other = createLimiter({ redis: client, prefix: uniquePrefix('other'), limits: { limit: 5, window: '1m' }, logger: quiet });
   expect((await other.check('ip:192.0.2.1')).source).toBe('redis');
   await Promise.all([limiter.close(), other.close()]);
-});
+}, 120_000); // 4,000 heavy checks: a loaded machine takes far longer than jest's default 30 s
 
 test("one limiter's error replies do not open the breaker that every limiter on the client shares", async () => {
   const client = connect(server.url);
