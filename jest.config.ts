@@ -75,6 +75,11 @@ const SECOND_TIER = [
   'packages/core/test/attacks/open-flood.test.ts',
   'packages/core/test/attacks/open-flood-units.test.ts',
   'packages/core/test/attacks/first-connect.test.ts',
+  'packages/core/test/attacks/self-inflicted.test.ts',
+  // Every client library, single and Cluster, killed and frozen servers (the reruns per client are below).
+  'packages/core/test/clients.test.ts',
+  // An application's fake timers (jest's, sinon's, node:test's), the last two in child processes.
+  'packages/core/test/fake-timers.test.ts',
   // Redis Cluster (a 6-node cluster each).
   'packages/core/test/cluster-equivalence.test.ts',
   'packages/core/test/concurrency-cluster.test.ts',
@@ -94,6 +99,8 @@ const SECOND_TIER = [
   'test/shipped-files.test.ts',
   'test/smoke.test.ts',
   'examples/',
+  // The benchmark harness's own checks (the benchmarks run with `npm run bench`).
+  'bench/',
 ];
 
 /**
