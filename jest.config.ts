@@ -71,9 +71,13 @@ if (!['', 'quick', 'rest'].includes(tier)) throw new Error(`FLOODGATE_TIER is ${
 /** Whole files (or folders, ending in /) run by `npm run test:all` only. */
 const SECOND_TIER = [
   // The real-fault tier: a real redis-server paused, killed, restarted or failed over; Sentinel; several processes.
-  // (The floods and the first connect of packages/core/test/attacks/ run on a scripted store in virtual time,
-  // in the first tier; their real servers are in resilience/.)
+  // (The floods, the first connect and self-inflicted fail-open of packages/core/test/attacks/ run on a scripted
+  // store in virtual time, in the first tier; their real servers are in resilience/.)
   'packages/core/test/resilience/',
+  // Every client library, single and Cluster, killed and frozen servers (the reruns per client are below).
+  'packages/core/test/clients.test.ts',
+  // An application's fake timers (jest's, sinon's, node:test's), the last two in child processes.
+  'packages/core/test/fake-timers.test.ts',
   // Redis Cluster (a 6-node cluster each).
   'packages/core/test/cluster-equivalence.test.ts',
   'packages/core/test/concurrency-cluster.test.ts',
@@ -93,6 +97,8 @@ const SECOND_TIER = [
   'test/shipped-files.test.ts',
   'test/smoke.test.ts',
   'examples/',
+  // The benchmark harness's own checks (the benchmarks run with `npm run bench`).
+  'bench/',
 ];
 
 /**
