@@ -81,7 +81,7 @@ export class ScriptedStore extends seam.GuardedStore implements seam.Store {
   readonly source = 'redis' as const;
   readonly remote = true;
   /** The in-memory twin that decides every answer. */
-  readonly twin = new seam.MemoryStore();
+  readonly twin: seam.MemoryStore = new seam.MemoryStore();
   /** Commands the server received (sent to it, whatever became of them). */
   received = 0;
   /** Commands it ran on the twin (what a Redis would have counted). */
@@ -168,7 +168,13 @@ export class ScriptedStore extends seam.GuardedStore implements seam.Store {
     return this.call(() => this.serve(() => this.twin.delete(keys)), 2_000);
   }
 
-  refund(algorithm: seam.Algorithm, keys: string[], receipts: string[], cost: number | string, ctx: seam.RunContext): Promise<void> {
+  refund(
+    algorithm: Parameters<seam.Store['refund']>[0],
+    keys: string[],
+    receipts: string[],
+    cost: number | string,
+    ctx: seam.RunContext,
+  ): Promise<void> {
     return this.call(() => this.serve(() => this.twin.refund(algorithm, keys, receipts, cost, ctx)), ctx.budgetMs);
   }
 
