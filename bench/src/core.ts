@@ -15,6 +15,7 @@ import { thisHost } from './lib/host';
 import { coreTable, type CoreRow } from './core-table';
 import { memoryPerIdentifier } from './lib/memory';
 import { leaseRows, leaseTable, type LeaseRow } from './lease';
+import { commandLine } from './lib/command-line';
 
 /*
  * `npm run bench:core`: limiter.check() decisions per second, 3 rules x 2 identifiers (ip + user of one
@@ -106,6 +107,18 @@ function ceiling(
 }
 
 async function main(): Promise<void> {
+  commandLine(
+    'npm run bench:core',
+    'limiter.check() decisions per second (3 rules x 2 identifiers) at 1, 64 and 256 in flight against the EVALSHA ceiling, and memory per identifier',
+    [
+      { env: 'BENCH_CORE_SECONDS', default: '2', what: 'seconds per measurement' },
+      { env: 'BENCH_REPS', default: '3', what: 'runs per row (the median is reported)' },
+      { env: 'BENCH_ALGOS', default: 'all four', what: 'a comma list of fixed-window, sliding-window, token-bucket, sliding-log' },
+      { env: 'BENCH_AUTOPIPELINE', default: '0', what: "1: ioredis's enableAutoPipelining on the limiter's client" },
+      { env: 'BENCH_LEASE', default: '1', what: "0: skip the concurrency lease's rows" },
+    ],
+    'BENCH_CORE_SECONDS=1 BENCH_REPS=1 npm run bench:core',
+  );
   pin(process.pid, SERVER_CORE);
   const r = await startBenchRedis();
   const autoPipelining = process.env.BENCH_AUTOPIPELINE === '1';

@@ -9,6 +9,7 @@ import type { LimiterOptions } from '@floodgate/core';
 import { SERVER_CORE, pin, startBenchRedis, type BenchRedis } from './lib/machine';
 import { ALL_ALGORITHMS, CORE_LIMITS, PICKED_ALGORITHMS } from './lib/core-rules';
 import { envInt, fmt, markdownTable, median } from './lib/stats';
+import { commandLine } from './lib/command-line';
 
 /*
  * Where a check's time inside Redis goes (`npm run bench:script-cost`): the script a limiter sends for the
@@ -83,6 +84,16 @@ function usPerCall(r: BenchRedis, lua: string, args: string[]): number {
 }
 
 async function main(): Promise<void> {
+  commandLine(
+    'npm run bench:script-cost',
+    "where a check's time inside Redis goes, step by step, per algorithm (redis-benchmark sending the limiter's own script)",
+    [
+      { env: 'BENCH_REPS', default: '5', what: 'runs per variant (the median is reported)' },
+      { env: 'BENCH_CALLS', default: '60000', what: 'script calls per run' },
+      { env: 'BENCH_ALGOS', default: 'all four', what: 'a comma list of fixed-window, sliding-window, token-bucket, sliding-log' },
+    ],
+    'BENCH_REPS=1 BENCH_CALLS=10000 npm run bench:script-cost',
+  );
   pin(process.pid, SERVER_CORE);
   const r = await startBenchRedis();
   const rows: string[][] = [];

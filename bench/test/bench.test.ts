@@ -1,3 +1,5 @@
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 import { commandCalls } from '../src/lib/machine';
 import { markdownTable, median } from '../src/lib/stats';
 import { parseMonitorLine } from '../src/http/load';
@@ -269,4 +271,24 @@ describe('which machine a results file was measured on', () => {
     expect(() => mergeRun(before, fresh, rank)).toThrow(/measured on 2 x AMD EPYC.*this run on 2 x Intel\(R\) Xeon\(R\) Processor/);
     expect(() => mergeRun({ ...before, meta: meta(undefined, 'then') }, fresh, rank)).toThrow(/a machine it does not record/);
   });
+});
+
+describe('the benchmarks answer --help with their settings, and refuse an argument they would ignore', () => {
+  const run = (args: string[]): { status: number | null; stdout: string; stderr: string } =>
+    spawnSync('npm', args, { cwd: join(__dirname, '..', '..'), encoding: 'utf8', env: { ...process.env, FORCE_COLOR: '0' } });
+
+  test('npm run bench -- --help (the documented command: the root script hands its arguments to the benchmark)', () => {
+    const r = run(['run', 'bench', '--', '--help']);
+    expect(r.status).toBe(0);
+    for (const setting of ['BENCH_SECONDS (3)', 'BENCH_REPS (5)', 'BENCH_FRAMEWORKS', 'BENCH_SHAPES', 'BENCH_MERGE', 'BENCH_LOAD_CORE'])
+      expect(r.stdout).toContain(setting);
+    expect(r.stdout).not.toContain('npm run-script'); // npm's own help
+  }, 120_000);
+
+  test('npm run bench:script-cost -- --runs 3 exits 2 naming the argument', () => {
+    const r = run(['run', 'bench:script-cost', '--', '--runs', '3']);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain("unknown argument '--runs' '3'");
+    expect(r.stderr).toContain('BENCH_CALLS (60000)');
+  }, 120_000);
 });

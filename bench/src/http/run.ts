@@ -11,6 +11,7 @@ import { FRAMEWORKS, factoryOf } from './frameworks';
 import { printTables, type VariantResult } from './report-tables';
 import { mergeRefusal, mergeRun, type HttpMeta } from './merge';
 import { thisHost } from '../lib/host';
+import { commandLine } from '../lib/command-line';
 
 /*
  * `npm run bench`: every framework x shape x limiter variant. Per framework and shape, the baseline (no
@@ -143,6 +144,28 @@ async function measure(server: Server, r: BenchRedis, random: boolean): Promise<
 }
 
 async function main(): Promise<void> {
+  commandLine(
+    'npm run bench',
+    'HTTP throughput of every framework x shape x limiter variant against the framework without a limiter; writes bench/results, then bench:report rewrites the tables and figures',
+    [
+      { env: 'BENCH_SECONDS', default: '3', what: 'seconds of load per measurement' },
+      { env: 'BENCH_REPS', default: '5', what: 'interleaved repetitions (baseline, then variant) per variant' },
+      { env: 'BENCH_CONNECTIONS', default: '50', what: "wrk's open connections" },
+      { env: 'BENCH_FRAMEWORKS', default: 'all', what: `a comma list of ${Object.keys(FRAMEWORKS).join(', ')}` },
+      { env: 'BENCH_SHAPES', default: SHAPES.join(','), what: `a comma list of ${ALL_SHAPES.join(', ')}` },
+      {
+        env: 'BENCH_VARIANTS',
+        default: 'all but opt-in',
+        what: 'a comma list of limiter variants (bench/src/http/shapes.ts; opt-in ones run only when listed)',
+      },
+      { env: 'BENCH_OUT', default: 'http.json', what: 'the results file in bench/results' },
+      { env: 'BENCH_MERGE', default: '0', what: '1: replace only the rerun rows of BENCH_OUT (same kind of machine only)' },
+      { env: 'BENCH_PROFILE_DIR', default: 'none', what: 'write a node --cpu-prof profile of each limiter server there' },
+      { env: 'BENCH_BEFORE', default: 'none', what: 'the build floodgate@before loads (bench/scripts/snapshot-before.sh)' },
+      { env: 'BENCH_BUILDS', default: 'none', what: 'the folder of builds floodgate@<build> loads' },
+    ],
+    'BENCH_SECONDS=1 BENCH_REPS=1 BENCH_FRAMEWORKS=express npm run bench',
+  );
   for (const tool of ['wrk', 'taskset']) {
     try {
       execFileSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' });
@@ -257,6 +280,8 @@ async function main(): Promise<void> {
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, `${JSON.stringify(written, null, 2)}\n`);
   process.stdout.write(printTables(results));
+  // The tables, chart and quoted figures follow the results file (what `npm run bench:report` does alone).
+  execFileSync(process.execPath, ['-r', 'ts-node/register/transpile-only', join(__dirname, '..', 'report.ts')], { stdio: 'inherit' });
 }
 
 main().catch((err: unknown) => {
