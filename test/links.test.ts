@@ -3,8 +3,9 @@ import { dirname, join, relative } from 'node:path';
 
 /*
  * Links that cannot rot: every relative Markdown link and image of README.md, CONTRIBUTING.md and
- * docs/**\/*.md (the TypeDoc output under docs/api aside: it is generated) points at a file or folder of
- * the repository, and every #anchor at a heading of the page it names, as GitHub renders them. Links
+ * docs/**\/*.md (the generated API reference under docs/api included) points at a file or folder of the
+ * repository, and every #anchor at a heading of the page it names, as GitHub renders them, or at an
+ * explicit `<a id>` anchor. Links
  * inside code (fenced blocks, `spans`) are not links and are not read.
  */
 const root = join(__dirname, '..');
@@ -12,7 +13,7 @@ const root = join(__dirname, '..');
 function markdownUnder(dir: string): string[] {
   return readdirSync(join(root, dir)).flatMap((name) => {
     const path = join(dir, name);
-    if (statSync(join(root, path)).isDirectory()) return path === join('docs', 'api') ? [] : markdownUnder(path);
+    if (statSync(join(root, path)).isDirectory()) return markdownUnder(path);
     return name.endsWith('.md') ? [path] : [];
   });
 }
@@ -60,6 +61,8 @@ function anchorsOf(text: string): Set<string> {
     seen.set(base, n + 1);
     anchors.add(n === 0 ? base : `${base}-${n}`);
   }
+  // Explicit HTML anchors (the API reference's: typedoc.json's useHTMLAnchors), which GitHub keeps.
+  for (const line of prose(text)) for (const m of line.matchAll(/<a\s+(?:id|name)="([^"]+)"/g)) anchors.add(m[1]!);
   return anchors;
 }
 
