@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /*
@@ -7,7 +7,14 @@ import { join } from 'node:path';
  * `npm publish --dry-run` for each public package, dependencies first. Nothing is published.
  */
 const root = join(__dirname, '..');
-const PUBLISHED = ['cli', 'core', 'express', 'fastify', 'hono', 'koa', 'metrics', 'nestjs'];
+import { PUBLISHED } from './packing';
+
+test('PUBLISHED names every package of packages/ that is not private', () => {
+  const publishable = readdirSync(join(root, 'packages')).filter(
+    (p) => !(JSON.parse(readFileSync(join(root, 'packages', p, 'package.json'), 'utf8')) as { private?: boolean }).private,
+  );
+  expect([...PUBLISHED].sort()).toEqual(publishable.sort());
+});
 
 test('the release dry run publishes every public package, each after its dependencies, with public access', () => {
   const run = spawnSync(process.execPath, [join(root, 'scripts', 'release.mjs'), '--dry-run'], {
