@@ -89,6 +89,7 @@ const SECOND_TIER = [
   'test/migration/',
   'test/option-types.test.ts',
   'test/pack.test.ts',
+  'test/quick-starts.test.ts',
   'test/release.test.ts',
   'test/shipped-files.test.ts',
   'test/smoke.test.ts',
