@@ -42,7 +42,10 @@ for (const { dir, name } of workspaces) {
  */
 const ESM_ONLY = ['@nestjs', 'content-disposition'];
 const ESM_TRANSFORM = ['/node_modules/.+\\.js$', '<rootDir>/test/esm-transform.mjs'] as const;
-const transformIgnorePatterns = [`/node_modules/(?!(${ESM_ONLY.join('|')})/)`, '/fixtures/nestjs-11/node_modules/'];
+const transformIgnorePatterns = [
+  `^(?!.*/node_modules/(${ESM_ONLY.join('|')})/).*/node_modules/`,
+  '/fixtures/nestjs-11/node_modules/@nestjs/',
+];
 const transform: Config['transform'] = {
   '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.json' }],
   [ESM_TRANSFORM[0]]: ESM_TRANSFORM[1],
