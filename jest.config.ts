@@ -10,7 +10,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Config } from 'jest';
 
 /*
@@ -20,6 +20,8 @@ import type { Config } from 'jest';
 const root = __dirname;
 const workspaces: { dir: string; name: string }[] = [];
 for (const pattern of (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { workspaces: string[] }).workspaces) {
+  // A fixture (fixtures/nestjs-11: Nest 11, installed for the project 'nestjs (Nest 11)' below) holds no tests of its own.
+  if (pattern.startsWith('fixtures/')) continue;
   const dirs = pattern.endsWith('/*')
     ? readdirSync(join(root, pattern.slice(0, -2))).map((d) => `${pattern.slice(0, -2)}/${d}`)
     : [pattern];
@@ -37,14 +39,26 @@ for (const { dir, name } of workspaces) {
   moduleNameMapper[`^${name.replace('/', '\\/')}$`] = `<rootDir>/${dir}/src/index.ts`;
   moduleNameMapper[`^${name.replace('/', '\\/')}\\/([a-z-]+)$`] = `<rootDir>/${dir}/src/$1.ts`;
 }
+/*
+ * Packages that ship ES modules only (NestJS 12 and its line; @fastify/static's content-disposition): jest's
+ * module system on Node 20 cannot require() them, so test/esm-transform.mjs compiles them to CommonJS. Every
+ * other file of node_modules is loaded as it is, Nest 11's (fixtures/nestjs-11) included.
+ */
+const ESM_ONLY = ['@nestjs', 'content-disposition'];
+const ESM_TRANSFORM = ['/node_modules/.+\\.js$', '<rootDir>/test/esm-transform.mjs'] as const;
+const transformIgnorePatterns = [
+  `^(?!.*/node_modules/(${ESM_ONLY.join('|')})/).*/node_modules/`,
+  '/fixtures/nestjs-11/node_modules/@nestjs/',
+];
 const transform: Config['transform'] = {
   '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.json' }],
+  [ESM_TRANSFORM[0]]: ESM_TRANSFORM[1],
 };
 
 /** A workspace whose TypeScript needs settings of its own (a Nest app's decorators) has a tsconfig.jest.json. */
 function transformOf(dir: string): Config['transform'] {
   if (!existsSync(join(root, dir, 'tsconfig.jest.json'))) return transform;
-  return { '^.+\\.ts$': ['ts-jest', { tsconfig: `<rootDir>/${dir}/tsconfig.jest.json` }] };
+  return { '^.+\\.ts$': ['ts-jest', { tsconfig: `<rootDir>/${dir}/tsconfig.jest.json` }], [ESM_TRANSFORM[0]]: ESM_TRANSFORM[1] };
 }
 
 function project(displayName: string, roots: string[], testMatch = ['**/*.test.ts'], globals: Record<string, string> = {}): Config {
@@ -57,6 +71,7 @@ function project(displayName: string, roots: string[], testMatch = ['**/*.test.t
     testMatch,
     moduleNameMapper,
     transform,
+    transformIgnorePatterns,
     globals,
     setupFiles: ['<rootDir>/test/setup-server.ts'],
   };
@@ -172,6 +187,26 @@ const clientProjects = (['iovalkey', 'node-redis', 'glide'] as const).map((kind)
 );
 
 /*
+ * NestJS 11: @floodgate/nestjs supports Nest 11 and 12. Its devDependencies are Nest 12; fixtures/nestjs-11
+ * installs Nest 11 (its own node_modules), and this project runs the package's test files again with every
+ * @nestjs package the tests or the package load mapped there (@nestjs/throttler, which supports both, stays
+ * the one installed and meets Nest 11 through the same mapping). packages/nestjs/test/nest-version.test.ts checks
+ * which Nest each project loaded.
+ */
+const NEST_PACKAGES = ['common', 'core', 'platform-express', 'platform-fastify', 'websockets', 'platform-ws', 'graphql', 'mercurius'];
+const nest11Dir = join(root, 'fixtures', 'nestjs-11');
+const nest11Mapper: Record<string, string> = { ...moduleNameMapper };
+for (const name of NEST_PACKAGES) {
+  const dir = dirname(require.resolve(`@nestjs/${name}/package.json`, { paths: [nest11Dir] }));
+  nest11Mapper[`^@nestjs\\/${name}(\\/.*)?$`] = `${dir}$1`;
+}
+const nest11Project: Config = {
+  ...project('nestjs (Nest 11)', ['<rootDir>/packages/nestjs'], ['**/*.test.ts'], { FLOODGATE_NEST_MAJOR: '11' }),
+  moduleNameMapper: nest11Mapper,
+  transform: transformOf('packages/nestjs'),
+};
+
+/*
  * Valkey: when valkey-server is installed (and the run is not pointed at one server by REDIS_URL or
  * FLOODGATE_REDIS_SERVER), the client and core suites run once more on a Valkey the global setup starts, and
  * every server those suites start themselves is a valkey-server too (test/setup-server.ts).
@@ -226,7 +261,7 @@ const config: Config = {
       ),
     ),
     ...tiered(project('smoke', ['<rootDir>/test']), 'test'),
-    ...(tier === 'quick' ? [] : [...clientProjects, ...valkeyProjects]),
+    ...(tier === 'quick' ? [] : [...clientProjects, nest11Project, ...valkeyProjects]),
   ],
 };
 

@@ -1,4 +1,4 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import Redis from 'ioredis';
 import { CODE, PROGRAM_TIMEOUT_MS, programsOf, typeCheck } from './doc-blocks';
@@ -6,7 +6,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { freePort, startRedis, uniquePrefix } from '@floodgate/testing';
-import { PUBLISHED, npm, packPublished, pinned, root, tarballSpecs, type Packed } from './packing';
+import { PUBLISHED, npmEnv, packPublished, pinned, root, tarballSpecs, type Packed } from './packing';
 
 /*
  * What a user gets: `npm pack` each published package (from its built dist/: `npm run test:all` builds first),
@@ -31,6 +31,7 @@ const FROM_REGISTRY = [
   '@nestjs/common',
   '@nestjs/core',
   '@nestjs/platform-express',
+  '@nestjs/throttler',
   'reflect-metadata',
   'rxjs',
 ];
@@ -39,6 +40,18 @@ let work: string;
 let app: string;
 let packed: Packed[];
 let installMs: number;
+/** What npm printed installing the scratch app, warnings included, and then installing it again. */
+let installLog: string;
+let reinstallLog: string;
+
+/** `npm install` in the scratch app at npm's default log level, so that its peer-dependency warnings show. */
+function installWithWarnings(cwd: string): string {
+  const args = ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=warn'];
+  const run = spawnSync('npm', args, { cwd, env: npmEnv(), encoding: 'utf8' });
+  const log = `${run.stdout}${run.stderr}`;
+  if (run.status !== 0) throw new Error(`npm ${args.join(' ')} failed (exit ${String(run.status)}):\n${log}`);
+  return log;
+}
 
 beforeAll(() => {
   work = mkdtempSync(join(tmpdir(), 'floodgate-pack-'));
@@ -51,8 +64,9 @@ beforeAll(() => {
   for (const name of FROM_REGISTRY) dependencies[name] = pinned(name);
   writeFileSync(join(app, 'package.json'), `${JSON.stringify({ name: 'floodgate-scratch-app', private: true, dependencies }, null, 2)}\n`);
   const started = Date.now();
-  npm(['install', '--prefer-offline', '--no-audit', '--no-fund'], app);
+  installLog = installWithWarnings(app);
   installMs = Date.now() - started;
+  reinstallLog = installWithWarnings(app);
   for (const f of readdirSync(join(__dirname, 'pack-consumer'))) copyFileSync(join(__dirname, 'pack-consumer', f), join(app, f));
 }, 240_000);
 
@@ -90,6 +104,14 @@ test('each tarball holds dist/, its bin, README.md, CHANGELOG.md, LICENSE and pa
 
 test('installs in the scratch app in well under a minute', () => {
   expect(installMs).toBeLessThan(60_000);
+});
+
+test("beside the current NestJS (the lockfile's, 12) and @nestjs/throttler, npm reports no peer conflict, and installs again without one", () => {
+  expect(pinned('@nestjs/core').split('.')[0]).toBe('12');
+  const conflicts = (log: string): string[] =>
+    log.split('\n').filter((line) => /ERESOLVE|overriding peer dependency|legacy-peer-deps/i.test(line));
+  expect(conflicts(installLog)).toEqual([]);
+  expect(conflicts(reinstallLog)).toEqual([]);
 });
 
 test('the installed adapters depend on a versioned core and share the one installed copy of it', () => {

@@ -30,6 +30,7 @@ import {
   type FloodgateModuleOptions,
 } from '@floodgate/nestjs';
 import { controller, startApp, statuses } from '../../packages/nestjs/test/nest-app';
+import { testClock, throttlerOnClock } from '../../packages/nestjs/test/throttler-apps';
 
 /*
  * docs/migrating/nestjs-throttler.md, checked: each recipe of the guide runs in a real Nest app (over
@@ -63,7 +64,6 @@ async function start(metadata: ModuleMetadata, platform: 'express' | 'fastify' =
   closing(app);
   return url;
 }
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 test('the README example: forRoot([{ ttl: 60000, limit }]) + ThrottlerGuard -> forRoot({ redis, limits }) + FloodgateGuard', async () => {
   const theirs = await throttlerApp([{ ttl: 60_000, limit: 3 }], { x: [] });
@@ -153,30 +153,76 @@ test('a bare @SkipThrottle() once throttlers are named skips nothing; a skip nam
   await expect(failed).rejects.toThrow(/'default' on RootController\.free names no limit \(the limits are 'short'\)/);
 });
 
-test('blockDuration -> lockout: { after: 1, within: ttl, duration: blockDuration, scope: "ip" }', async () => {
-  // Both sides on the real clock (throttler's storage reads Date.now()), so the times are far from every
-  // expiry: 1 s or more, which a loaded machine's request latency stays under (at 500 ms it did not).
-  const theirs = await throttlerApp([{ ttl: 2_000, limit: 2, blockDuration: 8_000 }], { x: [] });
+/** The statuses (and Retry-After) of GET /x on throttler's app and on Floodgate's at each instant of the clock (ms). */
+async function atInstants(
+  theirs: string,
+  ours: string,
+  clock: { at: (ms: number) => void },
+  instants: number[],
+): Promise<[string, string]> {
+  const answer = async (url: string): Promise<string> => {
+    const res = await request(url).get('/x');
+    return `${res.status}${res.status === 429 ? ` ${String(res.headers['retry-after'])}s` : ''}`;
+  };
+  const their: string[] = [];
+  const mine: string[] = [];
+  for (const ms of instants) {
+    clock.at(ms);
+    their.push(await answer(theirs));
+    mine.push(await answer(ours));
+  }
+  return [their.join(', '), mine.join(', ')];
+}
+
+async function blockApps(ttl: number, limit: number, blockDuration: number) {
+  const clock = testClock();
+  const storage = throttlerOnClock(clock.now);
+  closing(storage);
+  const theirs = await throttlerApp({ throttlers: [{ ttl, limit, blockDuration }], storage }, { x: [] });
   const ours = await floodgateApp(
-    { limits: { limit: 2, window: 2_000 }, lockout: { after: 1, within: 2_000, duration: 8_000, scope: 'ip' } },
+    // The deadline is not the subject: a Redis call past the default 250 ms on a loaded machine would be the failure policy's.
+    {
+      limits: { limit, window: ttl },
+      lockout: { after: 1, within: ttl, duration: blockDuration, scope: 'ip' },
+      clock: clock.now,
+      timeoutMs: 10_000,
+    },
     { x: [] },
   );
-  // The third request blocks for 8 s, counting nothing meanwhile.
-  const traffic = async (url: string): Promise<[number, string | undefined][]> => {
-    const t0 = performance.now();
-    const out: [number, string | undefined][] = [];
-    for (const at of [0, 10, 20, 3_200, 9_600]) {
-      await sleep(Math.max(0, t0 + at - performance.now()));
-      const res = await request(url).get('/x');
-      out.push([res.status, res.headers['retry-after'] as string | undefined]);
-    }
-    return out;
-  };
-  const [mine, their] = await Promise.all([traffic(ours), traffic(theirs)]);
-  expect(mine.map(([s]) => s)).toEqual(their.map(([s]) => s));
-  expect(mine.map(([s]) => s)).toEqual([200, 200, 429, 429, 200]);
-  expect([mine[2]![1], their[2]![1]]).toEqual(['8', '8']);
-}, 30_000);
+  return { clock, theirs, ours };
+}
+
+/** The instants of the block tests (ms): three requests at once, then through the block, its end, the window's end and a second block. */
+const INSTANTS = [0, 1, 2, 4_000, 5_600, 9_000, 10_500, 11_100, 15_600, 19_000, 20_500, 21_100, 30_000];
+
+test.each([
+  ['longer than the ttl', 20_000],
+  ['the ttl and a tenth', 11_000],
+])(
+  'blockDuration %s (%d ms; ttl 10 s, limit 2) -> lockout: { after: 1, within: ttl, duration: blockDuration, scope: "ip" }, as throttler',
+  async (_, block) => {
+    const { clock, theirs, ours } = await blockApps(10_000, 2, block);
+    const [their, mine] = await atInstants(theirs, ours, clock, INSTANTS);
+    expect(mine).toEqual(their);
+    // The third request blocks for blockDuration, counting nothing meanwhile.
+    expect(mine).toMatch(new RegExp(`^200, 200, 429 ${block / 1000}s, `));
+  },
+);
+
+test('a blockDuration shorter than the ttl and a tenth: throttler counts afresh once the block ends; Floodgate refuses until the window has room, each refusal a lockout', async () => {
+  // 5 s, shorter than the window: throttler lets the client in at 5.6 s; Floodgate's window still holds the
+  // first two requests, so the request at 5.6 s is refused and locks the client out for 5 s more.
+  const short = await blockApps(10_000, 2, 5_000);
+  const [theirShort, mineShort] = await atInstants(short.theirs, short.ours, short.clock, INSTANTS);
+  expect(theirShort).toBe('200, 200, 429 5s, 429 2s, 200, 200, 429 5s, 429 5s, 200, 200, 429 5s, 429 5s, 200');
+  expect(mineShort).toBe('200, 200, 429 5s, 429 2s, 429 5s, 429 2s, 429 1s, 200, 200, 429 5s, 429 4s, 429 3s, 200');
+  // The ttl, throttler's default blockDuration: at 10.5 s the first requests are still in the sliding window (up to
+  // a tenth of it longer), so a client that comes back when Retry-After said is locked out for another 10 s.
+  const equal = await blockApps(10_000, 2, 10_000);
+  const [theirEqual, mineEqual] = await atInstants(equal.theirs, equal.ours, equal.clock, INSTANTS);
+  expect(theirEqual).toBe('200, 200, 429 10s, 429 7s, 429 5s, 429 2s, 200, 200, 429 10s, 429 7s, 429 6s, 429 5s, 200');
+  expect(mineEqual).toBe('200, 200, 429 10s, 429 7s, 429 5s, 429 2s, 429 10s, 429 10s, 429 5s, 429 2s, 200, 200, 429 10s');
+});
 
 test('getTracker -> identify; the proxy recipe (req.ips[0]) -> trust proxy, whose client address a client cannot choose', async () => {
   const byKey = { getTracker: (req: Record<string, any>) => String(req.headers['x-api-key']) };

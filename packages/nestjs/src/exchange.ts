@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { ExecutionContext } from '@nestjs/common';
 import { warned, watchServerOf, type WarningName } from '@floodgate/core/adapter';
 import type { RateLimitException } from './exception';
+import { websockets } from './websockets';
 
 /*
  * The request and response behind an execution context, on either Nest platform: Express's req and res, or
@@ -25,8 +26,11 @@ export interface Exchange {
   append(name: string, value: string): void;
   /** The trust-proxy warnings this platform can give. */
   checkTrust(warn: (name: WarningName, text: string) => void): void;
-  /** Answers a denial where no response carries it (a WebSocket message); over HTTP the exception does. */
-  refuse(denial: RateLimitException): void;
+  /**
+   * What Nest is told of a denial: over HTTP the exception itself (Nest's filter sends it, headers set); for
+   * a WebSocket message, what answers the client there (refuseOverWs).
+   */
+  refuse(denial: RateLimitException): unknown;
 }
 
 interface FastifyReplyLike {
@@ -87,7 +91,8 @@ function mergeItems(before: unknown, value: string): string {
   return items.join(', ');
 }
 
-const answered = (): void => undefined;
+/** Over HTTP, Nest's filter answers the exception itself. */
+const answered = (denial: RateLimitException): unknown => denial;
 
 function overHttp(req: unknown, res: unknown, key: object, perField: boolean): Exchange | undefined {
   if (isFastifyReply(res)) {
@@ -129,18 +134,20 @@ function overHttp(req: unknown, res: unknown, key: object, perField: boolean): E
 }
 
 /**
- * A denied WebSocket message's answer, sent to its client: `{ event: 'exception', data }` as the `ws`
- * platform frames its messages, `data` being Nest's WsException payload (`status: 'error'`) with the
- * denial's body and `retryAfter` in seconds. Nest's own exception filter cannot send it there (it emits
- * on the socket object, which `ws` does not send); on Socket.IO that filter answers.
+ * A denied WebSocket message's answer: `{ event: 'exception', data }` as the `ws` platform frames its
+ * messages, `data` being Nest's WsException payload (`status: 'error'`) with the denial's body and
+ * `retryAfter` in seconds. A WsException of that object, which Nest's filter sends (emits, on Socket.IO);
+ * where the filter does not send to a `ws` client (Nest 11), the guard sends it first (websockets.ts).
  */
-function refuseOverWs(client: Record<string, unknown>, pattern: unknown): (denial: RateLimitException) => void {
-  return (denial) => {
-    const send = client.send as ((data: string) => void) | undefined;
-    if (typeof send !== 'function' || client.handshake !== undefined || client.readyState !== 1) return;
-    const data = { status: 'error', ...(denial.getResponse() as object), ...denial.extensions, cause: { pattern } };
-    send.call(client, JSON.stringify({ event: 'exception', data }));
-  };
+function refuseOverWs(client: Record<string, unknown>, pattern: unknown): (denial: RateLimitException) => Promise<unknown> {
+  return (denial) =>
+    websockets().then(({ WsException, nest12 }) => {
+      const data = { status: 'error', ...(denial.getResponse() as object), ...denial.extensions, cause: { pattern } };
+      const send = client.send as ((data: string) => void) | undefined;
+      const wsClient = typeof send === 'function' && client.handshake === undefined && client.readyState === 1;
+      if (wsClient && !nest12) send.call(client, JSON.stringify({ event: 'exception', data }));
+      return WsException ? new WsException(data) : denial;
+    });
 }
 
 /** A WebSocket client's address: `ws`'s socket, or Socket.IO's handshake. */

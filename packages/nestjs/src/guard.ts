@@ -35,18 +35,17 @@ export class FloodgateGuard implements CanActivate {
     const x = exchangeOf(context);
     // Not HTTP, GraphQL or a WebSocket message (a microservice's handler): nothing here identifies a client.
     if (x === undefined) return true;
-    const refused = (error: unknown): never => {
-      if (error instanceof RateLimitException) x.refuse(error);
-      throw error;
+    // A denial reaches Nest as the rejection it awaits, not a throw: the same to Nest's guard consumer, and a
+    // throw is the most expensive thing on a flood's path. What it rejects with is the exchange's answer.
+    const refused = (error: unknown): Promise<never> => {
+      if (!(error instanceof RateLimitException)) return Promise.reject(error);
+      const answer = x.refuse(error);
+      return answer instanceof Promise ? answer.then((e: unknown) => Promise.reject(e)) : Promise.reject(answer);
     };
     try {
       const result = this.from(0, this.limits.stepsFor(context.getClass(), context.getHandler()), x);
-      if (result instanceof RateLimitException) {
-        // A denial known at once (the block cache's) reaches Nest as the rejection it awaits, not a throw: the
-        // same to Nest's guard consumer, and a throw is the most expensive thing on a flood's path.
-        x.refuse(result);
-        return Promise.reject(result);
-      }
+      // A denial known at once (the block cache's).
+      if (result instanceof RateLimitException) return refused(result);
       return result instanceof Promise ? result.catch(refused) : result;
     } catch (error) {
       return refused(error);

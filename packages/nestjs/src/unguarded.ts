@@ -5,13 +5,14 @@ import { declaredOn } from './decorators';
 import { classesOf, handlersOf } from './discovered';
 import { FloodgateGuard } from './guard';
 import { FLOODGATE_OPTIONS } from './limits';
+import { websockets } from './websockets';
 import type { FloodgateModuleOptions } from './options';
 
 /*
  * A @RateLimit(), @SlowDown() or @Concurrency() where no FloodgateGuard runs is a limit nothing enforces.
  * When the application starts, every such place is reported in one warning to the module's `logger`.
- * Guarded means: FloodgateGuard as APP_GUARD (which Nest runs for controllers and resolvers, not for
- * gateways), or in @UseGuards() on the class or the handler.
+ * Guarded means: FloodgateGuard as APP_GUARD (which Nest runs for controllers and resolvers, and from Nest
+ * 12 for gateways: websockets.ts), or in @UseGuards() on the class or the handler.
  */
 const GUARDS_METADATA = '__guards__'; // @nestjs/common's
 const GATEWAY_METADATA = 'websockets:is_gateway'; // @nestjs/websockets'
@@ -36,25 +37,28 @@ export class UnguardedLimits implements OnApplicationBootstrap {
     this.discovery = discovery;
   }
 
-  onApplicationBootstrap(): void {
+  async onApplicationBootstrap(): Promise<void> {
     if (this.options.warnings === false) return;
-    const places = this.unguarded();
+    const places = await this.unguarded();
     if (places.length === 0) return;
     safeLogger(this.options.logger).warn(
       `floodgate: limits declared where no FloodgateGuard runs, so nothing enforces them: ${places.join(', ')}. ` +
-        'Guard them with { provide: APP_GUARD, useClass: FloodgateGuard } or @UseGuards(FloodgateGuard) (a WebSocket gateway needs @UseGuards: APP_GUARD does not reach it)',
+        'Guard them with { provide: APP_GUARD, useClass: FloodgateGuard } or @UseGuards(FloodgateGuard) (on Nest 11 a WebSocket gateway needs @UseGuards: APP_GUARD does not reach it)',
     );
   }
 
   /** Where limits are declared that no FloodgateGuard runs: `Class` or `Class.handler`. */
-  private unguarded(): string[] {
+  private async unguarded(): Promise<string[]> {
     // APP_GUARD providers are registered under a token of their own, 'APP_GUARD (UUID: ...)'.
     const global = this.discovery
       .getProviders()
       .some((w) => typeof w.token === 'string' && w.token.startsWith(APP_GUARD) && w.instance instanceof FloodgateGuard);
+    const classes = classesOf(this.discovery);
+    const isGateway = (cls: object): boolean => metadata(GATEWAY_METADATA, cls) === true;
+    const reachesGateways = global && [...classes].some(isGateway) && (await websockets()).nest12;
     const places: string[] = [];
-    for (const cls of classesOf(this.discovery)) {
-      const classGuarded = guardedBy(cls) || (global && metadata(GATEWAY_METADATA, cls) !== true);
+    for (const cls of classes) {
+      const classGuarded = guardedBy(cls) || (global && (reachesGateways || !isGateway(cls)));
       if (classGuarded) continue;
       const handlers = handlersOf(cls);
       const onClass = declaredOn(cls, true);

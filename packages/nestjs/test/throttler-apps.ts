@@ -11,6 +11,14 @@ import { controller, startApp } from './nest-app';
  * a test's clock, Date.now is that clock for the length of that body.
  */
 
+const START = 1_800_000_000_000;
+
+/** A clock a test moves, for both sides (Floodgate's `clock` option, throttler's storage on `now`): ms after START. */
+export function testClock(): { now: () => number; at: (ms: number) => void } {
+  let t = START;
+  return { now: () => t, at: (ms) => void (t = START + ms) };
+}
+
 /** Throttler's in-memory storage (the installed version's) on `now`, and its shutdown. */
 export function throttlerOnClock(now: () => number = Date.now): ThrottlerStorage & { close(): Promise<void> } {
   const storage = new ThrottlerStorageService();

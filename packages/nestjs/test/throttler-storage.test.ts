@@ -2,7 +2,7 @@ import request from 'supertest';
 import type { ThrottlerOptions } from '@nestjs/throttler';
 import { closeAfterEach, connect, uniquePrefix } from '@floodgate/testing';
 import { FloodgateThrottlerStorage, type FloodgateThrottlerStorageOptions, type ThrottlerStorageRecord } from '@floodgate/nestjs';
-import { asGuardReads, throttledApp, throttlerOnClock } from './throttler-apps';
+import { asGuardReads, testClock, throttledApp, throttlerOnClock } from './throttler-apps';
 
 /*
  * FloodgateThrottlerStorage answers as @nestjs/throttler's own in-memory storage (the installed version's,
@@ -13,13 +13,6 @@ import { asGuardReads, throttledApp, throttlerOnClock } from './throttler-apps';
  */
 const redis = connect();
 const closing = closeAfterEach();
-const START = 1_800_000_000_000;
-
-/** A clock the test moves: ms after START. */
-function testClock(): { now: () => number; at: (ms: number) => void } {
-  let t = START;
-  return { now: () => t, at: (ms) => void (t = START + ms) };
-}
 
 function floodgateStorage(options: FloodgateThrottlerStorageOptions = {}): FloodgateThrottlerStorage {
   // The deadline is not the subject: a Redis call past the default one on a loaded machine is answered by
