@@ -1,4 +1,4 @@
-import { GraphQLError, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import { GraphQLError, type DocumentNode, type GraphQLErrorOptions, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import type { Limiter } from '@floodgate/core/adapter';
 import { Gate, type Admitted } from './gate';
 import type { GraphqlRateLimitOptions } from './options';
@@ -78,5 +78,7 @@ export function apolloRateLimit<Context = Record<string, unknown>>(
 function forApollo(error: GraphQLError): GraphQLError {
   const http = error.extensions['http'] as { status: number; headers?: Record<string, string> };
   const headers = new Map(Object.entries(http.headers ?? {}));
-  return new GraphQLError(error.message, { extensions: { ...error.extensions, http: { status: http.status, headers } } });
+  // As unknown: a server's declarations may narrow `extensions.http` to its own shape (Yoga's: an object).
+  const extensions = { ...error.extensions, http: { status: http.status, headers } } as unknown as GraphQLErrorOptions['extensions'];
+  return new GraphQLError(error.message, { extensions });
 }
