@@ -138,24 +138,35 @@ describe.each(SERVERS)('$name', ({ name, make, serve }) => {
     expect(await remaining(plugin, '-op', 'cost')).toBe(950);
   });
 
-  test('concurrent operations racing their settles: admitted estimates never pass the limit; the bound is the excess of those admitted together', async () => {
+  test('the bound: operations admitted together before the first settle overshoot by their excess, no more; those racing the settles are denied', async () => {
     const LIMIT = 200;
-    const { calls, plugin, url } = await start({ limits: { limit: LIMIT, window: '1m', unit: 'cost' } });
-    // Each estimates 10 (first: 10) and resolves 1,000: 20 fit together before any settles.
-    const first = await Promise.all(Array.from({ length: 60 }, () => post(url, { query: '{ liar(first: 10) { id } }' })));
-    const admittedTogether = first.filter((r) => r.status === 200).length;
+    let release!: () => void;
+    const hold = new Promise<void>((resolve) => (release = resolve));
+    const calls: Calls = {};
+    const plugin: Plugin = closing(make({ redis, prefix: uniquePrefix('gql'), limits: { limit: LIMIT, window: '1m', unit: 'cost' } }));
+    const { url } = closing(await serve([plugin], calls, { hold }));
+    // 60 operations estimating 10 each (first: 10) and resolving 1,000: every resolver waits until all 60 were decided.
+    let denied = 0;
+    const ask = () => post(url, { query: '{ liar(first: 10) { id } }' });
+    const first = Array.from({ length: 60 }, () => ask().then((r) => (r.status === 429 && denied++, r)));
+    while ((calls['Query.liar'] ?? 0) + denied < 60) await new Promise((r) => setTimeout(r, 5));
+    const admittedTogether = calls['Query.liar'] ?? 0;
+    release();
     // 60 more race the first wave's settles.
-    const second = await Promise.all(Array.from({ length: 60 }, () => post(url, { query: '{ liar(first: 10) { id } }' })));
+    const second = Array.from({ length: 60 }, ask);
+    const answers = await Promise.all([...first, ...second]);
     await settled();
-    const admitted = admittedTogether + second.filter((r) => r.status === 200).length;
-    const counted = LIMIT - (await remaining(plugin, '-op', 'cost'))!;
-    expect(admittedTogether).toBeLessThanOrEqual(LIMIT / 10);
-    expect(calls['Query.liar']).toBe(admitted);
-    // Everything admitted is counted at its actual cost, and nothing beyond what the admitted ones used.
-    expect(counted).toBeGreaterThanOrEqual(Math.min(LIMIT, admitted * 1000));
-    expect(admitted).toBeLessThanOrEqual(LIMIT / 10);
+    const admitted = answers.filter((r) => r.status === 200).length;
+    expect(admittedTogether).toBe(LIMIT / 10);
+    expect(admitted).toBe(admittedTogether);
+    // What is counted is the admitted operations' actual cost: 20 x 1,000 against 200 a minute, a debt of
+    // 19,800 paid off at 200 a minute (99 minutes), no more.
+    const peek = await plugin.limiter!.peek('-op:ip:127.0.0.1', { cost: 1 });
+    const owedMinutes = peek.retryAfterMs / 60_000;
+    expect(owedMinutes).toBeGreaterThan(98);
+    expect(owedMinutes).toBeLessThanOrEqual(101);
     report(
-      `${name} budget bound: 120 operations estimating 10 and using 1000 against ${LIMIT} cost a minute: ${admittedTogether} admitted together before the first settle, ${admitted} in all; counted ${counted} (limit ${LIMIT}, excess ${counted - LIMIT})`,
+      `${name} budget bound: 120 operations estimating 10 and using 1000 against ${LIMIT} cost a minute: ${admittedTogether} admitted together before the first settle (estimates ${admittedTogether * 10}), ${admitted} in all; counted ${admitted * 1000}: denied for ${owedMinutes.toFixed(1)} minutes`,
     );
   });
 });

@@ -27,7 +27,8 @@ export const typeDefs = /* GraphQL */ `
 /** Resolver calls by coordinate, counted by the resolvers themselves. */
 export type Calls = Record<string, number>;
 
-export function resolvers(calls: Calls) {
+/** `hold`: what `liar` waits for before answering (a test's gate on when settles start). */
+export function resolvers(calls: Calls, hold?: Promise<void>) {
   const hit = (name: string): void => {
     calls[name] = (calls[name] ?? 0) + 1;
   };
@@ -36,7 +37,11 @@ export function resolvers(calls: Calls) {
     Query: {
       search: () => (hit('Query.search'), posts(1)),
       posts: (_: unknown, args: { first?: number }) => (hit('Query.posts'), posts(Math.min(args.first ?? 10, 500))),
-      liar: () => (hit('Query.liar'), posts(1000)),
+      liar: async () => {
+        hit('Query.liar');
+        await hold;
+        return posts(1000);
+      },
       me: () => (hit('Query.me'), { id: 'me' }),
       boom: () => {
         hit('Query.boom');

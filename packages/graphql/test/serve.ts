@@ -6,9 +6,9 @@ import { startStandaloneServer } from '@apollo/server/standalone';
 import { resolvers, typeDefs, type Calls } from './schema';
 
 /** A real Yoga on a socket. */
-export async function serveYoga(plugins: unknown[], calls: Calls, extra: { batching?: boolean } = {}) {
+export async function serveYoga(plugins: unknown[], calls: Calls, extra: { batching?: boolean; hold?: Promise<void> } = {}) {
   const yoga = createYoga({
-    schema: createSchema({ typeDefs, resolvers: resolvers(calls) }),
+    schema: createSchema({ typeDefs, resolvers: resolvers(calls, extra.hold) }),
     plugins: plugins as Plugin[],
     batching: extra.batching ? { limit: 100 } : false,
     logging: false,
@@ -24,10 +24,10 @@ export async function serveYoga(plugins: unknown[], calls: Calls, extra: { batch
 }
 
 /** A real Apollo standalone server, its context carrying the request (for the client address). */
-export async function serveApollo(plugins: unknown[], calls: Calls, extra: { batching?: boolean } = {}) {
+export async function serveApollo(plugins: unknown[], calls: Calls, extra: { batching?: boolean; hold?: Promise<void> } = {}) {
   const server = new ApolloServer({
     typeDefs,
-    resolvers: resolvers(calls),
+    resolvers: resolvers(calls, extra.hold),
     plugins: plugins as ApolloServerPlugin[],
     allowBatchedHttpRequests: extra.batching ?? false,
   });
