@@ -33,6 +33,8 @@ const FROM_REGISTRY = [
   '@nestjs/platform-express',
   'reflect-metadata',
   'rxjs',
+  'graphql',
+  'graphql-yoga',
 ];
 
 let work: string;
@@ -213,6 +215,7 @@ const FIRST_PAGES = [
   'docs/fastify.md',
   'docs/hono.md',
   'docs/koa.md',
+  'docs/graphql.md',
   'docs/core-api.md',
   'docs/refunds.md',
   'docs/plans.md',
