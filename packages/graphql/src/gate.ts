@@ -44,6 +44,17 @@ export type Admission = Admitted | { readonly denial: Denial };
 
 const ADMIT_FREE: Admitted = { finish: () => undefined };
 
+/** An operation planned: its fields and their estimate (read only: a settle tallies into a tally of its own). */
+interface Planned<Context> {
+  /** The schema's limits it was planned with (a new schema plans again). */
+  readonly limits: SchemaLimits<Context>;
+  readonly fields: PlannedField<Context>[];
+  readonly estimated: Tally;
+}
+const TOO_LARGE = Symbol('too large');
+/** Plans kept per document (per operation name and variables): the oldest goes first. */
+const PLANS_PER_DOCUMENT = 16;
+
 interface SchemaState<Context> {
   readonly limits: SchemaLimits<Context>;
   readonly limiter: Limiter | undefined;
@@ -54,6 +65,7 @@ export class Gate<Context> {
   private readonly states = new WeakMap<GraphQLSchema, SchemaState<Context>>();
   private limiter: Limiter | undefined;
   private rulesKey: string | undefined;
+  private readonly plans = new WeakMap<DocumentNode, Map<string, Planned<Context> | typeof TOO_LARGE>>();
 
   constructor(input: GraphqlRateLimitOptions<Context>) {
     this.options = resolveOptions(input);
@@ -87,18 +99,10 @@ export class Gate<Context> {
 
   async admit(input: OperationInput<Context>): Promise<Admission> {
     const { limits, limiter } = this.prepare(input.schema);
-    const operation = input.operation ?? getOperationAST(input.document, input.operationName);
-    if (!operation) return ADMIT_FREE; // the executor answers the error
-    const fragments: Record<string, FragmentDefinitionNode> = Object.create(null);
-    for (const def of input.document.definitions) if (def.kind === Kind.FRAGMENT_DEFINITION) fragments[def.name.value] = def;
-    let fields: PlannedField<Context>[];
-    try {
-      fields = planOperation(limits, fragments, operation, input.variables, this.options);
-    } catch (err) {
-      if (err instanceof TooLarge) return { denial: tooCostly(undefined, this.options.maxCost) };
-      throw err;
-    }
-    const estimated = estimate(fields as PlannedField<unknown>[]);
+    const planned = this.planOf(limits, input);
+    if (planned === undefined) return ADMIT_FREE; // no such operation: the executor answers the error
+    if (planned === TOO_LARGE) return { denial: tooCostly(undefined, this.options.maxCost) };
+    const { fields, estimated } = planned;
     if (estimated.cost > this.options.maxCost) return { denial: tooCostly(estimated.cost, this.options.maxCost) };
     if (!limiter) return ADMIT_FREE;
 
@@ -114,6 +118,33 @@ export class Gate<Context> {
     const reservation = await limiter.reserve(identifiers, { cost: costOf(units, estimated) });
     if (!reservation.decision.allowed) return { denial: rateLimited(reservation.decision, limits as SchemaLimits<unknown>) };
     return { finish: (result) => this.finish(reservation, units, limits.schema, fields, estimated, result) };
+  }
+
+  /**
+   * The plan and estimate of an operation, kept per document (servers cache parsed documents, so a query
+   * sent again is the same object) and per operation name and variables, at most PLANS_PER_DOCUMENT of them.
+   */
+  private planOf(limits: SchemaLimits<Context>, input: OperationInput<Context>): Planned<Context> | typeof TOO_LARGE | undefined {
+    let byDocument = this.plans.get(input.document);
+    if (!byDocument) this.plans.set(input.document, (byDocument = new Map()));
+    const key = `${input.operationName ?? ''}\n${input.variables ? JSON.stringify(input.variables) : ''}`;
+    const known = byDocument.get(key);
+    if (known !== undefined && (known === TOO_LARGE || known.limits === limits)) return known;
+    const operation = input.operation ?? getOperationAST(input.document, input.operationName);
+    if (!operation) return undefined;
+    const fragments: Record<string, FragmentDefinitionNode> = Object.create(null);
+    for (const def of input.document.definitions) if (def.kind === Kind.FRAGMENT_DEFINITION) fragments[def.name.value] = def;
+    let planned: Planned<Context> | typeof TOO_LARGE;
+    try {
+      const fields = planOperation(limits, fragments, operation, input.variables, this.options);
+      planned = { limits, fields, estimated: estimate(fields as PlannedField<unknown>[]) };
+    } catch (err) {
+      if (!(err instanceof TooLarge)) throw err;
+      planned = TOO_LARGE;
+    }
+    if (byDocument.size >= PLANS_PER_DOCUMENT) byDocument.delete(byDocument.keys().next().value!);
+    byDocument.set(key, planned);
+    return planned;
   }
 
   private finish(

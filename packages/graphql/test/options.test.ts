@@ -70,3 +70,15 @@ test("a schema whose only limit is the directive on one field: its limiter holds
   // Its only limit is search's (the directive): the operation never reached the limiter.
   expect(plugin.limiter!.rules.map((r) => r.for)).toEqual(['Query-search']);
 });
+
+test('a document sent again with other variables is estimated again: its list sizes are the variables', async () => {
+  const calls: Calls = {};
+  const plugin = closing(useRateLimit({ redis, prefix: uniquePrefix('gql'), maxCost: 100 }));
+  const { url } = closing(await serveYoga([plugin], calls));
+  const query = 'query ($n: Int) { posts(first: $n) { id } }';
+  expect((await post(url, { query, variables: { n: 50 } })).status).toBe(200);
+  const big = await post(url, { query, variables: { n: 500 } });
+  expect([big.status, big.body.errors?.[0]?.extensions?.['cost']]).toEqual([400, 500]);
+  expect((await post(url, { query, variables: { n: 50 } })).status).toBe(200);
+  expect(calls['Query.posts']).toBe(2);
+});
