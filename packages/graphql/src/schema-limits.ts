@@ -21,6 +21,8 @@ import type { Identity, Resolved } from './options';
 /** A coordinate with rules: its selections count against `<kind>:<identity>`. */
 export interface Limited<Context> {
   readonly coordinate: string;
+  /** The type of the coordinate (`User` for `User.id`). */
+  readonly owner: string;
   readonly kind: string;
   readonly identity: Identity<Context>;
 }
@@ -59,9 +61,10 @@ export class SchemaLimits<Context> {
     this.read();
     for (const rule of options.operationRules) this.rules.push({ ...rule, for: OPERATION_KIND });
     for (const [coordinate, said] of this.said) {
-      if (!said.rules) continue;
+      if (!said.rules || said.rules.length === 0) continue; // a cost alone limits nothing
       const kind = kindOf(coordinate);
-      const limited: Limited<Context> = { coordinate, kind, identity: said.identity ?? options.identity };
+      const owner = coordinate.split('.')[0]!;
+      const limited: Limited<Context> = { coordinate, owner, kind, identity: said.identity ?? options.identity };
       this.limitedOf.set(coordinate, limited);
       this.byKind.set(kind, limited);
       for (const rule of said.rules) this.rules.push({ ...rule, for: kind, unit: kind });

@@ -19,9 +19,16 @@ export interface Tally {
 
 const add = (a: number, b: number): number => Math.min(CAP, a + b);
 
-function count(tally: Tally, field: PlannedField<unknown>, calls: number, values: number): void {
+/**
+ * Counts `calls` resolver calls of `field` giving `values` values. `typename`: the object's runtime type, when
+ * the result names it: a field selected through an interface then counts against that type's limits only.
+ */
+function count(tally: Tally, field: PlannedField<unknown>, calls: number, values: number, typename?: string): void {
   tally.cost = add(tally.cost, Math.min(CAP, field.info.cost * values));
-  for (const l of field.info.limited) tally.counts.set(l.kind, add(tally.counts.get(l.kind) ?? 0, calls));
+  for (const l of field.info.limited) {
+    if (typename !== undefined && l.owner !== typename && l.owner !== field.on.name) continue;
+    tally.counts.set(l.kind, add(tally.counts.get(l.kind) ?? 0, calls));
+  }
 }
 
 /** The static estimate: `calls` instances of each field's parent, each list at its planned size. */
@@ -67,7 +74,7 @@ export function actual(
     if (!(field.key in object) || !applies(schema, field.on, typename)) continue;
     const value = object[field.key];
     const items = field.listDepth === 0 ? itemsOf(value, 0, []) : itemsOf(value, field.listDepth, []);
-    count(tally, field, 1, field.listDepth === 0 ? 1 : items.length);
+    count(tally, field, 1, field.listDepth === 0 ? 1 : items.length, typeof typename === 'string' ? typename : undefined);
     if (field.children) for (const item of items) actual(schema, field.children, item, tally);
   }
   return tally;
