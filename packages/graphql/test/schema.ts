@@ -1,3 +1,4 @@
+import { request } from 'node:http';
 import { rateLimitDirective } from '@floodgate/graphql';
 
 /** The test schema: a limited search, lists with size arguments, a resolver that returns more than asked. */
@@ -56,10 +57,28 @@ export function resolvers(calls: Calls, hold?: Promise<void>) {
   };
 }
 
-/** POSTs a GraphQL request (one operation, or a batch: an array) and answers status, headers and body. */
-export async function post(url: string, body: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-  return { status: res.status, headers: res.headers, body: (await res.json()) as GraphqlBody & GraphqlBody[] };
+/**
+ * POSTs a GraphQL request (one operation, or a batch: an array) on a connection of its own and answers status,
+ * headers and body. No keep-alive: a test that holds responses for a while would otherwise reuse a socket the
+ * server is closing as idle (ECONNRESET on a loaded machine).
+ */
+export function post(url: string, body: unknown, headers: Record<string, string> = {}) {
+  const payload = JSON.stringify(body);
+  return new Promise<{ status: number; headers: Headers; body: GraphqlBody & GraphqlBody[] }>((resolve, reject) => {
+    const req = request(url, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', ...headers } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => {
+        const out = new Headers();
+        for (const [name, value] of Object.entries(res.headers)) if (typeof value === 'string') out.set(name, value);
+        resolve({ status: res.statusCode ?? 0, headers: out, body: JSON.parse(text) as GraphqlBody & GraphqlBody[] });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
 }
 
 export interface GraphqlBody {
