@@ -14,7 +14,7 @@ import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const FRAMEWORKS = { express: 'Express', fastify: 'Fastify', koa: 'Koa', hono: 'Hono', nestjs: 'NestJS' };
+const FRAMEWORKS = { express: 'Express', fastify: 'Fastify', koa: 'Koa', hono: 'Hono', nestjs: 'NestJS', graphql: 'GraphQL Yoga' };
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const [command, ...args] = process.argv.slice(2);
 const flag = args.indexOf('--framework');
@@ -25,6 +25,11 @@ if (!['start', 'demo'].includes(command) || !Object.hasOwn(FRAMEWORKS, framework
   console.error(
     `usage: node scripts/example.mjs <start|demo> [--framework ${Object.keys(FRAMEWORKS).join('|')}]  (got ${command} ${framework})`,
   );
+  process.exit(2);
+}
+// The demo's scripted burst is of the REST examples' routes.
+if (command === 'demo' && framework === 'graphql') {
+  console.error("npm run demo drives the REST examples; examples/graphql/README.md has the GraphQL example's requests");
   process.exit(2);
 }
 
@@ -120,7 +125,14 @@ const listening = new Promise((resolve) => {
 });
 
 const url = await listening;
-if (url && !demo) {
+if (url && !demo && framework === 'graphql') {
+  const q = (query) => `curl -s -i -H 'content-type: application/json' -d '${JSON.stringify({ query })}' ${url}/graphql`;
+  console.log('Try:');
+  console.log(
+    `  ${q('{ a: search(term: "a") { id } b: search(term: "b") { id } c: search(term: "c") { id } d: search(term: "d") { id } }')}   # 429: 4 searches, 3 a minute`,
+  );
+  console.log(`  ${q('{ posts(first: 100) { title author { name } } }')}   # cost 300 of 2,000 a minute`);
+} else if (url && !demo) {
   console.log('Try:');
   console.log(`  curl -i ${url}/                                   # 20 per 10 s per client`);
   console.log(`  for i in 1 2 3 4; do curl -s -o /dev/null -w '%{http_code}\\n' "${url}/search?q=x"; done   # 4th is 429`);

@@ -145,6 +145,33 @@ test.each(FRAMEWORKS)(
 );
 
 test(
+  'examples/graphql copied out of the repository: npm install && npm start, then four aliases of search are one operation of four, refused with 429',
+  async () => {
+    const dir = install('graphql');
+    const adapter = realpathSync(
+      execFileSync(process.execPath, ['-p', "require.resolve('@floodgate/graphql')"], { cwd: dir, encoding: 'utf8' }).trim(),
+    );
+    expect(adapter.startsWith(`${dir}${sep}node_modules${sep}`)).toBe(true);
+    const app = await start(dir);
+    expect(app.output()).toContain(`(store: Redis at ${app.redis.url})`);
+    const ask = async (query: string) => {
+      const res = await fetch(`http://127.0.0.1:${app.port}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query }),
+      });
+      return [res.status, ((await res.json()) as { errors?: { extensions?: { code?: string } }[] }).errors?.[0]?.extensions?.code];
+    };
+    expect(
+      await ask('{ a: search(term: "a") { id } b: search(term: "b") { id } c: search(term: "c") { id } d: search(term: "d") { id } }'),
+    ).toEqual([429, 'RATE_LIMITED']);
+    expect(await ask('{ posts(first: 100) { title author { name } } }')).toEqual([200, undefined]);
+    await stops(app);
+  },
+  8 * MINUTE,
+);
+
+test(
   "examples/ai-proxy copied out of the repository: npm install && npm start, then its README's curl streams a completion, counted in tokens",
   async () => {
     const dir = install('ai-proxy');

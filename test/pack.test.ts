@@ -34,6 +34,8 @@ const FROM_REGISTRY = [
   '@nestjs/throttler',
   'reflect-metadata',
   'rxjs',
+  'graphql',
+  'graphql-yoga',
 ];
 
 let work: string;
@@ -235,6 +237,7 @@ const FIRST_PAGES = [
   'docs/fastify.md',
   'docs/hono.md',
   'docs/koa.md',
+  'docs/graphql.md',
   'docs/core-api.md',
   'docs/refunds.md',
   'docs/plans.md',

@@ -30,4 +30,6 @@ export { rateLimitHeadersOn } from './http/header-filter';
 export { warned, resetWarnings } from './kernel/warnings';
 export type { WarningName } from './kernel/warnings';
 export { watchPeerAddresses, watchServerOf } from './http/peer-address';
+export { resolveIpv6Subnet, userKey } from './http/identity';
+export { track as trackResponseWork } from './http/completion';
 export * from './index';

@@ -1,0 +1,136 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Agent, request } from 'node:http';
+import { SERVER_CORE, commandCalls, startBenchRedis } from './lib/machine';
+import { thisHost } from './lib/host';
+import { envInt, fmt, median } from './lib/stats';
+
+/*
+ * `npm run bench:graphql`: an operation of 100 limited field selections (`posts(first: 100) { id author
+ * { name } }`, Post.author limited) on GraphQL Yoga with no limits, with @floodgate/graphql (one reserve per
+ * operation, one settle when the actual tally differs from the estimate) and with @envelop/rate-limiter on
+ * its Redis store (a read and a write per limited resolver call). Operations per second at CONCURRENCY
+ * requests in flight from this process, each server in a process of its own pinned to SERVER_CORE; Redis
+ * commands per operation from INFO commandstats. Median of BENCH_REPS (3) runs of BENCH_SECONDS (5) each,
+ * cases interleaved per rep. Writes bench/results/graphql.json.
+ */
+const SECONDS = envInt('BENCH_SECONDS', 5);
+const REPS = envInt('BENCH_REPS', 3);
+const CONCURRENCY = envInt('BENCH_CONCURRENCY', 32);
+const CASES = ['none', 'floodgate', 'envelop-rate-limiter'] as const;
+const BODY = JSON.stringify({ query: '{ posts(first: 100) { id author { name } } }' });
+
+async function startServer(kind: string, redisUrl: string): Promise<{ port: number; child: ChildProcess }> {
+  const child = spawn(
+    'taskset',
+    [
+      '-c',
+      String(SERVER_CORE),
+      process.execPath,
+      '-r',
+      'ts-node/register/transpile-only',
+      join(__dirname, 'graphql-server.ts'),
+      kind,
+      redisUrl,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /port (\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`${kind} server exited (${code})`)));
+  });
+  return { port, child };
+}
+
+function post(agent: Agent, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/graphql',
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(BODY) },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
+    req.on('error', reject);
+    req.end(BODY);
+  });
+}
+
+async function load(port: number, seconds: number): Promise<{ ops: number; failed: number }> {
+  const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+  const end = Date.now() + seconds * 1000;
+  let ops = 0;
+  let failed = 0;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (Date.now() < end) {
+        const status = await post(agent, port);
+        if (status === 200) ops++;
+        else failed++;
+      }
+    }),
+  );
+  agent.destroy();
+  return { ops, failed };
+}
+
+async function main(): Promise<void> {
+  const redis = await startBenchRedis();
+  const rows: Record<string, { opsPerSecond: number[]; redisCallsPerOp: number[]; failed: number }> = {};
+  try {
+    for (let rep = 0; rep < REPS; rep++) {
+      for (const kind of CASES) {
+        const server = await startServer(kind, redis.url);
+        await load(server.port, 1); // warm-up: JIT, connections, scripts loaded
+        redis.cli('CONFIG', 'RESETSTAT');
+        const { ops, failed } = await load(server.port, SECONDS);
+        // Calls from this process (a script's own commands are counted by Redis too, and left out).
+        const stats = commandCalls(redis.cli('INFO', 'commandstats'));
+        const calls = ['evalsha', 'eval', 'get', 'set', 'mget'].reduce((a, name) => a + (stats.get(name) ?? 0), 0);
+        server.child.kill('SIGTERM');
+        const row = (rows[kind] ??= { opsPerSecond: [], redisCallsPerOp: [], failed: 0 });
+        row.opsPerSecond.push(ops / SECONDS);
+        row.redisCallsPerOp.push(ops > 0 ? calls / ops : 0);
+        row.failed += failed;
+        console.log(
+          `rep ${rep + 1} ${kind}: ${fmt(ops / SECONDS)} ops/s, ${fmt(ops > 0 ? calls / ops : 0, 2)} Redis calls per op${failed ? `, ${failed} failed` : ''}`,
+        );
+      }
+    }
+  } finally {
+    await redis.stop();
+  }
+  const none = median(rows['none']!.opsPerSecond);
+  const results = CASES.map((kind) => ({
+    case: kind,
+    opsPerSecond: Math.round(median(rows[kind]!.opsPerSecond)),
+    vsNone: Number((median(rows[kind]!.opsPerSecond) / none).toFixed(3)),
+    redisCallsPerOp: Number(median(rows[kind]!.redisCallsPerOp).toFixed(2)),
+    failed: rows[kind]!.failed,
+  }));
+  console.table(results);
+  const dir = join(__dirname, '..', 'results');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, 'graphql.json'),
+    `${JSON.stringify({ host: thisHost(), seconds: SECONDS, reps: REPS, concurrency: CONCURRENCY, operation: JSON.parse(BODY) as unknown, results }, null, 2)}\n`,
+  );
+}
+
+void main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,81 @@
+import { isAbstractType, isObjectType, type GraphQLCompositeType, type GraphQLSchema } from 'graphql';
+import type { PlannedField } from './operation-plan';
+
+/*
+ * What an operation costs and how many selections of each limited coordinate it makes: estimated from its
+ * plan before it runs (list sizes from arguments), and counted from its result once it has run (the lists'
+ * actual lengths). A field's cost is paid per value it resolves to (each item of a list); a coordinate counts
+ * once per resolver call. Sums stop at CAP (core's largest cost of one unit): past it, nothing fits anyway.
+ */
+
+/** Core's largest cost of one unit in one call. */
+export const CAP = 1_000_000_000;
+
+export interface Tally {
+  cost: number;
+  /** Selections (resolver calls) per limited coordinate's kind. */
+  readonly counts: Map<string, number>;
+}
+
+const add = (a: number, b: number): number => Math.min(CAP, a + b);
+
+/**
+ * Counts `calls` resolver calls of `field` giving `values` values. `typename`: the object's runtime type, when
+ * the result names it: a field selected through an interface then counts against that type's limits only.
+ */
+function count(tally: Tally, field: PlannedField<unknown>, calls: number, values: number, typename?: string): void {
+  tally.cost = add(tally.cost, Math.min(CAP, field.info.cost * values));
+  for (const l of field.info.limited) {
+    if (typename !== undefined && l.owner !== typename && l.owner !== field.on.name) continue;
+    tally.counts.set(l.kind, add(tally.counts.get(l.kind) ?? 0, calls));
+  }
+}
+
+/** The static estimate: `calls` instances of each field's parent, each list at its planned size. */
+export function estimate(fields: readonly PlannedField<unknown>[], calls = 1, tally: Tally = { cost: 0, counts: new Map() }): Tally {
+  for (const field of fields) {
+    const values = Math.min(CAP, calls * field.size);
+    count(tally, field, calls, values);
+    if (field.children && values > 0) estimate(field.children, values, tally);
+  }
+  return tally;
+}
+
+/** The items of a resolved value: a list's leaves (nested lists flattened), else the value itself. */
+function itemsOf(value: unknown, depth: number, out: unknown[]): unknown[] {
+  if (depth > 0 && Array.isArray(value)) for (const item of value) itemsOf(item, depth - 1, out);
+  else if (depth === 0 && value !== null && value !== undefined) out.push(value);
+  return out;
+}
+
+/** Whether an object whose type is `typename` (when the client asked for it) can hold a field selected on `on`. */
+function applies(schema: GraphQLSchema, on: GraphQLCompositeType, typename: unknown): boolean {
+  if (typeof typename !== 'string') return true; // not asked for: count every variant (never under the truth)
+  if (isObjectType(on)) return on.name === typename;
+  const type = schema.getType(typename);
+  return isAbstractType(on) && isObjectType(type) && schema.isSubType(on, type);
+}
+
+/**
+ * The actual tally from a result's data: each response key present was resolved (a null included: its
+ * resolver ran), each list at its length. Without `__typename`, a key selected on several types of an
+ * abstract field counts for each of them.
+ */
+export function actual(
+  schema: GraphQLSchema,
+  fields: readonly PlannedField<unknown>[],
+  data: unknown,
+  tally: Tally = { cost: 0, counts: new Map() },
+): Tally {
+  if (typeof data !== 'object' || data === null) return tally;
+  const object = data as Record<string, unknown>;
+  const typename = object['__typename'];
+  for (const field of fields) {
+    if (!(field.key in object) || !applies(schema, field.on, typename)) continue;
+    const value = object[field.key];
+    const items = field.listDepth === 0 ? itemsOf(value, 0, []) : itemsOf(value, field.listDepth, []);
+    count(tally, field, 1, field.listDepth === 0 ? 1 : items.length, typeof typename === 'string' ? typename : undefined);
+    if (field.children) for (const item of items) actual(schema, field.children, item, tally);
+  }
+  return tally;
+}
