@@ -41,7 +41,6 @@ const FROM_REGISTRY = [
 let work: string;
 let app: string;
 let packed: Packed[];
-let installMs: number;
 /** What npm printed installing the scratch app, warnings included, and then installing it again. */
 let installLog: string;
 let reinstallLog: string;
@@ -65,9 +64,7 @@ beforeAll(() => {
   const dependencies = tarballSpecs(packed, tarballs);
   for (const name of FROM_REGISTRY) dependencies[name] = pinned(name);
   writeFileSync(join(app, 'package.json'), `${JSON.stringify({ name: 'floodgate-scratch-app', private: true, dependencies }, null, 2)}\n`);
-  const started = Date.now();
   installLog = installWithWarnings(app);
-  installMs = Date.now() - started;
   reinstallLog = installWithWarnings(app);
   for (const f of readdirSync(join(__dirname, 'pack-consumer'))) copyFileSync(join(__dirname, 'pack-consumer', f), join(app, f));
 }, 240_000);
@@ -104,9 +101,6 @@ test('each tarball holds dist/, its bin, README.md, CHANGELOG.md, LICENSE and pa
   }
 });
 
-test('installs in the scratch app in well under a minute', () => {
-  expect(installMs).toBeLessThan(60_000);
-});
 
 test("beside the current NestJS (the lockfile's, 12) and @nestjs/throttler, npm reports no peer conflict, and installs again without one", () => {
   expect(pinned('@nestjs/core').split('.')[0]).toBe('12');
