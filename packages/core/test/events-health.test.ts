@@ -222,5 +222,27 @@ describe('health()', () => {
       await rt.advance(250);
       expect(await probing).toMatchObject({ status: 'down', probed: true, lastError: { kind: 'timeout' } });
     });
+
+    test('a probe is no decision: listeners get a health-check event, never a decision of ~floodgate:health', async () => {
+      const events: LimiterEvent[] = [];
+      const { store, rt, limiter } = scriptedLimiter({ onEvent: (e) => events.push(e), events: { identifiers: true } });
+      expect(await limiter.health()).toMatchObject({ status: 'ok', probed: true });
+      expect(store.received).toBe(1);
+      await limiter.health();
+      // A scrape's read is not counted.
+      await limiter.health({ probe: false });
+      store.behave('never');
+      await rt.advance(1_001);
+      const probing = limiter.health();
+      await rt.advance(250);
+      await probing;
+      expect(events.filter((e) => e.type !== 'store-error')).toEqual([
+        { type: 'health-check', limiter: 'default', status: 'ok', probed: true },
+        { type: 'health-check', limiter: 'default', status: 'ok', probed: false },
+        { type: 'health-check', limiter: 'default', status: 'down', probed: true },
+      ]);
+      // The probe that failed is a store error all the same: the store did fail.
+      expect(events.filter((e) => e.type === 'store-error')).toHaveLength(1);
+    });
   });
 });
