@@ -1,5 +1,6 @@
 import { evalWithFallback } from './script';
 import { isFn, type ClientAdapter } from './types';
+import { maskedAddress, maskedUrl, type ConnectionParts } from './address';
 
 /** node-redis v5+: explicit connect(), isOpen / isReady, and its own offline queue while reconnecting. */
 export interface NodeRedisLike {
@@ -12,6 +13,15 @@ export interface NodeRedisLike {
   masters?: unknown[];
   nodeClient?(node: unknown): Promise<{ info(section: string): Promise<string> }>;
   getNodeClientForKey?: unknown;
+  /** createClient()'s options: the URL it was given, or its socket's host and port. */
+  options?: { url?: unknown; username?: unknown; password?: unknown; database?: unknown; socket?: ConnectionParts };
+}
+
+/** Where a node-redis client connects, its password masked (a cluster: undefined). */
+function nodeRedisAddress(c: NodeRedisLike): string | undefined {
+  const o = c.options;
+  if (o === undefined || o === null || typeof o !== 'object') return undefined;
+  return maskedUrl(o.url) ?? maskedAddress({ ...o.socket, username: o.username, password: o.password, db: o.database, tls: o.socket?.tls });
 }
 
 const NOT_CONNECTED =
@@ -24,6 +34,9 @@ export function nodeRedisAdapter(c: NodeRedisLike): ClientAdapter {
     library: 'node-redis',
     target: c,
     isCluster: cluster,
+    // node-redis throws an 'error' nobody listens to (its documentation asks applications to listen): a
+    // listener here would change what the application's client does, so none is added.
+    address: cluster ? undefined : nodeRedisAddress(c),
     // Never connected: the limiter's warning quotes this, once while failing.
     readiness: () => (c.isReady ? 'ready' : c.isOpen ? 'first-connect' : { down: NOT_CONNECTED }),
     onFirstReady(done) {
