@@ -36,6 +36,8 @@ describe('an ioredis client with nothing listening on its port', () => {
       limits: { limit: 3, window: '10s' },
       failure: 'open',
       timeoutMs: 100,
+      // Held still: what 'open' admits is counted per window, and a real 10 s window could end mid-test.
+      clock: () => Date.UTC(2031, 0, 1, 0, 0, 3),
       logger: { warn: (m) => void warnings.push(m) },
     });
     const decisions: Decision[] = [];
