@@ -9,13 +9,20 @@ export interface IoredisLike {
   defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void;
   del(...keys: string[]): Promise<number>;
   once(event: string, listener: (...a: unknown[]) => void): unknown;
+  removeListener(event: string, listener: (...a: unknown[]) => void): unknown;
+  connect?(): Promise<unknown>;
+}
+
+/**
+ * What the adapter reads of a client besides IoredisLike, at run time: not in the public type, which a
+ * client must match (a Cluster declares `startupNodes` private, and an interface naming it would refuse it).
+ */
+interface IoredisInternals {
   on?(event: string, listener: (...a: unknown[]) => void): unknown;
   listenerCount?(event: string): number;
   /** The connection options (a `Redis`), or the Cluster's (its nodes' in `redisOptions`). */
   options?: ConnectionParts & { redisOptions?: ConnectionParts };
   startupNodes?: unknown[];
-  removeListener(event: string, listener: (...a: unknown[]) => void): unknown;
-  connect?(): Promise<unknown>;
 }
 
 interface InfoNode {
@@ -26,7 +33,7 @@ interface InfoNode {
 const FIRST_CONNECT_STATES = new Set(['wait', 'connecting', 'connect']);
 
 /** A Cluster's address: its first startup node (with the nodes' credentials), and how many there are. */
-function clusterAddress(c: IoredisLike): string | undefined {
+function clusterAddress(c: IoredisInternals): string | undefined {
   const nodes = c.startupNodes ?? [];
   const first = nodes[0];
   const where =
@@ -48,7 +55,7 @@ function clusterAddress(c: IoredisLike): string | undefined {
  * that warning. A client with its own listener is left as it is, and so is a Cluster: there an 'error'
  * nobody listens to can also be thrown (sharded subscribers), which a listener would hide.
  */
-function listenForErrors(c: IoredisLike): (() => string | undefined) | undefined {
+function listenForErrors(c: IoredisLike & IoredisInternals): (() => string | undefined) | undefined {
   if (c.isCluster === true || !isFn(c.on) || !isFn(c.listenerCount) || c.listenerCount('error') > 0) return undefined;
   let last: string | undefined;
   c.on('error', (err: unknown) => {
@@ -66,7 +73,7 @@ export function ioredisAdapter(c: IoredisLike): ClientAdapter {
     library: 'ioredis',
     target: c,
     isCluster: c.isCluster === true,
-    address: c.isCluster === true ? clusterAddress(c) : maskedAddress(c.options),
+    address: c.isCluster === true ? clusterAddress(c as IoredisInternals) : maskedAddress((c as IoredisInternals).options),
     lastConnectionError: listenForErrors(c),
     readiness: () =>
       c.status === 'ready' ? 'ready' : FIRST_CONNECT_STATES.has(c.status) ? 'first-connect' : { down: `Redis connection is ${c.status}` },

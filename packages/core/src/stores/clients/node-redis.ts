@@ -13,12 +13,15 @@ export interface NodeRedisLike {
   masters?: unknown[];
   nodeClient?(node: unknown): Promise<{ info(section: string): Promise<string> }>;
   getNodeClientForKey?: unknown;
-  /** createClient()'s options: the URL it was given, or its socket's host and port. */
+}
+
+/** createClient()'s options, read at run time (not in the public type a client must match): its URL, or its socket's host and port. */
+interface NodeRedisOptions {
   options?: { url?: unknown; username?: unknown; password?: unknown; database?: unknown; socket?: ConnectionParts };
 }
 
 /** Where a node-redis client connects, its password masked (a cluster: undefined). */
-function nodeRedisAddress(c: NodeRedisLike): string | undefined {
+function nodeRedisAddress(c: NodeRedisOptions): string | undefined {
   const o = c.options;
   if (o === undefined || o === null || typeof o !== 'object') return undefined;
   return maskedUrl(o.url) ?? maskedAddress({ ...o.socket, username: o.username, password: o.password, db: o.database, tls: o.socket?.tls });
@@ -36,7 +39,7 @@ export function nodeRedisAdapter(c: NodeRedisLike): ClientAdapter {
     isCluster: cluster,
     // node-redis throws an 'error' nobody listens to (its documentation asks applications to listen): a
     // listener here would change what the application's client does, so none is added.
-    address: cluster ? undefined : nodeRedisAddress(c),
+    address: cluster ? undefined : nodeRedisAddress(c as NodeRedisOptions),
     // Never connected: the limiter's warning quotes this, once while failing.
     readiness: () => (c.isReady ? 'ready' : c.isOpen ? 'first-connect' : { down: NOT_CONNECTED }),
     onFirstReady(done) {
