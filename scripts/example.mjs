@@ -124,6 +124,22 @@ const listening = new Promise((resolve) => {
   exited.then(() => resolve(undefined));
 });
 
+/**
+ * The command line (docs/cli.md) against this example: its Redis and its key prefix, which are not the
+ * CLI's defaults (an embedded redis-server on a port of its own, the prefix `floodgate-example`).
+ */
+function cliHint(storeEnv, prefix) {
+  if (storeEnv.STORE === 'memory') return 'The command line (npx floodgate) needs a Redis: this example counts in its own memory.';
+  // The embedded server's URL; a REDIS_URL of the user's own (a password, maybe) is the CLI's default already.
+  const target = `${storeEnv.REDIS_URL ? `--url ${storeEnv.REDIS_URL} ` : ''}--prefix ${prefix || 'floodgate-example'}`;
+  return [
+    'The command line (docs/cli.md) reaches this example with these options (its limiters register at their first request):',
+    `  npx floodgate limiters ${target}`,
+    `  npx floodgate override set key:team-7 --plan pro --ttl 30d ${target}`,
+    `  npx floodgate inspect key:team-7 ${target}`,
+  ].join('\n');
+}
+
 const url = await listening;
 if (url && !demo && framework === 'graphql') {
   const q = (query) => `curl -s -i -H 'content-type: application/json' -d '${JSON.stringify({ query })}' ${url}/graphql`;
@@ -137,6 +153,7 @@ if (url && !demo && framework === 'graphql') {
   console.log(`  curl -i ${url}/                                   # 20 per 10 s per client`);
   console.log(`  for i in 1 2 3 4; do curl -s -o /dev/null -w '%{http_code}\\n' "${url}/search?q=x"; done   # 4th is 429`);
   console.log(`  curl -i -X POST -H 'content-type: application/json' -d '{"username":"ada"}' ${url}/login   # 5 per 15 min per account`);
+  console.log(cliHint(store.env, env.PREFIX));
 }
 let failed = false;
 if (url && demo && !signalled) {

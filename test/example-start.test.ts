@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
@@ -121,6 +121,15 @@ function startExample(framework: string, port: number): Started {
   return started;
 }
 
+/** The built command line (`npx floodgate` in the repository), run to its end. */
+function floodgate(args: string[]): { args: string[]; status: number | null; stdout: string; stderr: string } {
+  const run = spawnSync(process.execPath, [join(root, 'packages', 'cli', 'bin', 'floodgate.js'), ...args], {
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
+  return { args, status: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
 async function until(what: string, ok: () => boolean, ms = 30_000): Promise<void> {
   const end = Date.now() + ms;
   while (!ok()) {
@@ -183,6 +192,35 @@ afterAll(() => {
       expect(s.stderr()).toBe('');
     },
     60_000,
+  );
+
+  test.each(['express', 'fastify', 'koa', 'hono', 'nestjs'])(
+    "%s: the command line it prints reaches it, and the README's `floodgate override set` works against it",
+    async (framework) => {
+      const port = await freePort();
+      const s = startExample(framework, port);
+      await until(
+        `the ${framework} example to print the command line`,
+        () => /npx floodgate inspect .*\n/.test(s.stdout()) || s.child.exitCode !== null,
+        60_000,
+      );
+      const printed = [...s.stdout().matchAll(/^ {2}npx floodgate (.+)$/gm)].map((m) => m[1]!.split(' '));
+      expect(printed.map((argv) => argv[0])).toEqual(['limiters', 'override', 'inspect']);
+      // The embedded redis-server and the example's own prefix, which are not the command line's defaults.
+      const embedded = /^embedded redis-server at (redis:\/\/\S+) /m.exec(s.stdout())?.[1];
+      for (const argv of printed) expect(argv.slice(-4)).toEqual(['--url', embedded, '--prefix', 'floodgate-example']);
+      // A limiter registers itself at its first check.
+      expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(200);
+      // The README's own example, with the options the example printed.
+      const readme = /`floodgate (override set [^`]+)`/.exec(readFileSync(join(root, 'README.md'), 'utf8'))?.[1];
+      expect(readme).toBe('override set key:team-7 --plan pro --ttl 30d');
+      const runs = [...printed, [...readme!.split(' '), ...printed[0]!.slice(-4)]].map((argv) => floodgate(argv));
+      expect(runs.map((r) => [r.args.join(' '), r.status, r.stderr])).toEqual(runs.map((r) => [r.args.join(' '), 0, '']));
+      expect(runs[0]!.stdout).toMatch(/^api +sliding-window +free: 20\/10s, 500\/1h; pro: 200\/10s, 5000\/1h /m);
+      s.child.kill('SIGTERM');
+      expect(await s.exited).toEqual({ code: 0, signal: null });
+    },
+    90_000,
   );
 
   describe('a busy port', () => {

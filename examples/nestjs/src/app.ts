@@ -58,10 +58,19 @@ export async function createApp({ redis, prefix = 'floodgate-example', trustProx
         redis,
         prefix,
         name: 'api',
-        limits: [
-          { limit: 20, window: '10s' },
-          { limit: 500, window: '1h' },
-        ],
+        // Plans: the first applies to every client; `npx floodgate override set key:team-7 --plan pro` moves one
+        // identifier to another, on the running app (overrides: true reads them; docs/overrides.md).
+        limits: {
+          free: [
+            { limit: 20, window: '10s' },
+            { limit: 500, window: '1h' },
+          ],
+          pro: [
+            { limit: 200, window: '10s' },
+            { limit: 5000, window: '1h' },
+          ],
+        },
+        overrides: true,
       }),
     ],
     controllers: [ApiController],

@@ -27,7 +27,15 @@ export type { Decision, DecisionSource, DenyReason, PairState } from './kernel/d
 export type { Logger } from './kernel/logger';
 export type { FailurePolicy } from './config/failure-policy';
 export type { LimiterOptions, LimiterMode, LimiterEvent } from './engine/options';
-export type { DecisionEvent, DecisionOutcome, RefundEvent, SettleFailedEvent, SettleFailure, EventListener } from './engine/events';
+export type {
+  DecisionEvent,
+  DecisionOutcome,
+  RefundEvent,
+  SettleFailedEvent,
+  SettleFailure,
+  HealthCheckEvent,
+  EventListener,
+} from './engine/events';
 export type { LimiterHealth, HealthStatus } from './engine/health';
 export type { RuleInput } from './config/rules';
 export type { AlgorithmName } from './scripts/types';

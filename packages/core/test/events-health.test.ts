@@ -133,7 +133,8 @@ describe('health()', () => {
   test('the in-memory store is ok; a Redis that answers is ok, with its round trips', async () => {
     const memory = createLimiter({ prefix: uniquePrefix('hm'), limits: { limit: 5, window: '1m' } });
     expect(await memory.health()).toMatchObject({ status: 'ok', store: 'memory', breaker: 'none', probed: false });
-    const l = createLimiter({ redis, prefix: uniquePrefix('h'), limits: { limit: 5, window: '1m' } });
+    // A deadline no loaded machine runs out: every one of its calls is answered, so each is a sample.
+    const l = createLimiter({ redis, prefix: uniquePrefix('h'), limits: { limit: 5, window: '1m' }, timeoutMs: 10_000 });
     const idle = await l.health();
     // Never heard from the store: it probed it, and it answered.
     expect(idle).toMatchObject({ status: 'ok', store: 'redis', breaker: 'closed', probed: true, lastError: undefined });
@@ -221,6 +222,28 @@ describe('health()', () => {
       const probing = limiter.health();
       await rt.advance(250);
       expect(await probing).toMatchObject({ status: 'down', probed: true, lastError: { kind: 'timeout' } });
+    });
+
+    test('a probe is no decision: listeners get a health-check event, never a decision of ~floodgate:health', async () => {
+      const events: LimiterEvent[] = [];
+      const { store, rt, limiter } = scriptedLimiter({ onEvent: (e) => events.push(e), events: { identifiers: true } });
+      expect(await limiter.health()).toMatchObject({ status: 'ok', probed: true });
+      expect(store.received).toBe(1);
+      await limiter.health();
+      // A scrape's read is not counted.
+      await limiter.health({ probe: false });
+      store.behave('never');
+      await rt.advance(1_001);
+      const probing = limiter.health();
+      await rt.advance(250);
+      await probing;
+      expect(events.filter((e) => e.type !== 'store-error')).toEqual([
+        { type: 'health-check', limiter: 'default', status: 'ok', probed: true },
+        { type: 'health-check', limiter: 'default', status: 'ok', probed: false },
+        { type: 'health-check', limiter: 'default', status: 'down', probed: true },
+      ]);
+      // The probe that failed is a store error all the same: the store did fail.
+      expect(events.filter((e) => e.type === 'store-error')).toHaveLength(1);
     });
   });
 });

@@ -31,6 +31,11 @@ export const METRICS = {
     prometheus: 'floodgate_settle_failures_total',
     help: 'Settles of reservations that failed, their estimates left counted, by limiter and reason (invalid: no valid actual cost; threw: the settle option threw or rejected; store: the store could not take it)',
   },
+  healthChecks: {
+    otel: 'floodgate.health.checks',
+    prometheus: 'floodgate_health_checks_total',
+    help: 'limiter.health() reports (a readiness probe asking; not the gauges read at a scrape), by limiter and result (ok, degraded, down)',
+  },
   breakerOpen: {
     otel: 'floodgate.breaker.open',
     prometheus: 'floodgate_breaker_open',

@@ -32,6 +32,10 @@ export function instrumentOpenTelemetry(limiters: Limiter | readonly Limiter[], 
     description: METRICS.settleFailures.help,
     valueType: ValueType.INT,
   });
+  const healthChecks = meter.createCounter(METRICS.healthChecks.otel, {
+    description: METRICS.healthChecks.help,
+    valueType: ValueType.INT,
+  });
   const breaker = meter.createObservableGauge(METRICS.breakerOpen.otel, {
     description: METRICS.breakerOpen.help,
     valueType: ValueType.INT,
@@ -52,6 +56,9 @@ export function instrumentOpenTelemetry(limiters: Limiter | readonly Limiter[], 
         break;
       case 'settle-failed':
         settleFailures.add(1, { limiter: event.limiter, reason: event.reason });
+        break;
+      case 'health-check':
+        healthChecks.add(1, { limiter: event.limiter, result: event.status });
         break;
       default:
         break;

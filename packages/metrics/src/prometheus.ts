@@ -18,6 +18,7 @@ interface Instruments {
   errors: Counter<'limiter' | 'kind' | 'policy'>;
   refunds: Counter<'limiter'>;
   settleFailures: Counter<'limiter' | 'reason'>;
+  healthChecks: Counter<'limiter' | 'result'>;
   breaker: Gauge<'limiter'>;
   status: Gauge<'limiter'>;
   /** The limiters the gauges read at each scrape (all instrument() calls on this registry). */
@@ -77,6 +78,12 @@ function instruments(registry: Registry): Instruments {
       labelNames: ['limiter', 'reason'] as const,
       registers: [registry],
     }),
+    healthChecks: new Counter({
+      name: METRICS.healthChecks.prometheus,
+      help: METRICS.healthChecks.help,
+      labelNames: ['limiter', 'result'] as const,
+      registers: [registry],
+    }),
     breaker: gauge(METRICS.breakerOpen, async (l) => {
       const h = await l.health({ probe: false });
       return h.breaker === 'none' ? undefined : h.breaker === 'open' ? 1 : 0;
@@ -109,6 +116,9 @@ export function instrumentPrometheus(limiters: Limiter | readonly Limiter[], opt
         break;
       case 'settle-failed':
         m.settleFailures.inc({ limiter: event.limiter, reason: event.reason });
+        break;
+      case 'health-check':
+        m.healthChecks.inc({ limiter: event.limiter, result: event.status });
         break;
       default:
         break;

@@ -15,6 +15,9 @@ import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
  */
 afterAll(closeClients);
 const redis = connect();
+// Connected before the first check: on a loaded machine a first connection can outlast a check's 250 ms
+// deadline, and that check would be the failure policy's (an 'unavailable' decision the counts do not expect).
+beforeAll(() => redis.ping());
 const quiet = { warn: () => undefined };
 
 /** A reader the test collects from on demand. */
@@ -156,6 +159,53 @@ describe('Prometheus', () => {
     expect(later).not.toContain('floodgate_store_status{limiter="api"}');
     await api.close();
     await search.close();
+  });
+});
+
+describe('health checks are no decisions', () => {
+  /** Five readiness probes, as an application's /health route asks them: the first finds the limiter idle and probes. */
+  const fiveProbes = async (l: Limiter): Promise<void> => {
+    for (let k = 0; k < 5; k++) await l.health();
+    // What the gauges read at a scrape is not a check.
+    await l.health({ probe: false });
+  };
+
+  test('Prometheus: floodgate_health_checks_total by result, no decision counted', async () => {
+    const registry = new Registry();
+    const api = limiter('api');
+    const stop = instrumentPrometheus(api, { registry });
+    await fiveProbes(api);
+    const text = await registry.metrics();
+    expect(text).toContain('floodgate_health_checks_total{limiter="api",result="ok"} 5');
+    expect(text).not.toMatch(/floodgate_decisions_total\{/);
+    expect(text).not.toMatch(/floodgate_store_duration_seconds_count\{/);
+    stop();
+    await api.close();
+  });
+
+  test('OpenTelemetry: floodgate.health.checks by result; a probe of a store that cannot be reached is down', async () => {
+    const reader = new TestReader();
+    const provider = new MeterProvider({ readers: [reader] });
+    const api = limiter('api');
+    const dead = new Redis(1, '127.0.0.1', { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    dead.on('error', () => undefined);
+    const down = limiter('down', { redis: dead, timeoutMs: 50 });
+    const stop = instrumentOpenTelemetry([api, down], { meter: provider.getMeter('test') });
+    await fiveProbes(api);
+    await down.health();
+    const { resourceMetrics } = await reader.collect();
+    expect(points(resourceMetrics, METRICS.healthChecks.otel)).toEqual(
+      expect.arrayContaining([
+        [{ limiter: 'api', result: 'ok' }, 5],
+        [{ limiter: 'down', result: 'down' }, 1],
+      ]),
+    );
+    expect(points(resourceMetrics, METRICS.decisions.otel)).toEqual([]);
+    stop();
+    await provider.shutdown();
+    await api.close();
+    await down.close();
+    dead.disconnect();
   });
 });
 

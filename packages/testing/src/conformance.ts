@@ -124,6 +124,39 @@ export function conformance(factory: AdapterFactory): void {
       expect(app.hits()).toBe(3);
     });
 
+    contract.each([
+      // 20 requests in one bucket of the ring (1 s of the 10 s window), 400 ms into it: the denial's retry
+      // and the reset are both when that bucket leaves, 11 buckets after it began (10.6 s): 11 and 11.
+      ['in one bucket', 0, '11', 11],
+      // 10, then 10 more a second later: 10 requests leave with the older bucket, in 9.6 s, so Retry-After
+      // says 10; the window is empty only when the newer one leaves (10.6 s): t=11.
+      ['across two buckets', 1_000, '10', 11],
+    ] as const)(
+      'one decision, one answer: a 10 s sliding window on a fixed clock, requests until denied %s',
+      async (_name, stepMs, retryAfter, t) => {
+        // A whole second plus 400 ms: the buckets of a 10 s window (precision 10) are the clock's seconds.
+        let now = 1_700_000_000_400;
+        const app = await start({ global: base({ limits: { limit: 20, window: '10s' }, clock: () => now }) });
+        expect(await burst(app.url, 10)).toEqual(Array(10).fill(200));
+        now += stepMs;
+        expect(await burst(app.url, 10)).toEqual(Array(10).fill(200));
+        const denied = await request(app.url).get('/');
+        expect(denied.status).toBe(429);
+        expect({
+          retryAfter: header(denied, 'Retry-After'),
+          rateLimit: header(denied, 'RateLimit'),
+          policy: header(denied, 'RateLimit-Policy'),
+          message: (denied.body as { message?: string }).message,
+        }).toEqual({
+          retryAfter,
+          rateLimit: `"10s";r=0;t=${t}`,
+          policy: '"10s";q=20;w=10',
+          message: `Rate limit exceeded, retry in ${retryAfter} seconds`,
+        });
+        expect(app.hits()).toBe(20);
+      },
+    );
+
     contract('draft-8 headers list every rule and report the binding one', async () => {
       const app = await start({
         global: base({

@@ -4,6 +4,7 @@ import { StoreError } from '../kernel/errors';
 import { identifierKind } from '../scripts/keys';
 import type { FailurePolicy } from '../config/failure-policy';
 import type { Logger } from '../kernel/logger';
+import type { HealthStatus } from './health';
 
 /*
  * What a limiter tells its listeners (the `onEvent` option, limiter.subscribe()): every decision, refunds,
@@ -92,7 +93,20 @@ export interface SettleFailedEvent {
   identifiers?: string[];
 }
 
-export type LimiterEvent = DecisionEvent | RefundEvent | StoreErrorEvent | ShadowDenyEvent | SettleFailedEvent;
+/**
+ * limiter.health() answered (a readiness probe asked): no decision, whatever it sent to the store. Not sent
+ * for `health({ probe: false })`, what a metrics exporter reads at each scrape.
+ */
+export interface HealthCheckEvent {
+  type: 'health-check';
+  limiter: string;
+  /** The report's status. */
+  status: HealthStatus;
+  /** Whether it sent a probe to the store (the limiter had been idle for a second). */
+  probed: boolean;
+}
+
+export type LimiterEvent = DecisionEvent | RefundEvent | StoreErrorEvent | ShadowDenyEvent | SettleFailedEvent | HealthCheckEvent;
 
 export type EventListener = (event: LimiterEvent) => void;
 
@@ -193,6 +207,10 @@ export class Events {
     this.emit({ type: 'store-error', limiter: this.limiter, error, policy });
   }
 
+  healthCheck(status: HealthStatus, probed: boolean): void {
+    this.emit({ type: 'health-check', limiter: this.limiter, status, probed });
+  }
+
   shadowDeny(decision: Decision): void {
     this.emit({ type: 'shadow-deny', limiter: this.limiter, kind: kindOf(bindingIdentifier(decision)), decision });
   }
@@ -224,6 +242,8 @@ function withoutIdentifiers(event: LimiterEvent): LimiterEvent {
     }
     case 'store-error':
       return { ...event, error: anonymousError(event.error) };
+    case 'health-check':
+      return event; // nothing personal: the probe's identifier is not in it
     case 'shadow-deny':
       return { ...event, decision: anonymousDecision(event.decision) };
     default: {

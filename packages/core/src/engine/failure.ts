@@ -1,12 +1,13 @@
 import { StoreError } from '../kernel/errors';
 import { localDenial, type Decision } from '../kernel/decision';
-import { storeFailureWarning } from '../stores/deadline';
+import { adapterOf } from '../stores/clients';
 import { privateMemoryStore, type MemoryStore } from '../stores/memory';
 import type { ResolvedOptions } from './options';
 import type { Events } from './events';
 import type { HealthRecorder } from './health';
 import type { OpenAccount } from './open-account';
 import { cacheCost, decodeCall, nowOf, type Call } from './plan';
+import { OutageWarning } from './outage-warning';
 
 /**
  * A limiter's failure policy (the `failure` option): what a check answers when the store did not, and what
@@ -15,8 +16,8 @@ import { cacheCost, decodeCall, nowOf, type Call } from './plan';
 export class StoreFailures {
   /** The last connection-level failure (timeout, unavailable, circuit open), until the store answers again. */
   fault: StoreError | undefined;
-  private failing = false;
-  private unsupportedWarned = false;
+  /** What the limiter says while the store fails it (outage-warning.ts). */
+  private readonly outage: OutageWarning;
   /** The `failure: 'local'` limiter, made on first use. */
   private localStore: MemoryStore | undefined;
 
@@ -26,11 +27,14 @@ export class StoreFailures {
     private readonly events: Events,
     /** With `failure: 'open'` on a remote store: what the policy admitted, per identifier (open-account.ts). */
     private readonly open: OpenAccount | undefined,
-  ) {}
+  ) {
+    const client = opts.redis === undefined ? undefined : adapterOf(opts.redis);
+    this.outage = new OutageWarning(opts.name, opts.failure, opts.logger, opts.runtime.now, client);
+  }
 
   /** The store answered: the failure is over (the next one warns again). */
   answered(): void {
-    this.failing = false;
+    this.outage.answered();
     this.fault = undefined;
   }
 
@@ -61,12 +65,7 @@ export class StoreFailures {
     if (error.kind !== 'overload' && error.kind !== 'reply') this.fault = error;
     this.recorder.failed(error);
     if (this.events.active) this.events.storeError(error, failure);
-    // Once while failing; a server that cannot run the scripts is said so even when another failure came first.
-    if (!this.failing || (error.kind === 'unsupported' && !this.unsupportedWarned)) {
-      this.failing = true;
-      if (error.kind === 'unsupported') this.unsupportedWarned = true;
-      this.opts.logger.warn(storeFailureWarning(`limiter '${this.opts.name}'`, error, failure));
-    }
+    this.outage.failed(error);
     // An identifier known to be over its limit stays denied, whatever the policy (docs/security.md).
     const known = call.plan.cache?.known(call.ids, cacheCost(call));
     if (known) return { ...known, error };

@@ -244,15 +244,19 @@ export class FloodgateLimiter implements Limiter {
     return acquire(this, this.queues, identifiers, options);
   }
 
-  health(options?: { probe?: boolean }): Promise<LimiterHealth> {
-    return limiterHealth(
+  async health(options?: { probe?: boolean }): Promise<LimiterHealth> {
+    const report = await limiterHealth(
       this.recorder,
       this.store,
       this.opts.timeoutMs,
-      (identifier) => this.peek(identifier),
+      // A peek that is no decision: no decision event, whatever the listeners count (pipeline.ts).
+      (identifier) => settle(() => this.pipeline.start('h', identifier, undefined, undefined)),
       () => this.failures.fault !== undefined,
       options,
     );
+    // A readiness probe's question is counted as what it is; a scrape's read ({ probe: false }) is not.
+    if (options?.probe !== false && this.events.active) this.events.healthCheck(report.status, report.probed);
+    return report;
   }
 
   subscribe(listener: EventListener): () => void {

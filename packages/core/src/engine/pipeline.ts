@@ -53,6 +53,14 @@ export interface PipelineParts {
 const decisionRules = new WeakMap<Decision, readonly Rule[]>();
 export const rulesOfDecision = (decision: Decision): readonly Rule[] | undefined => decisionRules.get(decision);
 
+/**
+ * What a pipeline run is: a check ('c'), a peek ('p'), or health()'s probe ('h'), a peek that is no
+ * decision: it reaches no listener (a probe is counted by its own health-check event, health.ts). Below
+ * the pipeline, a probe is a peek.
+ */
+export type Op = 'c' | 'p' | 'h';
+const asStoreOp = (op: Op): 'c' | 'p' => (op === 'h' ? 'p' : op);
+
 /** A reply that came after its check's deadline still teaches the cache: the next check of a denied client stays local. */
 function teachLate(call: Call, reply: Reply): void {
   call.plan.cache?.remember(decodeCall(call, reply, 'redis'), cacheCost(call));
@@ -90,7 +98,7 @@ export class Pipeline {
 
   /** Validates, then answers from the block cache (synchronously) or asks the store. */
   start(
-    op: 'c' | 'p',
+    op: Op,
     input: string | readonly string[],
     costInput: unknown,
     planInput: unknown,
@@ -119,10 +127,10 @@ export class Pipeline {
   }
 
   /** A check's call to the store, its decision, and (refunds) its receipts kept: check() and reserve(). */
-  private async evaluate(plan: PlanState, op: 'c' | 'p', ids: string[], callCostInput: CallCost): Promise<Decision> {
+  private async evaluate(plan: PlanState, op: Op, ids: string[], callCostInput: CallCost): Promise<Decision> {
     const { opts, store, failures, open, records, refunder } = this.parts;
     // The prepared check itself, with its plan added (no copy of it per check).
-    const call = plan.planner.prepare(op, ids, callCostInput) as Call;
+    const call = plan.planner.prepare(asStoreOp(op), ids, callCostInput) as Call;
     call.plan = plan;
     const { program, cache } = plan;
     if (!store.remote) {
@@ -169,20 +177,21 @@ export class Pipeline {
       cache?.remember(decision, cacheCost(call));
       failures.answered();
       // Admitted by Redis, which never counted what the policy admitted for these identifiers: those first.
-      const over = decision.allowed ? open?.answered(call, decision, op, passage.counted, passage.flood) : undefined;
+      const over = decision.allowed ? open?.answered(call, decision, asStoreOp(op), passage.counted, passage.flood) : undefined;
       if (over !== undefined) return this.enforce(over, plan, latencyMs, op);
       return refunder.keep(call, reply, this.enforce(decision, plan, latencyMs, op));
     } catch (err) {
-      decision = failures.fallback(call, toStoreError(err), op);
+      decision = failures.fallback(call, toStoreError(err), asStoreOp(op));
     }
     return this.enforce(decision, plan, undefined, op);
   }
 
   /**
    * Every decision's last step: shadow mode turns a denial into an allowed decision marked shadowDenied
-   * (and a shadow-deny event), and listeners get the decision event. `op`: a remote check ('c') or peek.
+   * (and a shadow-deny event), and listeners get the decision event (a probe's none). `op`: a remote
+   * check ('c'), peek ('p') or health()'s probe ('h').
    */
-  enforce(decision: Decision, plan: PlanState, latencyMs?: number, op?: 'c' | 'p'): Decision {
+  enforce(decision: Decision, plan: PlanState, latencyMs?: number, op?: Op): Decision {
     const { opts, events, records } = this.parts;
     // A denial a check gave (not a peek's, not the failure policy's) enters the denial sample (operator.ts).
     if (
@@ -194,11 +203,12 @@ export class Pipeline {
     ) {
       records.denied(decision.identifier);
     }
+    const reported = events.active && op !== 'h';
     if (opts.mode === 'shadow' && !decision.allowed) {
-      if (decision.reason !== 'store-unavailable' && events.active) events.shadowDeny(decision);
+      if (decision.reason !== 'store-unavailable' && reported) events.shadowDeny(decision);
       decision = { ...decision, allowed: true, reason: undefined, retryAfterMs: 0, shadowDenied: true };
     }
-    if (events.active) events.decision(decision, plan.name === '' ? undefined : plan.name, latencyMs);
+    if (reported) events.decision(decision, plan.name === '' ? undefined : plan.name, latencyMs);
     if (this.parts.overrideTable !== undefined || this.parts.ruleSets.size > 0) decisionRules.set(decision, plan.rules);
     return decision;
   }

@@ -170,6 +170,17 @@ const SCENARIOS: Record<LimiterEvent['type'], Scenario[]> = {
       },
     ],
   ],
+  'health-check': [
+    [
+      'a readiness probe after checks of both identifiers',
+      () =>
+        produce({}, async (l) => {
+          const d = await twice(l);
+          expect((await l.health()).status).toBe('ok');
+          return d;
+        }),
+    ],
+  ],
   'shadow-deny': [
     [
       'shadow mode over the limit',

@@ -1,5 +1,6 @@
 import { evalWithFallback } from './script';
 import { isFn, type ClientAdapter } from './types';
+import { maskedAddress, maskedUrl, type ConnectionParts } from './address';
 
 /** node-redis v5+: explicit connect(), isOpen / isReady, and its own offline queue while reconnecting. */
 export interface NodeRedisLike {
@@ -14,6 +15,18 @@ export interface NodeRedisLike {
   getNodeClientForKey?: unknown;
 }
 
+/** createClient()'s options, read at run time (not in the public type a client must match): its URL, or its socket's host and port. */
+interface NodeRedisOptions {
+  options?: { url?: unknown; username?: unknown; password?: unknown; database?: unknown; socket?: ConnectionParts };
+}
+
+/** Where a node-redis client connects, its password masked (a cluster: undefined). */
+function nodeRedisAddress(c: NodeRedisOptions): string | undefined {
+  const o = c.options;
+  if (o === undefined || o === null || typeof o !== 'object') return undefined;
+  return maskedUrl(o.url) ?? maskedAddress({ ...o.socket, username: o.username, password: o.password, db: o.database, tls: o.socket?.tls });
+}
+
 const NOT_CONNECTED =
   'the node-redis client is not connected: node-redis never connects by itself, so call `await client.connect()` ' +
   '(for a cluster, `await cluster.connect()`) before the first check (docs/clients.md)';
@@ -24,6 +37,9 @@ export function nodeRedisAdapter(c: NodeRedisLike): ClientAdapter {
     library: 'node-redis',
     target: c,
     isCluster: cluster,
+    // node-redis throws an 'error' nobody listens to (its documentation asks applications to listen): a
+    // listener here would change what the application's client does, so none is added.
+    address: cluster ? undefined : nodeRedisAddress(c as NodeRedisOptions),
     // Never connected: the limiter's warning quotes this, once while failing.
     readiness: () => (c.isReady ? 'ready' : c.isOpen ? 'first-connect' : { down: NOT_CONNECTED }),
     onFirstReady(done) {

@@ -43,6 +43,13 @@ export interface ClientAdapter {
   infoMemory(): Promise<string>[];
   /** Set by the store: where the adapter reports a hazard it meets at run time (once per client). */
   logger?: Logger;
+  /** Where the client connects, its password masked (`redis://:***@host:6379`), when the adapter can tell. */
+  readonly address?: string;
+  /**
+   * The last connection error the client reported (`connect ECONNREFUSED 127.0.0.1:6379`), when the
+   * adapter listens for them: what a limiter's warning says it cannot reach its Redis because of.
+   */
+  lastConnectionError?(): string | undefined;
   /** The client's own per-request timeout, when it has one (Valkey GLIDE's requestTimeout). */
   readonly requestTimeoutMs?: number;
 }
