@@ -16,6 +16,8 @@ const redis = connect();
 const closing = closeAfterEach();
 const warnings: string[] = [];
 const logger = { warn: (m: string) => void warnings.push(m) };
+/** A deadline no loaded machine misses: a first check that outran the default would fail open, and the verdicts change. */
+const timeoutMs = 10_000;
 beforeEach(() => {
   resetWarnings();
   warnings.length = 0;
@@ -27,7 +29,7 @@ function from(peer: string, path = '/api/x', forwarded = peer, init: { method?: 
 }
 
 test("the proxy lets requests through with their headers, then answers 429 with every adapter's body and headers", async () => {
-  const proxy = closing(rateLimit({ redis, prefix: uniquePrefix('nxproxy'), limits: { limit: 2, window: '1m' }, logger }));
+  const proxy = closing(rateLimit({ redis, prefix: uniquePrefix('nxproxy'), limits: { limit: 2, window: '1m' }, logger, timeoutMs }));
   const first = await proxy(from('192.0.2.1'));
   expect(first.headers.get('x-middleware-next')).toBe('1');
   expect(first.headers.get('ratelimit-policy')).toBe('"1m";q=2;w=60');
@@ -45,7 +47,7 @@ test("the proxy lets requests through with their headers, then answers 429 with 
 });
 
 test('no trustProxy: a spoofed X-Forwarded-For is the same client, and the header is warned about once', async () => {
-  const proxy = closing(rateLimit({ redis, prefix: uniquePrefix('nxspoof'), limits: { limit: 2, window: '1m' }, logger }));
+  const proxy = closing(rateLimit({ redis, prefix: uniquePrefix('nxspoof'), limits: { limit: 2, window: '1m' }, logger, timeoutMs }));
   const statuses = [];
   for (let i = 0; i < 4; i++) statuses.push((await proxy(from('192.0.2.3', '/', `198.51.100.${i}`))).status);
   expect(statuses).toEqual([200, 200, 429, 429]);
@@ -53,7 +55,9 @@ test('no trustProxy: a spoofed X-Forwarded-For is the same client, and the heade
 });
 
 test('trustProxy as a hop count: the entry the proxy appended is the client; a forged one to its left changes nothing', async () => {
-  const proxy = closing(rateLimit({ redis, prefix: uniquePrefix('nxhops'), limits: { limit: 1, window: '1m' }, trustProxy: 1, logger }));
+  const proxy = closing(
+    rateLimit({ redis, prefix: uniquePrefix('nxhops'), limits: { limit: 1, window: '1m' }, trustProxy: 1, logger, timeoutMs }),
+  );
   expect((await proxy(from('10.0.0.1', '/', '6.6.6.6, 203.0.113.1'))).status).toBe(200);
   expect((await proxy(from('10.0.0.1', '/', '7.7.7.7, 203.0.113.1'))).status).toBe(429);
   expect((await proxy(from('10.0.0.1', '/', '203.0.113.2'))).status).toBe(200);
@@ -65,7 +69,7 @@ test('matcher: a limit applies to the paths it names, as a proxy config.matcher 
   expect(['/api', '/api/a/b', '/login'].map(matches)).toEqual([true, true, true]);
   expect(['/apix', '/login/x', '/'].map(matches)).toEqual([false, false, false]);
   const proxy = closing(
-    rateLimit({ redis, prefix: uniquePrefix('nxmatch'), limits: { limit: 1, window: '1m' }, matcher: '/login', logger }),
+    rateLimit({ redis, prefix: uniquePrefix('nxmatch'), limits: { limit: 1, window: '1m' }, matcher: '/login', logger, timeoutMs }),
   );
   for (let i = 0; i < 3; i++) expect((await proxy(from('192.0.2.4', '/home'))).headers.get('ratelimit')).toBeNull();
   expect((await proxy(from('192.0.2.4', '/login'))).status).toBe(200);
@@ -73,9 +77,9 @@ test('matcher: a limit applies to the paths it names, as a proxy config.matcher 
 });
 
 test('chain: the first denial answers; a request every limit lets through carries the headers of both', async () => {
-  const general = closing(rateLimit({ redis, prefix: uniquePrefix('nxgen'), limits: { limit: 5, window: '1m' }, logger }));
+  const general = closing(rateLimit({ redis, prefix: uniquePrefix('nxgen'), limits: { limit: 5, window: '1m' }, logger, timeoutMs }));
   const login = closing(
-    rateLimit({ redis, prefix: uniquePrefix('nxlog'), limits: { limit: 1, window: '10s' }, matcher: '/login', logger }),
+    rateLimit({ redis, prefix: uniquePrefix('nxlog'), limits: { limit: 1, window: '10s' }, matcher: '/login', logger, timeoutMs }),
   );
   const proxy = chain(general, login);
   const first = await proxy(from('192.0.2.5', '/login'));
@@ -85,7 +89,7 @@ test('chain: the first denial answers; a request every limit lets through carrie
 });
 
 test('a route: its handler runs only when admitted, and its response carries the headers', async () => {
-  const limit = closing(routeRateLimit({ redis, prefix: uniquePrefix('nxroute'), limits: { limit: 1, window: '1m' }, logger }));
+  const limit = closing(routeRateLimit({ redis, prefix: uniquePrefix('nxroute'), limits: { limit: 1, window: '1m' }, logger, timeoutMs }));
   let runs = 0;
   const GET = limit(() => {
     runs++;
@@ -125,6 +129,7 @@ describe('a streamed route response settles when its body has been read to the e
         cost: () => 5,
         settle: (request) => Number(request.nextUrl.searchParams.get('n')),
         logger,
+        timeoutMs,
       }),
     );
     const GET = limit((request) => streamed(Number(request.nextUrl.searchParams.get('n'))));
@@ -142,7 +147,14 @@ describe('a streamed route response settles when its body has been read to the e
 
   test('a handler that throws ends the response unfinished: no refund', async () => {
     const limit = closing(
-      routeRateLimit({ redis, prefix: uniquePrefix('nxthrow'), limits: { limit: 3, window: '1m' }, skipFailedRequests: true, logger }),
+      routeRateLimit({
+        redis,
+        prefix: uniquePrefix('nxthrow'),
+        limits: { limit: 3, window: '1m' },
+        skipFailedRequests: true,
+        logger,
+        timeoutMs,
+      }),
     );
     const GET = limit(() => {
       throw new Error('boom');
