@@ -11,7 +11,7 @@ import {
 } from '@floodgate/core/adapter';
 import { CLIENT_ADDRESS_OPTION_KEYS, clientAddress, refuseAfterResponse, type ClientAddressOptions } from './client-address';
 import { compileMatcher, type Matcher } from './matcher';
-import { deny, writeHeaders } from './respond';
+import { deny, withHeaders, writeHeaders } from './respond';
 
 /** Every option of the proxy's limiter, each optional (`ProxyRateLimitOptions` requires `limits` or `limiter`). */
 export interface ProxyRateLimitBaseOptions
@@ -60,9 +60,7 @@ export function rateLimit(options: ProxyRateLimitOptions): ProxyRateLimit {
     if (outcome.decision !== undefined) decisions.set(request, outcome.decision);
     if (outcome.action === 'next') return void writeHeaders(headers, outcome.set, outcome.append);
     if (handler === undefined || outcome.decision?.reason === 'store-unavailable') return deny(outcome);
-    const response = await handler(request, outcome.decision!);
-    writeHeaders(response.headers, outcome.set, outcome.append);
-    return response;
+    return withHeaders(await handler(request, outcome.decision!), outcome.set, outcome.append);
   };
   const proxy = async (request: NextRequest): Promise<Response> => {
     const headers = new Headers();

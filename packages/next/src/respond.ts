@@ -13,3 +13,16 @@ export function deny(outcome: HttpOutcome): Response {
   headers.set('Content-Type', 'application/json; charset=utf-8');
   return new Response(outcome.json ?? JSON.stringify(outcome.body), { status: outcome.status, headers });
 }
+
+/** The response with Floodgate's headers: on it when they can be written, else on a copy (Response.redirect's are immutable). */
+export function withHeaders(response: Response, set: HeaderList, append: HeaderList): Response {
+  if (set.length === 0 && append.length === 0) return response;
+  try {
+    writeHeaders(response.headers, set, append);
+    return response;
+  } catch {
+    const copy = new Response(response.body, response);
+    writeHeaders(copy.headers, set, append);
+    return copy;
+  }
+}

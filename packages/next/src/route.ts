@@ -8,14 +8,13 @@ import {
   watchResponse,
   whenResponseDone,
   type Cost,
-  type HeaderList,
   type Decision,
   type HttpOptions,
   type Limiter,
   type LimitsOrLimiter,
 } from '@floodgate/core/adapter';
 import { CLIENT_ADDRESS_OPTION_KEYS, clientAddress, type ClientAddressOptions } from './client-address';
-import { deny, writeHeaders } from './respond';
+import { deny, withHeaders } from './respond';
 
 /** Every option of a route's limiter, each optional (`RouteRateLimitOptions` requires `limits` or `limiter`). */
 export interface RouteRateLimitBaseOptions extends HttpOptions<NextRequest>, ClientAddressOptions {
@@ -62,9 +61,7 @@ export function routeRateLimit(options: RouteRateLimitOptions): RouteRateLimit {
       if (outcome.action === 'error') throw outcome.error;
       if (outcome.action === 'deny') {
         if (handler === undefined || outcome.decision?.reason === 'store-unavailable') return deny(outcome);
-        const response = await handler(request, outcome.decision!);
-        writeHeaders(response.headers, outcome.set, outcome.append);
-        return response;
+        return withHeaders(await handler(request, outcome.decision!), outcome.set, outcome.append);
       }
       const end = outcome.own === undefined ? undefined : new WebResponseEnd(request.signal);
       let response: Response;
@@ -87,17 +84,4 @@ export function routeRateLimit(options: RouteRateLimitOptions): RouteRateLimit {
 /** `limit(handler)` in one call: `export const GET = withRateLimit(limit, handler)`. */
 export function withRateLimit<C>(limit: RouteRateLimit, handler: RouteHandler<C>): RouteHandler<C> {
   return limit(handler);
-}
-
-/** The response with Floodgate's headers: on it when they can be written, else on a copy (Response.redirect's are immutable). */
-function withHeaders(response: Response, set: HeaderList, append: HeaderList): Response {
-  if (set.length === 0 && append.length === 0) return response;
-  try {
-    writeHeaders(response.headers, set, append);
-    return response;
-  } catch {
-    const copy = new Response(response.body, response);
-    writeHeaders(copy.headers, set, append);
-    return copy;
-  }
 }

@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
@@ -147,4 +147,27 @@ test('a streamed response settles at its real cost once its body has been sent t
   } finally {
     await limiter.close();
   }
+});
+
+test('a real server action (app/form/actions.js) returns the typed denial on its third call, as the form receives it', async () => {
+  // The action's id, as the built page's form would post it.
+  const manifest = JSON.parse(readFileSync(join(dir, '.next', 'server', 'server-reference-manifest.json'), 'utf8')) as {
+    node: Record<string, { exportedName?: string }>;
+  };
+  const id = Object.entries(manifest.node).find(([, action]) => action.exportedName === 'send')![0];
+  const call = async (): Promise<unknown> => {
+    const res = await as('203.0.113.8')(request(proxied).post('/form'))
+      .set({ 'Next-Action': id, Accept: 'text/x-component', 'Content-Type': 'text/plain;charset=UTF-8' })
+      .send('[null,null]');
+    expect(res.status).toBe(200);
+    // The React Server Components answer: row 1 is the action's return value.
+    const row = res.text.split('\n').find((line) => line.startsWith('1:'));
+    return JSON.parse(row!.slice(2));
+  };
+  expect([await call(), await call()]).toEqual([{ ok: true }, { ok: true }]);
+  expect(await call()).toEqual({
+    rateLimited: true,
+    message: expect.stringMatching(/^Rate limit exceeded/),
+    retryAfterMs: expect.any(Number),
+  });
 });

@@ -208,3 +208,24 @@ test('options a server action cannot honour are refused, naming them', () => {
   }
   expect(() => chain({} as never)).toThrow(expect.objectContaining({ option: 'chain[0]' }));
 });
+
+test("a proxy's handler answers a denial in its own way, with Floodgate's headers, even on an immutable Response", async () => {
+  const proxy = closing(
+    rateLimit({
+      redis,
+      prefix: uniquePrefix('nxhandler'),
+      limits: { limit: 1, window: '1m' },
+      logger,
+      timeoutMs,
+      handler: (_request, decision) =>
+        Response.redirect(`http://localhost/slow-down?ms=${decision.retryAfterMs > 0 ? 'later' : 'now'}`, 307),
+    }),
+  );
+  await proxy(from('192.0.2.10'));
+  const denied = await proxy(from('192.0.2.10'));
+  expect([denied.status, denied.headers.get('location'), denied.headers.get('retry-after') !== null]).toEqual([
+    307,
+    'http://localhost/slow-down?ms=later',
+    true,
+  ]);
+});
