@@ -57,6 +57,20 @@ export default tseslint.config(
     languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly', Buffer: 'readonly' } },
     rules: { 'no-console': 'off' },
   },
+  // Next.js apps in plain JavaScript: packages/next/test/app (built and served by next-app.test.ts) and examples/next.
+  {
+    files: ['packages/next/test/app/**', 'examples/next/*.js', 'examples/next/app/**'],
+    languageOptions: {
+      globals: {
+        process: 'readonly',
+        Response: 'readonly',
+        URL: 'readonly',
+        ReadableStream: 'readonly',
+        setTimeout: 'readonly',
+        TextEncoder: 'readonly',
+      },
+    },
+  },
   // A package's bin: a CommonJS script that loads the build (packages/cli/bin/floodgate.js).
   {
     files: ['packages/*/bin/**'],

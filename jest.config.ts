@@ -99,6 +99,8 @@ const SECOND_TIER = [
   'packages/core/test/reserve-cluster.test.ts',
   'packages/core/test/engine/overrides-cluster.test.ts',
   'packages/cli/test/cluster.test.ts',
+  // A real Next.js app: `next build` (minutes on a small machine), then `next start`.
+  'packages/next/test/next-app.test.ts',
   // What a user gets: the built packages, the tarballs, a fresh clone, the examples, the docs and migration guides.
   'test/api-reference.test.ts',
   'test/docs.test.ts',

@@ -12,7 +12,7 @@ import { npm, npmEnv, packPublished, pinned, root, tarballSpecs } from './packin
  * versions (test/packing.ts); then `npm install` and `npm start` (a prestart builds it with its own tsc), with
  * REDIS_URL at a redis-server of this test's own. Nothing of the workspace can be found from there.
  */
-const FRAMEWORKS = ['express', 'fastify', 'koa', 'hono', 'nestjs'];
+const FRAMEWORKS = ['express', 'fastify', 'koa', 'hono', 'nestjs', 'next'];
 const MINUTE = 60_000;
 
 let work: string;

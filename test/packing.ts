@@ -9,7 +9,7 @@ import { join } from 'node:path';
  * of an install (--prefer-offline); the rest comes from the registry.
  */
 export const root = join(__dirname, '..');
-export const PUBLISHED = ['cli', 'core', 'express', 'fastify', 'graphql', 'hono', 'koa', 'metrics', 'nestjs'];
+export const PUBLISHED = ['cli', 'core', 'express', 'fastify', 'graphql', 'hono', 'koa', 'metrics', 'nestjs', 'next'];
 
 const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string }> };
 /** The lockfile's version of a package the repository installs. */
@@ -22,7 +22,8 @@ export function pinned(name: string): string {
 /** npm for a directory outside the repository: none of the `npm test` run's own npm_* settings but the user's cache, registry and config files. */
 export function npmEnv(): NodeJS.ProcessEnv {
   const keep = /^npm_config_(cache|registry|userconfig|globalconfig|cafile|proxy|https_proxy|noproxy|strict_ssl)$/i;
-  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k) || keep.test(k)));
+  // A copy of process.env, filtered (typed as one: Next's types declare NODE_ENV required in ProcessEnv).
+  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k) || keep.test(k))) as NodeJS.ProcessEnv;
 }
 export function npm(args: string[], cwd: string): string {
   return execFileSync('npm', [...args, '--loglevel=error'], { cwd, env: npmEnv(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });

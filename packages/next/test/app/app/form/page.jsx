@@ -1,0 +1,5 @@
+import { Form } from './form';
+
+export default function Page() {
+  return <Form />;
+}
