@@ -34,7 +34,10 @@ export class RateLimitExceededError extends Error {
 /** Validates `statusCode` and `denyStatusCode`: only a status that tRPC has an error code for. */
 export function checkRefusalStatus(option: string, value: unknown): void {
   if (value === undefined || Object.hasOwn(CODES, String(value))) return;
-  throw new ConfigError(option, `must be a status tRPC has an error code for: ${Object.keys(CODES).join(', ')}; got ${describeValue(value)}`);
+  throw new ConfigError(
+    option,
+    `must be a status tRPC has an error code for: ${Object.keys(CODES).join(', ')}; got ${describeValue(value)}`,
+  );
 }
 
 /** The TRPCError a refusal throws: the code of its status, the message of its body, the decision in `cause`. */

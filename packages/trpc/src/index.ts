@@ -3,7 +3,7 @@
  *
  * @module @floodgate/trpc
  */
-import type { TRPCProcedureType } from '@trpc/server';
+import type { TRPCMiddlewareFunction, TRPCProcedureType } from '@trpc/server';
 import { getHTTPStatusCodeFromError } from '@trpc/server/http';
 import {
   ConfigError,
@@ -35,8 +35,9 @@ export interface ProcedureCall<TContext = Record<string, unknown>, TMeta = unkno
 }
 
 /** Every option, each optional (`RateLimitOptions` requires `limits` or `limiter`). */
-export interface RateLimitBaseOptions<TContext = Record<string, unknown>, TMeta = unknown>
-  extends HttpOptions<ProcedureCall<TContext, TMeta>> {
+export interface RateLimitBaseOptions<TContext = Record<string, unknown>, TMeta = unknown> extends HttpOptions<
+  ProcedureCall<TContext, TMeta>
+> {
   /**
    * The client's address, the default `ip:` identifier. Default: `ctx.clientAddress`, which
    * rateLimitContext(req) puts on the context.
@@ -53,17 +54,17 @@ export interface RateLimitContextOut {
   rateLimit: Decision | undefined;
 }
 
-/** What tRPC's middleware options carry besides the call (the middleware's `next`). */
+/** What the middleware answers: tRPC's middleware result, which carries `rateLimit` into the context after it. */
+type MiddlewareResult = Awaited<ReturnType<TRPCMiddlewareFunction<object, unknown, object, RateLimitContextOut, unknown>>>;
+
+/** tRPC's middleware options: the call, and `next`. */
 type MiddlewareOptions<TContext, TMeta> = ProcedureCall<TContext, TMeta> & {
-  next(opts: { ctx: RateLimitContextOut }): Promise<MiddlewareResultLike>;
+  next(opts: { ctx: RateLimitContextOut }): Promise<MiddlewareResult>;
 };
-type MiddlewareResultLike = { ok: true } | { ok: false; error: unknown };
 
 /** The middleware, with the limiter it checks and a way to close it. */
 export interface RateLimitMiddleware<TContext = Record<string, unknown>, TMeta = unknown> {
-  <TResult extends MiddlewareResultLike>(
-    opts: Omit<MiddlewareOptions<TContext, TMeta>, 'next'> & { next(opts: { ctx: RateLimitContextOut }): Promise<TResult> },
-  ): Promise<TResult>;
+  (opts: MiddlewareOptions<TContext, TMeta>): Promise<MiddlewareResult>;
   /** The limiter this middleware checks: its own, or the shared `limiter` it was given. */
   readonly limiter: Limiter;
   /** Closes the limiter this middleware created, which frees its name; a shared `limiter` passed in stays open. */
@@ -93,9 +94,7 @@ export function rateLimit<TContext = Record<string, unknown>, TMeta = unknown>(
   const addressOf = (own.clientAddress ?? defaultAddress) as (call: ProcedureCall<TContext, TMeta>) => string | undefined;
   const http = createHttpLimiter<ProcedureCall<TContext, TMeta>>(options, ['clientAddress'], defaultUser);
 
-  const middleware = async <TResult extends MiddlewareResultLike>(
-    opts: Omit<MiddlewareOptions<TContext, TMeta>, 'next'> & { next(opts: { ctx: RateLimitContextOut }): Promise<TResult> },
-  ): Promise<TResult> => {
+  const middleware = async (opts: MiddlewareOptions<TContext, TMeta>): Promise<MiddlewareResult> => {
     const previous = (opts.ctx as Partial<RateLimitContextOut> | undefined)?.rateLimit;
     const pending = http.decide(opts, addressOf(opts), previous);
     const outcome = pending instanceof Promise ? await pending : pending;
@@ -106,7 +105,7 @@ export function rateLimit<TContext = Record<string, unknown>, TMeta = unknown>(
     const result = await opts.next({ ctx: { rateLimit: outcome.decision ?? previous } });
     // Refunds and settle: the call is over once its procedure returned (a subscription: once its stream began).
     if (outcome.own !== undefined) {
-      http.completed(outcome, true, result.ok ? 200 : getHTTPStatusCodeFromError(result.error as never), [opts]);
+      http.completed(outcome, true, result.ok ? 200 : getHTTPStatusCodeFromError(result.error), [opts]);
     }
     return result;
   };

@@ -30,7 +30,9 @@ export class ResponseRecord {
   /** The headers to write: each limiter's list items, and the single-valued ones of the tightest limiter last (it wins). */
   headers(): Headers {
     const out = new Headers();
-    const entries = [...this.byLimiter.values()].sort((a, b) => (tighter(a.decision, b.decision) ? 1 : tighter(b.decision, a.decision) ? -1 : 0));
+    const entries = [...this.byLimiter.values()].sort((a, b) =>
+      tighter(a.decision, b.decision) ? 1 : tighter(b.decision, a.decision) ? -1 : 0,
+    );
     for (const { set, append } of entries) {
       for (const [name, value] of set) out.set(name, value);
       for (const [name, value] of append) out.append(name, value);

@@ -1,6 +1,7 @@
 import { createHTTPServer } from '@trpc/server/adapters/standalone';
 import { initTRPC } from '@trpc/server';
 import { createTRPCClient, httpBatchLink, httpLink, httpSubscriptionLink, splitLink } from '@trpc/client';
+import { EventSource } from 'eventsource';
 import { serveHttp } from '@floodgate/testing';
 import { rateLimitContext, rateLimitErrorFormatter, rateLimitResponseMeta, type RateLimitMiddleware } from '@floodgate/trpc';
 
@@ -61,12 +62,11 @@ export async function serveRouter(router: AppRouter, options: { maxBatchSize?: n
   return { ...(await serveHttp(server.listen(0, '127.0.0.1'))), requests: () => requests };
 }
 
-/** The real client: httpBatchLink (or httpLink, one request per call), subscriptions over SSE. */
+/** The real client: httpBatchLink (or httpLink, one request per call), subscriptions over SSE (Node 20 has no EventSource of its own). */
 export function clientOf(url: string, options: { batch?: boolean; headers?: Record<string, string>; maxItems?: number } = {}) {
   const headers = options.headers ?? {};
-  const link =
-    options.batch === false ? httpLink({ url, headers }) : httpBatchLink({ url, headers, maxItems: options.maxItems });
+  const link = options.batch === false ? httpLink({ url, headers }) : httpBatchLink({ url, headers, maxItems: options.maxItems });
   return createTRPCClient<AppRouter>({
-    links: [splitLink({ condition: (op) => op.type === 'subscription', true: httpSubscriptionLink({ url }), false: link })],
+    links: [splitLink({ condition: (op) => op.type === 'subscription', true: httpSubscriptionLink({ url, EventSource }), false: link })],
   });
 }
