@@ -14,7 +14,7 @@ import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const FRAMEWORKS = { express: 'Express', fastify: 'Fastify', koa: 'Koa', hono: 'Hono', nestjs: 'NestJS' };
+const FRAMEWORKS = { express: 'Express', fastify: 'Fastify', koa: 'Koa', hono: 'Hono', nestjs: 'NestJS', trpc: 'tRPC' };
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const [command, ...args] = process.argv.slice(2);
 const flag = args.indexOf('--framework');
@@ -24,6 +24,13 @@ const framework =
 if (!['start', 'demo'].includes(command) || !Object.hasOwn(FRAMEWORKS, framework)) {
   console.error(
     `usage: node scripts/example.mjs <start|demo> [--framework ${Object.keys(FRAMEWORKS).join('|')}]  (got ${command} ${framework})`,
+  );
+  process.exit(2);
+}
+// The demo speaks the REST API of the other examples; the tRPC example's procedures are tried with its own lines below.
+if (command === 'demo' && framework === 'trpc') {
+  console.error(
+    'npm run demo drives the REST examples; start the tRPC one with `npm start -- --framework trpc` and try the lines it prints',
   );
   process.exit(2);
 }
@@ -120,7 +127,12 @@ const listening = new Promise((resolve) => {
 });
 
 const url = await listening;
-if (url && !demo) {
+if (url && !demo && framework === 'trpc') {
+  console.log('Try (each procedure is a URL; a comma-separated path is one batch, each call counted):');
+  console.log(`  curl -i ${url}/hello                              # 20 per 10 s per client`);
+  console.log(`  curl -s "${url}/search,search,search,search?batch=1&input=%7B%7D"   # one batch: 3 results, then TOO_MANY_REQUESTS`);
+  console.log(`  curl -i -X POST -H 'content-type: application/json' -d '{"username":"ada"}' ${url}/login   # 5 per 15 min per account`);
+} else if (url && !demo) {
   console.log('Try:');
   console.log(`  curl -i ${url}/                                   # 20 per 10 s per client`);
   console.log(`  for i in 1 2 3 4; do curl -s -o /dev/null -w '%{http_code}\\n' "${url}/search?q=x"; done   # 4th is 429`);

@@ -146,6 +146,7 @@ afterAll(() => {
     ['koa', 'SIGTERM'],
     ['hono', 'SIGTERM'],
     ['nestjs', 'SIGTERM'],
+    ['trpc', 'SIGTERM'],
     ['express', 'SIGINT'],
   ] as const)(
     '%s: %s to the root process stops the server and its redis-server, and it exits 0',
@@ -159,7 +160,8 @@ afterAll(() => {
       // The example counts in the embedded redis-server the root process started for it.
       const embedded = /^embedded redis-server at (redis:\/\/\S+) /m.exec(s.stdout())?.[1];
       expect(s.stdout()).toContain(`example on http://localhost:${port} (store: Redis at ${embedded})`);
-      expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(200);
+      // The tRPC example answers procedures: `hello` is its `/`.
+      expect((await fetch(`http://127.0.0.1:${port}${framework === 'trpc' ? '/hello' : '/'}`)).status).toBe(200);
 
       const tree = descendants(s.child.pid!);
       // The example's own program (redis-memory-server's watchdog is a node child of the root process too).
@@ -192,7 +194,7 @@ afterAll(() => {
     });
     afterAll(() => new Promise<void>((resolve) => busy.close(() => resolve())));
 
-    test.each(['express', 'fastify', 'koa', 'hono', 'nestjs'])(
+    test.each(['express', 'fastify', 'koa', 'hono', 'nestjs', 'trpc'])(
       '%s: one line saying so and how to choose another, exit 1, no redis-server left',
       async (framework) => {
         // The embedded redis-server starts before the example tries the port (s.seen notes it, if it lives 10 ms).

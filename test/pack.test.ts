@@ -33,6 +33,8 @@ const FROM_REGISTRY = [
   '@nestjs/platform-express',
   'reflect-metadata',
   'rxjs',
+  '@trpc/server',
+  '@trpc/client',
 ];
 
 let work: string;
@@ -94,7 +96,7 @@ test('installs in the scratch app in well under a minute', () => {
 
 test('the installed adapters depend on a versioned core and share the one installed copy of it', () => {
   const core = JSON.parse(readFileSync(join(app, 'node_modules', '@floodgate', 'core', 'package.json'), 'utf8')) as { version: string };
-  for (const adapter of ['express', 'fastify', 'hono', 'koa', 'nestjs']) {
+  for (const adapter of ['express', 'fastify', 'hono', 'koa', 'nestjs', 'trpc']) {
     const pkg = JSON.parse(readFileSync(join(app, 'node_modules', '@floodgate', adapter, 'package.json'), 'utf8')) as {
       dependencies: Record<string, string>;
     };
@@ -213,6 +215,7 @@ const FIRST_PAGES = [
   'docs/fastify.md',
   'docs/hono.md',
   'docs/koa.md',
+  'docs/trpc.md',
   'docs/core-api.md',
   'docs/refunds.md',
   'docs/plans.md',

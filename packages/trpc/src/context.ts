@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { watchServerOf } from '@floodgate/core/adapter';
-import { RECORD, ResponseRecord } from './response-record';
+import { ResponseRecord } from './response-record';
 
 /*
  * What the middleware needs from a request, put on the context when tRPC makes it (createContext): the
@@ -12,8 +12,8 @@ import { RECORD, ResponseRecord } from './response-record';
 export interface RateLimitContext {
   /** The client's address, as the server underneath resolved it; the middleware's default `ip:` identifier. */
   clientAddress: string | undefined;
-  /** The response's rate-limit headers, which rateLimitResponseMeta writes. */
-  [RECORD]: ResponseRecord;
+  /** The response's rate-limit headers, which rateLimitResponseMeta writes (shared by the calls of a batch). */
+  rateLimitResponse: ResponseRecord;
 }
 
 /** A Node request, as the standalone, Node and Express adapters hand it to createContext. */
@@ -33,5 +33,5 @@ export function nodeClientAddress(req: NodeRequest): string | undefined {
 
 /** The context's part for a Node request (standalone, `@trpc/server/adapters/node-http`, Express). */
 export function rateLimitContext(req: NodeRequest): RateLimitContext {
-  return { clientAddress: nodeClientAddress(req), [RECORD]: new ResponseRecord() };
+  return { clientAddress: nodeClientAddress(req), rateLimitResponse: new ResponseRecord() };
 }

@@ -115,5 +115,5 @@ export function rateLimit<TContext = Record<string, unknown>, TMeta = unknown>(
 
 export type { Decision, HeaderMode } from '@floodgate/core/adapter';
 export { rateLimitContext, nodeClientAddress, type RateLimitContext } from './context';
-export { rateLimitHeaders, rateLimitResponseMeta } from './response-record';
+export { rateLimitHeaders, rateLimitResponseMeta, type ResponseRecord } from './response-record';
 export { RateLimitExceededError, rateLimitErrorData, rateLimitErrorFormatter, type RateLimitErrorData } from './errors';

@@ -8,16 +8,13 @@ import type { Decision, HeaderList } from '@floodgate/core/adapter';
  * responseMeta writes them once every call is over (docs/trpc.md, "Batches").
  */
 
-/** Where the record lives: a property of the request's context, under a registered symbol. */
-export const RECORD = Symbol.for('@floodgate/trpc.response');
-
 interface Entry {
   decision: Decision;
   set: HeaderList;
   append: HeaderList;
 }
 
-/** One response's headers, per limiter in the order each first decided. */
+/** One response's rate-limit headers (`ctx.rateLimitResponse`), per limiter: what rateLimitResponseMeta writes. */
 export class ResponseRecord {
   private readonly byLimiter = new Map<object, Entry>();
 
@@ -50,7 +47,7 @@ function tighter(a: Decision, b: Decision): boolean {
 
 /** The record on a context, if rateLimitContext() made that context. */
 export function recordOf(ctx: unknown): ResponseRecord | undefined {
-  const record = typeof ctx === 'object' && ctx !== null ? (ctx as { [RECORD]?: unknown })[RECORD] : undefined;
+  const record = typeof ctx === 'object' && ctx !== null ? (ctx as { rateLimitResponse?: unknown }).rateLimitResponse : undefined;
   return record instanceof ResponseRecord ? record : undefined;
 }
 
