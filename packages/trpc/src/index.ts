@@ -114,6 +114,6 @@ export function rateLimit<TContext = Record<string, unknown>, TMeta = unknown>(
 }
 
 export type { Decision, HeaderMode } from '@floodgate/core/adapter';
-export { rateLimitContext, nodeClientAddress, type RateLimitContext } from './context';
+export { rateLimitContext, type RateLimitContext, type FetchContextOptions, type FetchRequest, type NodeRequest } from './context';
 export { rateLimitHeaders, rateLimitResponseMeta, type ResponseRecord } from './response-record';
 export { RateLimitExceededError, rateLimitErrorData, rateLimitErrorFormatter, type RateLimitErrorData } from './errors';
