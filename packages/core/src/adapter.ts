@@ -1,7 +1,7 @@
 /**
  * @floodgate/core/adapter: what an adapter for a web framework needs (docs/design.md, section 8), beside the
  * application API of @floodgate/core. An adapter reads the request (IP, user, route options), asks
- * createHttpLimiter's `decide()` for an outcome, and writes it (headers, a denial, or next). The three
+ * createHttpLimiter's `decide()` for an outcome, and writes it (headers, a denial, or next). The
  * adapters of this repository are written against this module only.
  *
  * @module @floodgate/core/adapter
@@ -30,4 +30,9 @@ export { rateLimitHeadersOn } from './http/header-filter';
 export { warned, resetWarnings } from './kernel/warnings';
 export type { WarningName } from './kernel/warnings';
 export { watchPeerAddresses, watchServerOf } from './http/peer-address';
+export { checkProxyTrust, trustWarned } from './http/proxy-trust';
+export type { TrustReading, TrustSetting } from './http/proxy-trust';
+export { webClientAddress } from './http/web/client-address';
+export type { TrustProxyOption, WebClientAddress } from './http/web/client-address';
+export { WebResponseEnd, watchResponse } from './http/web/response-end';
 export * from './index';

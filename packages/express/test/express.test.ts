@@ -139,7 +139,7 @@ describe.each([
     await request(url).get('/');
     await request(url).get('/');
     expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toMatch(/\[trust-proxy-all\].*'trust proxy' is true/);
+    expect(warnings[0]).toMatch(/\[trust-proxy-all\].*'trust proxy' trusts every proxy hop/);
   });
 
   test('an error thrown by identify() reaches the Express error handler, not the client as a 429', async () => {

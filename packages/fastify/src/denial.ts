@@ -1,6 +1,13 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
-import { warned, whenResponseDone, type Decision, type HttpLimiter, type HttpOutcome } from '@floodgate/core/adapter';
+import {
+  checkProxyTrust,
+  whenResponseDone,
+  type Decision,
+  type HttpLimiter,
+  type HttpOutcome,
+  type TrustSetting,
+} from '@floodgate/core/adapter';
 import { defaultErrorHandler, plainErrorHandling, quietAtInfo, routeContext } from './internals';
 
 /** A denial (or the 503 of `failure: 'closed'`), thrown so the app's own error handler can shape it. */
@@ -29,26 +36,14 @@ type Done = (err?: Error) => void;
 /** Denials thrown to Fastify's default error handler, whose rendering the plugin's onSend puts the body back into. */
 export type Thrown = WeakMap<FastifyRequest, RateLimitError>;
 
-/**
- * Fastify does not expose its `trustProxy` setting, so its effect is read off the request: the socket
- * address although X-Forwarded-For came means proxies are not trusted; the leftmost of several entries
- * (the one any client can write) means every hop is.
- */
+const SETTING: TrustSetting = { name: "Fastify's trustProxy", fix: 'set trustProxy to the number of proxies or their addresses, not true' };
+
+/** Fastify does not expose its `trustProxy` setting: core reads its effect off `request.ip` and the socket's address. */
 export function checkTrust(request: FastifyRequest, warn: HttpLimiter<FastifyRequest>['warn']): void {
-  const xff = request.headers['x-forwarded-for'];
-  if (typeof xff !== 'string' || (warned('trust-proxy-all') && warned('forwarded-header-untrusted'))) return;
-  const entries = xff.split(',').map((s) => s.trim());
-  if (request.ip === request.socket.remoteAddress && !entries.includes(request.ip)) {
-    warn(
-      'forwarded-header-untrusted',
-      "X-Forwarded-For arrived but Fastify's trustProxy does not trust the sender, so every client behind that proxy shares one limit; set trustProxy to your proxy count or addresses",
-    );
-  } else if (entries.length > 1 && request.ip === entries[0]) {
-    warn(
-      'trust-proxy-all',
-      "Fastify's trustProxy took the leftmost X-Forwarded-For entry, which any client can choose; set trustProxy to the number of proxies or their addresses, not true",
-    );
-  }
+  checkProxyTrust(warn, SETTING, () => {
+    const xff = request.headers['x-forwarded-for'];
+    return { forwarded: typeof xff === 'string' ? xff : undefined, ip: request.ip, peer: request.socket.remoteAddress };
+  });
 }
 
 /**

@@ -1,23 +1,25 @@
 import type { Context } from 'koa';
-import { warned, type HttpLimiter } from '@floodgate/core/adapter';
+import { checkProxyTrust, type HttpLimiter, type TrustSetting } from '@floodgate/core/adapter';
+
+const SETTING: TrustSetting = {
+  name: "Koa's app.proxy (with no app.maxIpsCount)",
+  fix: 'set app.proxy = true and app.maxIpsCount to the number of proxies',
+};
 
 /**
  * Koa decides `ctx.ip` from `app.proxy` and `app.maxIpsCount`: with the proxy trusted and no count, the
- * leftmost X-Forwarded-For entry wins, and any client can write that one; with the proxy not trusted, a
- * forwarded header means everyone behind the proxy shares one IP. Each is worth one warning.
+ * leftmost of several X-Forwarded-For entries wins; with the proxy not trusted, the header is ignored.
+ * Core's trust-proxy warnings, once per process.
  */
 export function checkTrust(ctx: Context, warn: HttpLimiter<Context>['warn']): void {
-  const xff = ctx.get('X-Forwarded-For');
-  if (xff === '') return;
-  if (ctx.app.proxy && !ctx.app.maxIpsCount && xff.includes(',') && !warned('trust-proxy-all')) {
-    warn(
-      'trust-proxy-all',
-      'Koa app.proxy is true with no app.maxIpsCount, so the leftmost X-Forwarded-For entry, which any client can choose, is the IP; set maxIpsCount to the number of proxies',
-    );
-  } else if (!ctx.app.proxy && !warned('forwarded-header-untrusted')) {
-    warn(
-      'forwarded-header-untrusted',
-      'X-Forwarded-For arrived but Koa app.proxy is false, so every client behind that proxy shares one limit; set app.proxy = true and app.maxIpsCount to your proxy count',
-    );
-  }
+  checkProxyTrust(warn, SETTING, () => {
+    const xff = ctx.get('X-Forwarded-For');
+    const forwarded = xff === '' ? undefined : xff;
+    return {
+      forwarded,
+      trustsAll: ctx.app.proxy && !ctx.app.maxIpsCount && xff.includes(','),
+      ignored: !ctx.app.proxy,
+      peer: ctx.req.socket.remoteAddress,
+    };
+  });
 }

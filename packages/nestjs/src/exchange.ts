@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { ExecutionContext } from '@nestjs/common';
-import { warned, watchServerOf, type WarningName } from '@floodgate/core/adapter';
+import { checkProxyTrust, watchServerOf, type TrustSetting, type WarningName } from '@floodgate/core/adapter';
 import type { RateLimitException } from './exception';
 
 /*
@@ -42,30 +42,23 @@ const isFastifyReply = (res: unknown): res is FastifyReplyLike =>
   typeof (res as Partial<FastifyReplyLike> | null)?.header === 'function' &&
   typeof (res as Partial<FastifyReplyLike>).raw?.setHeader === 'function';
 
-const UNTRUSTED = (framework: string, setting: string): string =>
-  `X-Forwarded-For arrived but ${framework}'s ${setting} does not trust the sender, so every client behind that proxy shares one limit; set ${setting} to your proxy count or addresses`;
-const TRUSTS_ALL = (framework: string, setting: string): string =>
-  `${framework}'s ${setting} trusts every hop, so any client can choose its IP with X-Forwarded-For; set ${setting} to the number of proxies or their addresses, not true`;
+const EXPRESS: TrustSetting = { name: "Express's 'trust proxy'", fix: "set 'trust proxy' to the number of proxies or their addresses" };
+const FASTIFY: TrustSetting = { name: "Fastify's trustProxy", fix: 'set trustProxy to the number of proxies or their addresses, not true' };
 
 /**
- * The trust-proxy warnings, once per process, as the Express and Fastify adapters give them. Express says
- * what it trusts (`trust proxy`); Fastify does not, so its effect is read off the request: the socket
- * address although X-Forwarded-For came means proxies are not trusted, the leftmost of several entries (the
- * one any client can write) means every hop is.
+ * Core's trust-proxy warnings, as the Express and Fastify adapters give them. Express says what it trusts
+ * (`trust proxy`); Fastify does not, so core reads its effect off the request's ip and the socket's address.
  */
 function trustOf(req: { ip?: string; headers: Record<string, unknown> }, socket: unknown, expressTrust: unknown) {
-  return (warn: (name: WarningName, text: string) => void): void => {
-    const xff = req.headers['x-forwarded-for'];
-    if (expressTrust === true && !warned('trust-proxy-all')) return warn('trust-proxy-all', TRUSTS_ALL('Express', "'trust proxy'"));
-    if (typeof xff !== 'string' || (warned('trust-proxy-all') && warned('forwarded-header-untrusted'))) return;
-    const entries = xff.split(',').map((s) => s.trim());
-    const framework = expressTrust === undefined ? 'Fastify' : 'Express';
-    const setting = expressTrust === undefined ? 'trustProxy' : "'trust proxy'";
-    const address = (socket as { remoteAddress?: string } | undefined)?.remoteAddress;
-    if (req.ip === address && !entries.includes(req.ip ?? '')) warn('forwarded-header-untrusted', UNTRUSTED(framework, setting));
-    else if (expressTrust === undefined && entries.length > 1 && req.ip === entries[0])
-      warn('trust-proxy-all', TRUSTS_ALL(framework, setting));
-  };
+  return (warn: (name: WarningName, text: string) => void): void =>
+    checkProxyTrust(warn, expressTrust === undefined ? FASTIFY : EXPRESS, () => {
+      const xff = req.headers['x-forwarded-for'];
+      const forwarded = typeof xff === 'string' ? xff : undefined;
+      const peer = (socket as { remoteAddress?: string } | undefined)?.remoteAddress;
+      if (expressTrust === undefined) return { forwarded, ip: req.ip, peer };
+      // A list or a count of proxies: whether it believed this sender shows in req.ip.
+      return { forwarded, trustsAll: expressTrust === true, ignored: expressTrust ? undefined : true, ip: req.ip, peer };
+    });
 }
 
 /*
