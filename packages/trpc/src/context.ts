@@ -13,7 +13,7 @@ import { ResponseRecord } from './response-record';
 export interface RateLimitContext {
   /** The client's address as the server underneath resolved it (the connection's peer, or Express's `req.ip`). */
   clientAddress: string | undefined;
-  /** X-Forwarded-For as it arrived, when the server underneath did not resolve it (Express did). */
+  /** X-Forwarded-For as it arrived, when the server underneath did not resolve it (Express did): `trustProxy` reads it. */
   forwardedFor: string | undefined;
   /** The response's rate-limit headers, which rateLimitResponseMeta writes (shared by the calls of a batch). */
   rateLimitResponse: ResponseRecord;
@@ -40,7 +40,8 @@ const isFetch = (req: NodeRequest | FetchRequest): req is FetchRequest => typeof
  * - Node: Express's `req.ip` when an Express app serves tRPC (its `trust proxy` setting decides it), else the
  *   connection's peer, read on accept, so a client that resets its connection at once is still known
  *   (docs/security.md, "Unknown client address").
- * - Fetch: `options.peer` (the Web standard has no connection address), and X-Forwarded-For for `trustProxy`.
+ * - Fetch: `options.peer` (the Web standard has no connection address), and X-Forwarded-For for the
+ *   middleware's `trustProxy` (Next.js: `trustProxy: 1`, the entry the platform's proxy appended).
  */
 export function rateLimitContext(req: NodeRequest | FetchRequest, options: FetchContextOptions = {}): RateLimitContext {
   const rateLimitResponse = new ResponseRecord();

@@ -10,10 +10,12 @@ import {
   createHttpLimiter,
   describeValue,
   ownOptions,
+  webClientAddress,
   type Decision,
   type HttpOptions,
   type Limiter,
   type LimitsOrLimiter,
+  type TrustProxyOption,
 } from '@floodgate/core/adapter';
 import { checkRefusalStatus, refusal } from './errors';
 import { recordOf } from './response-record';
@@ -43,6 +45,13 @@ export interface RateLimitBaseOptions<TContext = Record<string, unknown>, TMeta 
    * rateLimitContext(req) puts on the context.
    */
   clientAddress?: (call: ProcedureCall<TContext, TMeta>) => string | undefined;
+  /**
+   * The proxies in front of the server whose X-Forwarded-For is believed: addresses and CIDR ranges
+   * (`'10.0.0.0/8'`), `'loopback'`, `'linklocal'`, `'uniquelocal'`, or the number of proxy hops (`1`: the one
+   * proxy in front, a platform's, appended the client). Default: none, so the header never changes who is
+   * counted. Not for an Express app: its `trust proxy` already decided `req.ip`.
+   */
+  trustProxy?: TrustProxyOption;
 }
 
 /** `rateLimit()`'s options: `limits` (with any core option), or a shared `limiter`. */
@@ -73,9 +82,11 @@ export interface RateLimitMiddleware<TContext = Record<string, unknown>, TMeta =
 
 /** Default user: `ctx.user.id`, where an authentication step of createContext or a middleware leaves it. */
 const defaultUser = (call: ProcedureCall<unknown>): unknown => (call.ctx as { user?: { id?: unknown } } | undefined)?.user?.id;
-const defaultAddress = (call: ProcedureCall<unknown>): string | undefined => {
-  const address = (call.ctx as { clientAddress?: unknown } | undefined)?.clientAddress;
-  return typeof address === 'string' ? address : undefined;
+/** What rateLimitContext() left on the context: the address the server resolved, X-Forwarded-For if it did not. */
+const fromContext = (call: ProcedureCall<unknown>): [string | undefined, string | undefined] => {
+  const ctx = call.ctx as { clientAddress?: unknown; forwardedFor?: unknown } | undefined;
+  const { clientAddress, forwardedFor } = ctx ?? {};
+  return [typeof clientAddress === 'string' ? clientAddress : undefined, typeof forwardedFor === 'string' ? forwardedFor : undefined];
 };
 
 /**
@@ -91,8 +102,15 @@ export function rateLimit<TContext = Record<string, unknown>, TMeta = unknown>(
   if (own.clientAddress !== undefined && typeof own.clientAddress !== 'function') {
     throw new ConfigError('clientAddress', `must be a function (call) => string | undefined; got ${describeValue(own.clientAddress)}`);
   }
-  const addressOf = (own.clientAddress ?? defaultAddress) as (call: ProcedureCall<TContext, TMeta>) => string | undefined;
-  const http = createHttpLimiter<ProcedureCall<TContext, TMeta>>(options, ['clientAddress'], defaultUser);
+  if (own.clientAddress !== undefined && own.trustProxy !== undefined) {
+    throw new ConfigError('trustProxy', 'cannot stand beside clientAddress, which decides the address itself');
+  }
+  // Validated before the limiter is made, so a ConfigError keeps no name taken.
+  const trusted = webClientAddress(own.trustProxy);
+  const http = createHttpLimiter<ProcedureCall<TContext, TMeta>>(options, ['clientAddress', 'trustProxy'], defaultUser);
+  const behindProxies = trusted(http.warn);
+  const addressOf =
+    own.clientAddress ?? ((call: ProcedureCall<TContext, TMeta>): string | undefined => behindProxies(...fromContext(call)));
 
   const middleware = async (opts: MiddlewareOptions<TContext, TMeta>): Promise<MiddlewareResult> => {
     const previous = (opts.ctx as Partial<RateLimitContextOut> | undefined)?.rateLimit;

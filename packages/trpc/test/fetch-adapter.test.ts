@@ -10,20 +10,20 @@ import { clientOf, makeRouter, type AppRouter, type Context, type Meta } from '.
  * tRPC's fetch adapter, as a Next.js route handler uses it: the router is served from a Fetch `Request`,
  * and answers a `Response`. Here a Node server turns each request into a `Request` (tRPC's own
  * incomingMessageToRequest) and writes the `Response` back, over a real socket; the peer address is handed
- * to rateLimitContext as a runtime that exposes it would.
+ * to rateLimitContext as a runtime that exposes it would, or not at all, as in Next.js.
  */
 
 const redis = connect();
 const closing = closeAfterEach();
 
-async function serveFetch(router: AppRouter) {
+async function serveFetch(router: AppRouter, { peer = true } = {}) {
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const request = incomingMessageToRequest(req, res, { maxBodySize: null });
     void fetchRequestHandler({
       endpoint: '',
       req: request,
       router,
-      createContext: ({ req: fetched }) => rateLimitContext(fetched, { peer: req.socket.remoteAddress }),
+      createContext: ({ req: fetched }) => rateLimitContext(fetched, peer ? { peer: req.socket.remoteAddress } : {}),
       responseMeta: rateLimitResponseMeta,
     }).then(async (response) => {
       res.writeHead(response.status, Object.fromEntries(response.headers));
@@ -66,4 +66,25 @@ test('the fetch adapter: the peer the runtime gives is the client address; witho
   expect(seen).toEqual([['ip:127.0.0.1']]);
   const request = new Request('http://localhost/hit', { headers: { 'x-forwarded-for': '203.0.113.9' } });
   expect(rateLimitContext(request)).toMatchObject({ clientAddress: undefined, forwardedFor: '203.0.113.9' });
+});
+
+test('no peer, as in Next.js: trustProxy 1 takes the entry the one proxy appended, never the one a client wrote', async () => {
+  const seen: string[][] = [];
+  const { router } = makeRouter(
+    closing(
+      rateLimit<Context, Meta>({
+        redis,
+        prefix: uniquePrefix('trpc'),
+        limits: { limit: 1, window: '1m' },
+        trustProxy: 1,
+        identify: (_call, defaults) => (seen.push(defaults), defaults),
+      }),
+    ),
+  );
+  const { url } = closing(await serveFetch(router, { peer: false }));
+  const get = async (forwarded: string) => (await fetch(`${url}/hit`, { headers: { 'x-forwarded-for': forwarded } })).status;
+  expect(await get('203.0.113.5')).toBe(200);
+  expect(await get('6.6.6.6, 203.0.113.5')).toBe(429);
+  expect(await get('203.0.113.6')).toBe(200);
+  expect(seen.map(([ip]) => ip)).toEqual(['ip:203.0.113.5', 'ip:203.0.113.5', 'ip:203.0.113.6']);
 });
