@@ -14,6 +14,7 @@ import { clientOf, makeRouter, type AppRouter, type Context, type Meta } from '.
  */
 
 const redis = connect();
+// Every limiter here waits 10 s for Redis: the deadline is not these tests' subject (a loaded machine's first check can take longer).
 const closing = closeAfterEach();
 
 async function serveFetch(router: AppRouter, { peer = true } = {}) {
@@ -36,7 +37,7 @@ async function serveFetch(router: AppRouter, { peer = true } = {}) {
 
 test('the fetch adapter: a batch of 30 against a limit of 10 runs 10 bodies, and its response carries the most restrictive headers', async () => {
   const { router, counts } = makeRouter(
-    closing(rateLimit<Context, Meta>({ redis, prefix: uniquePrefix('trpc'), limits: { limit: 10, window: '1m' } })),
+    closing(rateLimit<Context, Meta>({ redis, timeoutMs: 10_000, prefix: uniquePrefix('trpc'), limits: { limit: 10, window: '1m' } })),
   );
   const { url } = closing(await serveFetch(router));
   const client = clientOf(url);
@@ -55,6 +56,7 @@ test('the fetch adapter: the peer the runtime gives is the client address; witho
     closing(
       rateLimit<Context, Meta>({
         redis,
+        timeoutMs: 10_000,
         prefix: uniquePrefix('trpc'),
         limits: { limit: 5, window: '1m' },
         identify: (_call, defaults) => (seen.push(defaults), defaults),
@@ -74,6 +76,7 @@ test('no peer, as in Next.js: trustProxy 1 takes the entry the one proxy appende
     closing(
       rateLimit<Context, Meta>({
         redis,
+        timeoutMs: 10_000,
         prefix: uniquePrefix('trpc'),
         limits: { limit: 1, window: '1m' },
         trustProxy: 1,

@@ -16,12 +16,16 @@ import { makeRouter, serveRouter, type Context, type Meta } from './app';
  */
 
 const redis = connect();
+// Every limiter here waits 10 s for Redis: the deadline is not these tests' subject (a loaded machine's first check can take longer).
 const closing = closeAfterEach();
 const quiet = { warn: () => undefined };
 beforeEach(() => resetWarnings());
 
 const base = (extra: RateLimitBaseOptions<Context, Meta>): RateLimitOptions<Context, Meta> =>
-  ({ redis, prefix: uniquePrefix('trpc'), limits: { limit: 3, window: '1m' }, ...extra }) as RateLimitOptions<Context, Meta>;
+  ({ redis, timeoutMs: 10_000, prefix: uniquePrefix('trpc'), limits: { limit: 3, window: '1m' }, ...extra }) as RateLimitOptions<
+    Context,
+    Meta
+  >;
 async function serve(extra: RateLimitBaseOptions<Context, Meta>) {
   const { router, counts } = makeRouter(closing(rateLimit(base(extra))));
   return { counts, ...closing(await serveRouter(router)) };

@@ -8,10 +8,14 @@ import { rateLimit, rateLimitContext, rateLimitResponseMeta, type RateLimitBaseO
 import { clientOf, makeRouter, serveRouter, type Context, type Meta } from './app';
 
 const redis = connect();
+// Every limiter here waits 10 s for Redis: the deadline is not these tests' subject (a loaded machine's first check can take longer).
 const closing = closeAfterEach();
 
 const base = (extra: RateLimitBaseOptions<Context, Meta> = {}): RateLimitOptions<Context, Meta> =>
-  ({ redis, prefix: uniquePrefix('trpc'), limits: { limit: 2, window: '1m' }, ...extra }) as RateLimitOptions<Context, Meta>;
+  ({ redis, timeoutMs: 10_000, prefix: uniquePrefix('trpc'), limits: { limit: 2, window: '1m' }, ...extra }) as RateLimitOptions<
+    Context,
+    Meta
+  >;
 const serve = async (extra: RateLimitBaseOptions<Context, Meta> = {}) => {
   const { router, counts } = makeRouter(closing(rateLimit(base(extra))));
   return { counts, ...closing(await serveRouter(router)) };
@@ -110,8 +114,8 @@ test('hostile identifiers from a client-controlled header never crash, collide o
 
 test('the decision reaches the procedure as ctx.rateLimit (typed), the tightest of two limiters', async () => {
   const prefix = uniquePrefix('trpc');
-  const outer = closing(rateLimit<Context, Meta>({ redis, prefix, limits: { limit: 5, window: '1m' } }));
-  const inner = closing(rateLimit<Context, Meta>({ redis, prefix, name: 'inner', limits: { limit: 2, window: '1m' } }));
+  const outer = closing(rateLimit<Context, Meta>({ redis, timeoutMs: 10_000, prefix, limits: { limit: 5, window: '1m' } }));
+  const inner = closing(rateLimit<Context, Meta>({ redis, timeoutMs: 10_000, prefix, name: 'inner', limits: { limit: 2, window: '1m' } }));
   const t = initTRPC.context<Context>().meta<Meta>().create();
   const seen: (Decision | undefined)[] = [];
   const router = t.router({
@@ -156,7 +160,9 @@ test('subscriptions: each start is a check; a refused start reaches the client a
 });
 
 test('skipFailedRequests gives a failed call back once its procedure has thrown', async () => {
-  const limiter = closing(createLimiter({ redis, prefix: uniquePrefix('trpc'), limits: { limit: 2, window: '1m' }, refunds: true }));
+  const limiter = closing(
+    createLimiter({ redis, timeoutMs: 10_000, prefix: uniquePrefix('trpc'), limits: { limit: 2, window: '1m' }, refunds: true }),
+  );
   const limit = closing(rateLimit<Context, Meta>({ limiter, skipFailedRequests: true }));
   const t = initTRPC.context<Context>().create();
   const router = t.router({
@@ -174,7 +180,7 @@ test('skipFailedRequests gives a failed call back once its procedure has thrown'
 });
 
 test('invalid options throw at construction, naming the option', () => {
-  const limiter = closing(createLimiter({ redis, prefix: uniquePrefix('trpc'), limits: { limit: 1, window: '1m' } }));
+  const limiter = closing(createLimiter({ redis, timeoutMs: 10_000, prefix: uniquePrefix('trpc'), limits: { limit: 1, window: '1m' } }));
   expect(() => rateLimit({ limiter, statusCode: 418 })).toThrow(
     expect.objectContaining({ code: 'ERR_FLOODGATE_CONFIG', option: 'statusCode' }),
   );

@@ -11,6 +11,7 @@ import { makeRouter, serveRouter, type Context, type Meta } from './app';
  */
 
 const redis = connect();
+// Every limiter here waits 10 s for Redis: the deadline is not these tests' subject (a loaded machine's first check can take longer).
 const closing = closeAfterEach();
 beforeEach(() => resetWarnings());
 
@@ -19,6 +20,7 @@ async function serve(extra: RateLimitBaseOptions<Context, Meta>) {
   const seen: string[][] = [];
   const options = {
     redis,
+    timeoutMs: 10_000,
     prefix: uniquePrefix('trpc'),
     limits: { limit: 2, window: '1m' },
     logger: { warn: (message: string) => warnings.push(message) },
@@ -49,7 +51,7 @@ test("trustProxy 'loopback': the entry the proxy appended is the client; one a c
 });
 
 test('trustProxy is validated at construction, and cannot stand beside clientAddress', () => {
-  const limiter = closing(createLimiter({ redis, prefix: uniquePrefix('trpc'), limits: { limit: 1, window: '1m' } }));
+  const limiter = closing(createLimiter({ redis, timeoutMs: 10_000, prefix: uniquePrefix('trpc'), limits: { limit: 1, window: '1m' } }));
   expect(() => rateLimit({ limiter, trustProxy: '10.0.0.1/8' })).toThrow(expect.objectContaining({ option: 'trustProxy' }));
   expect(() => rateLimit({ limiter, trustProxy: -1 })).toThrow(expect.objectContaining({ option: 'trustProxy' }));
   expect(() => rateLimit({ limiter, trustProxy: 1, clientAddress: () => undefined })).toThrow(
