@@ -14,7 +14,7 @@ import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const FRAMEWORKS = { express: 'Express', fastify: 'Fastify', koa: 'Koa', hono: 'Hono', nestjs: 'NestJS', graphql: 'GraphQL Yoga', next: 'Next.js' };
+const FRAMEWORKS = { express: 'Express', fastify: 'Fastify', koa: 'Koa', hono: 'Hono', nestjs: 'NestJS', graphql: 'GraphQL Yoga', next: 'Next.js', trpc: 'tRPC' };
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const [command, ...args] = process.argv.slice(2);
 const flag = args.indexOf('--framework');
@@ -30,6 +30,13 @@ if (!['start', 'demo'].includes(command) || !Object.hasOwn(FRAMEWORKS, framework
 // The demo's scripted burst is of the REST examples' routes.
 if (command === 'demo' && framework === 'graphql') {
   console.error("npm run demo drives the REST examples; examples/graphql/README.md has the GraphQL example's requests");
+  process.exit(2);
+}
+// The demo speaks the REST API of the other examples; the tRPC example's procedures are tried with its own lines below.
+if (command === 'demo' && framework === 'trpc') {
+  console.error(
+    'npm run demo drives the REST examples; start the tRPC one with `npm start -- --framework trpc` and try the lines it prints',
+  );
   process.exit(2);
 }
 
@@ -148,6 +155,11 @@ if (url && !demo && framework === 'graphql') {
     `  ${q('{ a: search(term: "a") { id } b: search(term: "b") { id } c: search(term: "c") { id } d: search(term: "d") { id } }')}   # 429: 4 searches, 3 a minute`,
   );
   console.log(`  ${q('{ posts(first: 100) { title author { name } } }')}   # cost 300 of 2,000 a minute`);
+} else if (url && !demo && framework === 'trpc') {
+  console.log('Try (each procedure is a URL; a comma-separated path is one batch, each call counted):');
+  console.log(`  curl -i ${url}/hello                              # 20 per 10 s per client`);
+  console.log(`  curl -s "${url}/search,search,search,search?batch=1&input=%7B%7D"   # one batch: 3 results, then TOO_MANY_REQUESTS`);
+  console.log(`  curl -i -X POST -H 'content-type: application/json' -d '{"username":"ada"}' ${url}/login   # 5 per 15 min per account`);
 } else if (url && !demo) {
   console.log('Try:');
   console.log(`  curl -i ${url}/                                   # 20 per 10 s per client`);

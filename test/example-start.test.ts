@@ -156,6 +156,7 @@ afterAll(() => {
     ['hono', 'SIGTERM'],
     ['nestjs', 'SIGTERM'],
     ['graphql', 'SIGTERM'],
+    ['trpc', 'SIGTERM'],
     ['express', 'SIGINT'],
   ] as const)(
     '%s: %s to the root process stops the server and its redis-server, and it exits 0',
@@ -169,8 +170,8 @@ afterAll(() => {
       // The example counts in the embedded redis-server the root process started for it.
       const embedded = /^embedded redis-server at (redis:\/\/\S+) /m.exec(s.stdout())?.[1];
       expect(s.stdout()).toContain(`example on http://localhost:${port} (store: Redis at ${embedded})`);
-      // The GraphQL example serves /graphql only (a GET of a query is one).
-      const path = framework === 'graphql' ? '/graphql?query=%7B__typename%7D' : '/';
+      // The GraphQL example serves /graphql only (a GET of a query is one); the tRPC example answers procedures: `hello` is its `/`.
+      const path = framework === 'graphql' ? '/graphql?query=%7B__typename%7D' : framework === 'trpc' ? '/hello' : '/';
       expect((await fetch(`http://127.0.0.1:${port}${path}`)).status).toBe(200);
 
       const tree = descendants(s.child.pid!);
@@ -233,7 +234,7 @@ afterAll(() => {
     });
     afterAll(() => new Promise<void>((resolve) => busy.close(() => resolve())));
 
-    test.each(['express', 'fastify', 'koa', 'hono', 'nestjs', 'graphql'])(
+    test.each(['express', 'fastify', 'koa', 'hono', 'nestjs', 'graphql', 'trpc'])(
       '%s: one line saying so and how to choose another, exit 1, no redis-server left',
       async (framework) => {
         // The embedded redis-server starts before the example tries the port (s.seen notes it, if it lives 10 ms).

@@ -12,7 +12,9 @@ import { npm, npmEnv, packPublished, pinned, root, tarballSpecs } from './packin
  * versions (test/packing.ts); then `npm install` and `npm start` (a prestart builds it with its own tsc), with
  * REDIS_URL at a redis-server of this test's own. Nothing of the workspace can be found from there.
  */
-const FRAMEWORKS = ['express', 'fastify', 'koa', 'hono', 'nestjs', 'next'];
+const FRAMEWORKS = ['express', 'fastify', 'koa', 'hono', 'nestjs', 'next', 'trpc'];
+/** The path under only the global limit: `/`, or the tRPC example's `hello` procedure. */
+const homeOf = (framework: string): string => (framework === 'trpc' ? '/hello' : '/');
 const MINUTE = 60_000;
 
 let work: string;
@@ -131,7 +133,7 @@ test.each(FRAMEWORKS)(
     const begun = Date.now();
     const replies: { status: number; limit: string | null; policy: string | null }[] = [];
     for (let i = 0; i < 21; i++) {
-      const res = await fetch(`http://127.0.0.1:${app.port}/`);
+      const res = await fetch(`http://127.0.0.1:${app.port}${homeOf(framework)}`);
       await res.arrayBuffer();
       replies.push({ status: res.status, limit: res.headers.get('ratelimit'), policy: res.headers.get('ratelimit-policy') });
     }

@@ -36,6 +36,8 @@ const FROM_REGISTRY = [
   'rxjs',
   'graphql',
   'graphql-yoga',
+  '@trpc/server',
+  '@trpc/client',
 ];
 
 let work: string;
@@ -112,7 +114,7 @@ test("beside the current NestJS (the lockfile's, 12) and @nestjs/throttler, npm 
 
 test('the installed adapters depend on a versioned core and share the one installed copy of it', () => {
   const core = JSON.parse(readFileSync(join(app, 'node_modules', '@floodgate', 'core', 'package.json'), 'utf8')) as { version: string };
-  for (const adapter of ['express', 'fastify', 'hono', 'koa', 'nestjs']) {
+  for (const adapter of ['express', 'fastify', 'hono', 'koa', 'nestjs', 'trpc']) {
     const pkg = JSON.parse(readFileSync(join(app, 'node_modules', '@floodgate', adapter, 'package.json'), 'utf8')) as {
       dependencies: Record<string, string>;
     };
@@ -232,6 +234,7 @@ const FIRST_PAGES = [
   'docs/hono.md',
   'docs/koa.md',
   'docs/graphql.md',
+  'docs/trpc.md',
   'docs/core-api.md',
   'docs/refunds.md',
   'docs/plans.md',

@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { PUBLISHED } from './packing';
 
 /*
  * What the published packages ship (their dist/, built by `npm run test:all` first) says nothing of the machine that
@@ -7,7 +8,7 @@ import { join } from 'node:path';
  * it), and no name a declaration bundler made unique (a `MaybePromise$1` in a user's type error).
  */
 const root = join(__dirname, '..');
-const published = ['core', 'express', 'fastify', 'hono', 'koa', 'cli', 'metrics', 'nestjs', 'next'];
+const published = PUBLISHED;
 
 function shipped(): { file: string; text: string }[] {
   return published.flatMap((p) => {
