@@ -14,7 +14,16 @@ import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const FRAMEWORKS = { express: 'Express', fastify: 'Fastify', koa: 'Koa', hono: 'Hono', nestjs: 'NestJS', graphql: 'GraphQL Yoga', next: 'Next.js', trpc: 'tRPC' };
+const FRAMEWORKS = {
+  express: 'Express',
+  fastify: 'Fastify',
+  koa: 'Koa',
+  hono: 'Hono',
+  nestjs: 'NestJS',
+  graphql: 'GraphQL Yoga',
+  next: 'Next.js',
+  trpc: 'tRPC',
+};
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const [command, ...args] = process.argv.slice(2);
 const flag = args.indexOf('--framework');

@@ -103,7 +103,6 @@ test('each tarball holds dist/, its bin, README.md, CHANGELOG.md, LICENSE and pa
   }
 });
 
-
 test("beside the current NestJS (the lockfile's, 12) and @nestjs/throttler, npm reports no peer conflict, and installs again without one", () => {
   expect(pinned('@nestjs/core').split('.')[0]).toBe('12');
   const conflicts = (log: string): string[] =>
