@@ -14,7 +14,7 @@ import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const FRAMEWORKS = { express: 'Express', fastify: 'Fastify', koa: 'Koa', hono: 'Hono', nestjs: 'NestJS' };
+const FRAMEWORKS = { express: 'Express', fastify: 'Fastify', koa: 'Koa', hono: 'Hono', nestjs: 'NestJS', mcp: 'MCP' };
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const [command, ...args] = process.argv.slice(2);
 const flag = args.indexOf('--framework');
@@ -24,6 +24,13 @@ const framework =
 if (!['start', 'demo'].includes(command) || !Object.hasOwn(FRAMEWORKS, framework)) {
   console.error(
     `usage: node scripts/example.mjs <start|demo> [--framework ${Object.keys(FRAMEWORKS).join('|')}]  (got ${command} ${framework})`,
+  );
+  process.exit(2);
+}
+// The demo drives the example API over HTTP; the MCP example speaks MCP (its README says how to try it).
+if (command === 'demo' && framework === 'mcp') {
+  console.error(
+    'npm run demo drives the example API; the MCP example has no demo: `npm start -- --framework mcp` and examples/mcp/README.md',
   );
   process.exit(2);
 }
@@ -120,7 +127,17 @@ const listening = new Promise((resolve) => {
 });
 
 const url = await listening;
-if (url && !demo) {
+if (url && !demo && framework === 'mcp') {
+  console.log(
+    'Try: npx @modelcontextprotocol/inspector  (transport Streamable HTTP, URL ' + url + '/mcp, header Authorization: Bearer demo-key)',
+  );
+  console.log(
+    `  curl -s -X POST ${url}/mcp -H 'authorization: Bearer demo-key' -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \\`,
+  );
+  console.log(
+    `    -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}'`,
+  );
+} else if (url && !demo) {
   console.log('Try:');
   console.log(`  curl -i ${url}/                                   # 20 per 10 s per client`);
   console.log(`  for i in 1 2 3 4; do curl -s -o /dev/null -w '%{http_code}\\n' "${url}/search?q=x"; done   # 4th is 429`);

@@ -33,6 +33,8 @@ const FROM_REGISTRY = [
   '@nestjs/platform-express',
   'reflect-metadata',
   'rxjs',
+  '@modelcontextprotocol/sdk',
+  'zod',
 ];
 
 let work: string;
@@ -220,6 +222,7 @@ const FIRST_PAGES = [
   'docs/lists.md',
   'docs/slow-down.md',
   'docs/concurrency.md',
+  'docs/mcp.md',
 ];
 
 test('every program of the README and its first pages runs from the scratch app, on the installed tarballs, against a Redis of its own', async () => {

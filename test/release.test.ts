@@ -7,7 +7,7 @@ import { join } from 'node:path';
  * `npm publish --dry-run` for each public package, dependencies first. Nothing is published.
  */
 const root = join(__dirname, '..');
-const PUBLISHED = ['cli', 'core', 'express', 'fastify', 'hono', 'koa', 'metrics', 'nestjs'];
+const PUBLISHED = ['cli', 'core', 'express', 'fastify', 'hono', 'koa', 'mcp', 'metrics', 'nestjs'];
 
 test('the release dry run publishes every public package, each after its dependencies, with public access', () => {
   const run = spawnSync(process.execPath, [join(root, 'scripts', 'release.mjs'), '--dry-run'], {

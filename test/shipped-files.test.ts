@@ -7,7 +7,7 @@ import { join } from 'node:path';
  * it), and no name a declaration bundler made unique (a `MaybePromise$1` in a user's type error).
  */
 const root = join(__dirname, '..');
-const published = ['core', 'express', 'fastify', 'hono', 'koa', 'cli', 'metrics', 'nestjs'];
+const published = ['core', 'express', 'fastify', 'hono', 'koa', 'cli', 'mcp', 'metrics', 'nestjs'];
 
 function shipped(): { file: string; text: string }[] {
   return published.flatMap((p) => {

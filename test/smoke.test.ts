@@ -26,6 +26,7 @@ const WANTED: Record<string, string[]> = {
   '@floodgate/fastify': ['default', 'rateLimit', 'RateLimitError', 'concurrency', 'slowDown'],
   '@floodgate/hono': ['rateLimit', 'concurrency', 'slowDown'],
   '@floodgate/koa': ['rateLimit', 'concurrency', 'slowDown'],
+  '@floodgate/mcp': ['rateLimit', 'defaultIdentity', 'DENIAL_META_KEY'],
   '@floodgate/core/admin': ['indexKey', 'registryKey', 'topKey', 'slotTag', 'algorithmTag'],
   '@floodgate/core/testing': ['manualClock', 'testPrefix', 'resetPrefix'],
   '@floodgate/cli': ['run', 'EXIT', 'USAGE'],

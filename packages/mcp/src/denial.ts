@@ -26,10 +26,22 @@ export interface ToolDenial {
   unit?: string;
 }
 
-/** The tool result of a denied call. */
-export function denialResult(tool: string, decision: Decision): CallToolResult {
+/** Where a denial's details also stand in `_meta`, whatever `structuredContent` holds. */
+export const DENIAL_META_KEY = 'io.floodgate/denial';
+
+/**
+ * The tool result of a denied call. `structured` false leaves `structuredContent` out, for a tool with an
+ * output schema: the SDK's client checks an error result's structured content against it too.
+ */
+export function denialResult(tool: string, decision: Decision, structured: boolean): CallToolResult {
   const denial = denialOf(tool, decision);
-  return { isError: true, content: [{ type: 'text', text: textOf(denial) }], structuredContent: { ...denial } };
+  const result: CallToolResult = {
+    isError: true,
+    content: [{ type: 'text', text: textOf(denial) }],
+    _meta: { [DENIAL_META_KEY]: { ...denial } },
+  };
+  if (structured) result.structuredContent = { ...denial };
+  return result;
 }
 
 function denialOf(tool: string, decision: Decision): ToolDenial {

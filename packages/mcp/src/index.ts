@@ -8,5 +8,6 @@ export { rateLimit } from './rate-limit';
 export { defaultIdentity } from './identity';
 export type { IdentitySource } from './identity';
 export type { McpRateLimit, McpRateLimitOptions, McpOwnOptions, ToolLimitOptions, MaybePromise } from './options';
+export { DENIAL_META_KEY } from './denial';
 export type { ToolDenial } from './denial';
 export type { ToolExtra, ToolHandler } from './types';

@@ -43,6 +43,12 @@ export interface ToolLimitOptions<P extends unknown[]> {
   settle?: (result: CallToolResult, ...params: P) => MaybePromise<Cost>;
   /** Which of the limiter's plans applies to this tool; default the first. */
   plan?: string;
+  /**
+   * Whether a denial's details go in the result's `structuredContent` (default true). Set false for a tool
+   * with an `outputSchema`: the SDK's client checks an error result's structured content against it, and
+   * would reject the denial. The details are in `_meta['io.floodgate/denial']` either way.
+   */
+  structuredContent?: boolean;
 }
 
 /** What an application reads back from `rateLimit()`. */

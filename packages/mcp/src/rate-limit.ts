@@ -71,7 +71,7 @@ export function rateLimit(input: McpRateLimitOptions): McpRateLimit {
     tool<H extends ToolHandler>(name: string, handler: H, toolOptions: ToolLimitOptions<Parameters<H>> = {}): H {
       if (typeof name !== 'string' || name === '') throw new ConfigError('tool', `needs the tool's name; got ${describeValue(name)}`);
       if (typeof handler !== 'function') throw new ConfigError('tool', `needs the tool's callback; got ${describeValue(handler)}`);
-      const { cost = 1, settle, plan } = resolveToolOptions(toolOptions, limiter);
+      const { cost = 1, settle, plan, structuredContent = true } = resolveToolOptions(toolOptions, limiter);
       // Tool names are free text to a server; encoded, the ':' after them ends them, so no two (tool, identity) pairs collide.
       const toolKey = `tool:${encodeURIComponent(name)}:`;
       const reserved = settle === undefined ? undefined : reservations(limiter, settle as SettleFn, warn);
@@ -89,10 +89,11 @@ export function rateLimit(input: McpRateLimitOptions): McpRateLimit {
           reserved === undefined
             ? await limiter.check(ids, { ...checkOptions, cost: asked })
             : await reserved.reserve(ids, asked, plan, undefined);
-        if (!decision.allowed) return denialResult(name, decision);
+        if (!decision.allowed) return denialResult(name, decision, structuredContent);
         const result = await handler(...(params as never[]));
-        // What the callback answered settles its reservation (an error result too: settle says what it cost).
-        reserved?.completed(decision, [result, ...params]);
+        // What the callback answered settles its reservation (an error result too: settle says what it cost),
+        // before the result is answered: the caller's next call, through any process, sees what this one cost.
+        if (reserved !== undefined) await reserved.completed(decision, [result, ...params]);
         return result;
       };
       return limited as unknown as H;
@@ -118,8 +119,11 @@ function kindsChecked(limiter: Limiter): { identity: boolean; tool: boolean } {
 function resolveToolOptions<P extends unknown[]>(input: ToolLimitOptions<P>, limiter: Limiter): ToolLimitOptions<P> {
   if (typeof input !== 'object' || input === null) throw new ConfigError('tool', `options must be an object; got ${describeValue(input)}`);
   const options = ownOptions(input);
-  assertKnownOptions(options, ['cost', 'settle', 'plan']);
-  const { cost, settle, plan } = options;
+  assertKnownOptions(options, ['cost', 'settle', 'plan', 'structuredContent']);
+  const { cost, settle, plan, structuredContent } = options;
+  if (structuredContent !== undefined && typeof structuredContent !== 'boolean') {
+    throw new ConfigError('structuredContent', `must be true or false; got ${describeValue(structuredContent)}`);
+  }
   if (cost !== undefined && typeof cost !== 'function') checkCostFits(cost, limiter);
   if (settle !== undefined) {
     if (typeof settle !== 'function')

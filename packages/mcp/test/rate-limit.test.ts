@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { ConfigError, createLimiter, type LimiterEvent } from '@floodgate/core';
 import { manualClock, settled } from '@floodgate/core/testing';
 import { closeClients, connect, keysUnder, uniquePrefix } from '@floodgate/testing';
-import { rateLimit, type McpRateLimit } from '@floodgate/mcp';
+import { DENIAL_META_KEY, rateLimit, type McpRateLimit } from '@floodgate/mcp';
 
 /*
  * rateLimit() around McpServer tools, over the SDK's in-memory transport (no transport information: a
@@ -68,10 +68,32 @@ test('a denied call is a tool result with isError, the retry time in its text an
   expect(retryAfterMs).toBeGreaterThan(0);
   expect(text(denied)).toBe(`Rate limit reached for the tool "echo"; retry in ${Math.ceil(retryAfterMs / 1000)} s.`);
   expect(denied.structuredContent).toEqual({ error: 'rate_limited', tool: 'echo', retryAfterMs, limit: 2, windowMs: 60_000 });
+  expect(denied._meta?.[DENIAL_META_KEY]).toEqual(denied.structuredContent);
   // The session goes on: the client that waits as told is served again.
   clock.advance(retryAfterMs);
   expect(text(await call(client, 'echo', { text: 'd' }))).toBe('d');
   expect(ran).toBe(3);
+});
+
+test('a tool with an output schema: the SDK client rejects a denial whose structured content the schema refuses, unless structuredContent: false', async () => {
+  const limit = limits({
+    redis,
+    prefix: uniquePrefix('mcp'),
+    name: 'tools',
+    limits: { limit: 1, window: '1h' },
+    identify: () => 'user:ada',
+  });
+  const answer = (): CallToolResult => ({ content: [{ type: 'text', text: '4' }], structuredContent: { sum: 4 } });
+  const client = await connected((server) => {
+    server.registerTool('sum', { outputSchema: { sum: z.number() } }, limit.tool('sum', answer));
+    server.registerTool('plain', { outputSchema: { sum: z.number() } }, limit.tool('plain', answer, { structuredContent: false }));
+  });
+  await client.listTools(); // as a host does: the client then holds each tool's output schema
+  expect((await call(client, 'sum')).structuredContent).toEqual({ sum: 4 });
+  await expect(call(client, 'sum')).rejects.toThrow(/structured content/i);
+  const denied = await call(client, 'plain');
+  expect([denied.isError, denied.structuredContent]).toEqual([true, undefined]);
+  expect(denied._meta?.[DENIAL_META_KEY]).toMatchObject({ error: 'rate_limited', tool: 'plain' });
 });
 
 test('without transport information (stdio, in memory) a call counts against the user the process runs as, in every process', async () => {
@@ -164,6 +186,27 @@ test('a cost per unit, from the arguments; an estimate settled at the cost the r
   expect((await call(client, 'generate', { maxTokens: 100, used: 2900 })).isError).toBeUndefined();
   await settled();
   expect((await call(client, 'generate', { maxTokens: 1, used: 1 })).isError).toBe(true);
+});
+
+test('the settle is written before the result is answered: a server that closes its Redis right after the call loses nothing', async () => {
+  const prefix = uniquePrefix('mcp');
+  const own = connect();
+  const events: LimiterEvent[] = [];
+  const options = { prefix, name: 'model', limits: { limit: 1000, window: '1h', unit: 'tokens' }, timeoutMs: 10_000 } as const;
+  const limit = rateLimit({ ...options, redis: own, identify: () => 'user:ada', onEvent: (e) => void events.push(e) });
+  const client = await connected((server) =>
+    server.registerTool(
+      'ask',
+      {},
+      limit.tool('ask', () => ({ content: [] }), { cost: 600, settle: async () => Promise.resolve(100) }),
+    ),
+  );
+  expect((await call(client, 'ask')).isError).toBeUndefined();
+  await limit.close();
+  await own.quit();
+  expect(events.filter((e) => e.type === 'settle-failed')).toEqual([]);
+  const after = limits({ ...options, redis });
+  expect((await after.limiter.peek('identity:user:ada', { cost: 0 })).remaining).toBe(900);
 });
 
 test('a settle that throws or answers no cost keeps the estimate counted and is a settle-failed event; the call still answers', async () => {
