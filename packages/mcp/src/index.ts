@@ -10,4 +10,4 @@ export type { IdentitySource } from './identity';
 export type { McpRateLimit, McpRateLimitOptions, McpOwnOptions, ToolLimitOptions, MaybePromise } from './options';
 export { DENIAL_META_KEY } from './denial';
 export type { ToolDenial } from './denial';
-export type { ToolExtra, ToolHandler } from './types';
+export type { ToolExtra } from './types';

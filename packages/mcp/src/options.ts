@@ -59,11 +59,11 @@ export interface McpRateLimit {
    * tool (`tool:<name>:<who>`), in one store call. A denied call answers a tool result with
    * `isError: true`; the callback does not run.
    */
-  tool<H extends (...params: never[]) => CallToolResult | Promise<CallToolResult>>(
+  tool<P extends unknown[]>(
     name: string,
-    handler: H,
-    options?: ToolLimitOptions<Parameters<H>>,
-  ): H;
+    handler: (...params: P) => CallToolResult | Promise<CallToolResult>,
+    options?: ToolLimitOptions<P>,
+  ): (...params: P) => Promise<CallToolResult>;
   /** The limiter every call is checked with. */
   readonly limiter: Limiter;
   /** Closes the limiter when it is this one's own (a shared one stays open). */

@@ -18,7 +18,7 @@ import {
 import { denialResult } from './denial';
 import { defaultIdentity } from './identity';
 import type { McpRateLimit, McpRateLimitOptions, ToolLimitOptions } from './options';
-import type { CallToolResult, ToolExtra, ToolHandler } from './types';
+import type { CallToolResult, ToolExtra } from './types';
 
 /*
  * rateLimit() for the MCP SDK's McpServer (docs/mcp.md): a tool callback wrapped so that each call is one
@@ -68,7 +68,11 @@ export function rateLimit(input: McpRateLimitOptions): McpRateLimit {
     close: async () => {
       if (own) await limiter.close();
     },
-    tool<H extends ToolHandler>(name: string, handler: H, toolOptions: ToolLimitOptions<Parameters<H>> = {}): H {
+    tool<P extends unknown[]>(
+      name: string,
+      handler: (...params: P) => CallToolResult | Promise<CallToolResult>,
+      toolOptions: ToolLimitOptions<P> = {},
+    ): (...params: P) => Promise<CallToolResult> {
       if (typeof name !== 'string' || name === '') throw new ConfigError('tool', `needs the tool's name; got ${describeValue(name)}`);
       if (typeof handler !== 'function') throw new ConfigError('tool', `needs the tool's callback; got ${describeValue(handler)}`);
       const { cost = 1, settle, plan, structuredContent = true } = resolveToolOptions(toolOptions, limiter);
@@ -77,7 +81,7 @@ export function rateLimit(input: McpRateLimitOptions): McpRateLimit {
       const reserved = settle === undefined ? undefined : reservations(limiter, settle as SettleFn, warn);
       const checkOptions = plan === undefined ? {} : { plan };
 
-      const limited = async (...params: Parameters<H>): Promise<CallToolResult> => {
+      return async (...params: P): Promise<CallToolResult> => {
         // The SDK calls (args, extra), or (extra) for a tool without input: extra is always last.
         const extra = (params[params.length - 1] ?? {}) as ToolExtra;
         const who = identityOf(extra);
@@ -90,13 +94,12 @@ export function rateLimit(input: McpRateLimitOptions): McpRateLimit {
             ? await limiter.check(ids, { ...checkOptions, cost: asked })
             : await reserved.reserve(ids, asked, plan, undefined);
         if (!decision.allowed) return denialResult(name, decision, structuredContent);
-        const result = await handler(...(params as never[]));
+        const result = await handler(...params);
         // What the callback answered settles its reservation (an error result too: settle says what it cost),
         // before the result is answered: the caller's next call, through any process, sees what this one cost.
         if (reserved !== undefined) await reserved.completed(decision, [result, ...params]);
         return result;
       };
-      return limited as unknown as H;
     },
   };
 }

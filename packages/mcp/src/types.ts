@@ -13,7 +13,4 @@ export interface ToolExtra {
   requestInfo?: unknown;
 }
 
-/** A tool callback as `McpServer.registerTool` takes it: `(args, extra)`, or `(extra)` for a tool without input. */
-export type ToolHandler = (...params: never[]) => CallToolResult | Promise<CallToolResult>;
-
 export type { CallToolResult };
