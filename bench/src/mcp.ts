@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -48,6 +49,7 @@ async function bodyOf(req: IncomingMessage): Promise<unknown> {
 }
 
 async function main(): Promise<void> {
+  const loadBefore = loadavg()[0]!;
   const bench = await startBenchRedis();
   const redis = new Redis(bench.url);
   const limits = rateLimit({
@@ -134,14 +136,17 @@ async function main(): Promise<void> {
   await bench.stop();
 
   const results = {
-    meta: { calls: CALLS, warmup: WARMUP, host: thisHost(), command: 'npm run bench:mcp' },
+    // The 1-minute load average before and after: on a machine other jobs share, the wait for a CPU is in every figure.
+    meta: { calls: CALLS, warmup: WARMUP, host: thisHost(), loadAverage: [loadBefore, loadavg()[0]!], command: 'npm run bench:mcp' },
     call: { plain: summary(whole.plain), checked: summary(whole.checked), settled: summary(whole.settled) },
     check: { checked: summary(checks.checked), settled: summary(checks.settled) },
     settle: summary(inside.settle),
   };
   writeFileSync(join(__dirname, '..', 'results', 'mcp.json'), `${JSON.stringify(results, null, 2)}\n`);
   const ms = (n: number): string => fmt(n, 3);
-  console.log(`MCP tool calls over Streamable HTTP on loopback, ${CALLS} of each, one at a time (${describeHost(results.meta.host)})`);
+  console.log(
+    `MCP tool calls over Streamable HTTP on loopback, ${CALLS} of each, one at a time (${describeHost(results.meta.host)}; load average ${fmt(loadBefore, 1)} before, ${fmt(results.meta.loadAverage[1]!, 1)} after)`,
+  );
   console.log(
     markdownTable(
       ['measure (ms)', 'p50', 'p99', 'max'],
