@@ -330,6 +330,9 @@ test('options are checked when the limiter and each tool are made, naming the op
   expect(() => limit.tool('t', h, { plan: 'pro' })).toThrow(/`plan`/);
   expect(() => limit.tool('t', h, { settle: 1 as never })).toThrow(/`settle`/);
   expect(() => limit.tool('', h)).toThrow(ConfigError);
+  const plain = limits({ redis, prefix, name: 'y', limits: { limit: 1, window: '1m' }, refunds: false });
+  expect(plain.limiter.refunds).toBe(false);
+  expect(() => plain.tool('t', h, { settle: () => 1 })).toThrow(/`settle` needs/);
   const shared = createLimiter({ redis, prefix, name: 'x', limits: { limit: 1, window: '1m' } });
   open.push(shared);
   expect(() => rateLimit({ limiter: shared, limits: { limit: 1, window: '1m' } } as never)).toThrow(
