@@ -96,7 +96,11 @@ export function createHttpServer(options: AppOptions): { server: Server; limits:
   const keys = options.keys ?? { 'demo-key': 'demo' };
   const sessions = new Map<string, StreamableHTTPServerTransport>();
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    if (new URL(req.url ?? '/', 'http://localhost').pathname !== '/mcp') return refuse(res, 404, 'the MCP endpoint is /mcp');
+    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    // A page for a person, or a load balancer's health check.
+    if (path === '/' && req.method === 'GET')
+      return void res.writeHead(200, { 'content-type': 'text/plain' }).end('MCP endpoint: POST /mcp\n');
+    if (path !== '/mcp') return refuse(res, 404, 'the MCP endpoint is /mcp');
     const key = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
     const subject = key === undefined ? undefined : keys[key];
     if (subject === undefined) return refuse(res, 401, 'an API key is required: Authorization: Bearer <key>');

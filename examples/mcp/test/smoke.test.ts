@@ -23,6 +23,7 @@ test('the example: an API key is required, summarize is settled in tokens, the 1
   const url = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`);
   const client = new Client({ name: 'smoke', version: '1.0.0' });
   try {
+    expect((await fetch(new URL('/', url))).status).toBe(200);
     const anonymous = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(anonymous.status).toBe(401);
     await client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: 'Bearer k-1' } } }));
