@@ -30,6 +30,8 @@ import type { CallToolResult, ToolExtra } from './types';
  */
 
 const OWN_KEYS = ['limiter', 'identify', 'warnings'];
+/** The kinds of the identifiers a call is checked under: what a rule's `for` or a list entry may name. */
+const KINDS = ['identity', 'tool'];
 
 export function rateLimit(input: McpRateLimitOptions): McpRateLimit {
   if (typeof input !== 'object' || input === null) {
@@ -44,12 +46,21 @@ export function rateLimit(input: McpRateLimitOptions): McpRateLimit {
   const warnings = resolveWarnings(options.warnings);
   const logger = safeLogger(options.logger);
   const warn = (name: WarningName, text: string): void => logWarning(logger, warnings, name, text);
-  // An own limiter keeps receipts (refunds: true) unless told not to: a tool that settles reserves.
+  // An own limiter keeps receipts (refunds: true) unless told not to: a tool that settles reserves. The kinds
+  // of a call's identifiers are declared, so allow and deny lists (and a lockout's scope) may name them.
   const own = options.limiter === undefined;
   const limiter = ownOrShared<Limiter>(
     options,
     LIMITER_OPTION_KEYS,
-    (core) => createLimiter({ refunds: true, ...core } as unknown as LimiterOptions),
+    (core) =>
+      createLimiter({
+        refunds: true,
+        ...core,
+        // Anything but an array is core's to refuse, naming the option.
+        identifierKinds: Array.isArray(core.identifierKinds)
+          ? [...new Set([...KINDS, ...(core.identifierKinds as string[])])]
+          : (core.identifierKinds ?? KINDS),
+      } as unknown as LimiterOptions),
     (value) => typeof (value as Partial<Limiter>).check === 'function',
     'createLimiter()',
   );

@@ -96,6 +96,47 @@ test('a tool with an output schema: the SDK client rejects a denial whose struct
   expect(denied._meta?.[DENIAL_META_KEY]).toMatchObject({ error: 'rate_limited', tool: 'plain' });
 });
 
+test("the deny list answers 'forbidden' (waiting changes nothing); Redis unreachable with failure 'closed' answers 'unavailable'", async () => {
+  let who = 'user:mallory';
+  const listed = limits({
+    redis,
+    prefix: uniquePrefix('mcp'),
+    name: 'tools',
+    limits: { limit: 5, window: '1m' },
+    deny: ['identity:user:mallory'],
+    identify: () => who,
+  });
+  const client = await connected((server) =>
+    server.registerTool(
+      'ping',
+      {},
+      listed.tool('ping', () => ({ content: [] })),
+    ),
+  );
+  const forbidden = await call(client, 'ping');
+  expect([forbidden.isError, text(forbidden), forbidden.structuredContent]).toEqual([
+    true,
+    'Calls to the tool "ping" are not allowed for this client.',
+    { error: 'forbidden', tool: 'ping', retryAfterMs: 0 },
+  ]);
+  who = 'user:ada';
+  expect((await call(client, 'ping')).isError).toBeUndefined();
+  // A Redis nobody listens on (a port from a closed server), checked under the closed policy.
+  const down = connect('redis://127.0.0.1:1', { lazyConnect: true, retryStrategy: () => null });
+  const closed = rateLimit({
+    redis: down,
+    prefix: uniquePrefix('mcp'),
+    name: 'down',
+    limits: { limit: 5, window: '1m' },
+    failure: 'closed',
+    timeoutMs: 200,
+  });
+  open.push(closed);
+  const unavailable = await closed.tool('ping', (_extra: object): CallToolResult => ({ content: [] }))({});
+  expect(unavailable.structuredContent).toMatchObject({ error: 'unavailable', tool: 'ping' });
+  expect(text(unavailable)).toMatch(/^Rate limiting is temporarily unavailable; retry "ping" in \d+ s\.$/);
+});
+
 test('without transport information (stdio, in memory) a call counts against the user the process runs as, in every process', async () => {
   const prefix = uniquePrefix('mcp');
   const limit = limits({ redis, prefix, name: 'tools', limits: { limit: 1, window: '1h' } });
