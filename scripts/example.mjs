@@ -23,6 +23,7 @@ const FRAMEWORKS = {
   graphql: 'GraphQL Yoga',
   next: 'Next.js',
   trpc: 'tRPC',
+  mcp: 'MCP',
 };
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const [command, ...args] = process.argv.slice(2);
@@ -45,6 +46,13 @@ if (command === 'demo' && framework === 'graphql') {
 if (command === 'demo' && framework === 'trpc') {
   console.error(
     'npm run demo drives the REST examples; start the tRPC one with `npm start -- --framework trpc` and try the lines it prints',
+  );
+  process.exit(2);
+}
+// The demo drives the example API over HTTP; the MCP example speaks MCP (its README says how to try it).
+if (command === 'demo' && framework === 'mcp') {
+  console.error(
+    'npm run demo drives the example API; the MCP example has no demo: `npm start -- --framework mcp` and examples/mcp/README.md',
   );
   process.exit(2);
 }
@@ -169,6 +177,16 @@ if (url && !demo && framework === 'graphql') {
   console.log(`  curl -i ${url}/hello                              # 20 per 10 s per client`);
   console.log(`  curl -s "${url}/search,search,search,search?batch=1&input=%7B%7D"   # one batch: 3 results, then TOO_MANY_REQUESTS`);
   console.log(`  curl -i -X POST -H 'content-type: application/json' -d '{"username":"ada"}' ${url}/login   # 5 per 15 min per account`);
+} else if (url && !demo && framework === 'mcp') {
+  console.log(
+    'Try: npx @modelcontextprotocol/inspector  (transport Streamable HTTP, URL ' + url + '/mcp, header Authorization: Bearer demo-key)',
+  );
+  console.log(
+    `  curl -s -X POST ${url}/mcp -H 'authorization: Bearer demo-key' -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \\`,
+  );
+  console.log(
+    `    -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}'`,
+  );
 } else if (url && !demo) {
   console.log('Try:');
   console.log(`  curl -i ${url}/                                   # 20 per 10 s per client`);

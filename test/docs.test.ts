@@ -51,7 +51,7 @@ let redis: StartedRedis;
 let typeErrors: Map<string, string[]>;
 
 beforeAll(async () => {
-  for (const p of ['core', 'express', 'fastify', 'graphql', 'hono', 'koa', 'metrics', 'nestjs', 'next', 'trpc']) {
+  for (const p of ['core', 'express', 'fastify', 'graphql', 'hono', 'koa', 'mcp', 'metrics', 'nestjs', 'next', 'trpc']) {
     if (!readdirSync(join(root, 'packages', p)).includes('dist'))
       throw new Error(`packages/${p} is not built: run \`npm run build\` (npm run test:all does)`);
   }

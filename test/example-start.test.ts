@@ -157,6 +157,7 @@ afterAll(() => {
     ['nestjs', 'SIGTERM'],
     ['graphql', 'SIGTERM'],
     ['trpc', 'SIGTERM'],
+    ['mcp', 'SIGTERM'],
     ['express', 'SIGINT'],
   ] as const)(
     '%s: %s to the root process stops the server and its redis-server, and it exits 0',
@@ -234,7 +235,7 @@ afterAll(() => {
     });
     afterAll(() => new Promise<void>((resolve) => busy.close(() => resolve())));
 
-    test.each(['express', 'fastify', 'koa', 'hono', 'nestjs', 'graphql', 'trpc'])(
+    test.each(['express', 'fastify', 'koa', 'hono', 'nestjs', 'graphql', 'trpc', 'mcp'])(
       '%s: one line saying so and how to choose another, exit 1, no redis-server left',
       async (framework) => {
         // The embedded redis-server starts before the example tries the port (s.seen notes it, if it lives 10 ms).

@@ -2,6 +2,9 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, sep } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { freePort, startRedis, type StartedRedis } from '@floodgate/testing';
 import { npm, npmEnv, packPublished, pinned, root, tarballSpecs } from './packing';
 
@@ -191,6 +194,33 @@ test(
     const events = (await res.text()).split('\n\n').filter((e) => e.startsWith('data: '));
     expect(events.length).toBeGreaterThan(2);
     expect(events.at(-1)).toBe('data: [DONE]');
+    await stops(app);
+  },
+  8 * MINUTE,
+);
+
+test(
+  'examples/mcp copied out of the repository: npm install && npm start, then the SDK client calls its tools over Streamable HTTP and the limit answers a tool error',
+  async () => {
+    const dir = install('mcp');
+    const app = await start(dir, { API_KEYS: 'k-1=ada' });
+    expect(app.output()).toContain(`(store: Redis at ${app.redis.url})`);
+    const url = new URL(`http://127.0.0.1:${app.port}/mcp`);
+    expect((await fetch(url, { method: 'POST', body: '{}' })).status).toBe(401);
+    const client = new Client({ name: 'standalone', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: 'Bearer k-1' } } }));
+    try {
+      const summary = (await client.callTool({ name: 'summarize', arguments: { text: 'one two three', max_words: 2 } })) as CallToolResult;
+      expect(summary.content).toEqual([{ type: 'text', text: 'one two' }]);
+      // 10 calls a minute per tool: the first 10 run (nothing else counted them); 21 cannot all run in one window or across two.
+      const results: CallToolResult[] = [];
+      for (let i = 0; i < 21; i++) results.push((await client.callTool({ name: 'time' })) as CallToolResult);
+      expect(results.slice(0, 10).map((r) => r.isError ?? false)).toEqual(Array<boolean>(10).fill(false));
+      const denied = results.find((r) => r.isError);
+      expect(denied?.structuredContent).toMatchObject({ error: 'rate_limited', tool: 'time', limit: 10 });
+    } finally {
+      await client.close();
+    }
     await stops(app);
   },
   8 * MINUTE,

@@ -38,6 +38,8 @@ const FROM_REGISTRY = [
   'graphql-yoga',
   '@trpc/server',
   '@trpc/client',
+  '@modelcontextprotocol/sdk',
+  'zod',
 ];
 
 let work: string;
@@ -241,6 +243,7 @@ const FIRST_PAGES = [
   'docs/lists.md',
   'docs/slow-down.md',
   'docs/concurrency.md',
+  'docs/mcp.md',
 ];
 
 test('every program of the README and its first pages runs from the scratch app, on the installed tarballs, against a Redis of its own', async () => {

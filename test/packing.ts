@@ -9,7 +9,7 @@ import { join } from 'node:path';
  * of an install (--prefer-offline); the rest comes from the registry.
  */
 export const root = join(__dirname, '..');
-export const PUBLISHED = ['cli', 'core', 'express', 'fastify', 'graphql', 'hono', 'koa', 'metrics', 'nestjs', 'next', 'trpc'];
+export const PUBLISHED = ['cli', 'core', 'express', 'fastify', 'graphql', 'hono', 'koa', 'mcp', 'metrics', 'nestjs', 'next', 'trpc'];
 
 const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string }> };
 /** The lockfile's version of a package the repository installs. */

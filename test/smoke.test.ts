@@ -27,6 +27,7 @@ const WANTED: Record<string, string[]> = {
   '@floodgate/hono': ['rateLimit', 'concurrency', 'slowDown'],
   '@floodgate/koa': ['rateLimit', 'concurrency', 'slowDown'],
   '@floodgate/trpc': ['rateLimit', 'rateLimitContext', 'rateLimitResponseMeta', 'rateLimitErrorFormatter', 'RateLimitExceededError'],
+  '@floodgate/mcp': ['rateLimit', 'defaultIdentity', 'DENIAL_META_KEY'],
   '@floodgate/core/admin': ['indexKey', 'registryKey', 'topKey', 'slotTag', 'algorithmTag'],
   '@floodgate/core/testing': ['manualClock', 'testPrefix', 'resetPrefix'],
   '@floodgate/cli': ['run', 'EXIT', 'USAGE'],

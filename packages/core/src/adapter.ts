@@ -9,7 +9,11 @@
 export { appendHeaderItem, whenResponseDone } from './http/node';
 export { createHttpLimiter } from './http/http-limiter';
 export type { HttpLimiter } from './http/http-limiter';
-export { HTTP_OPTION_KEYS, INHERITED_OPTION_KEYS } from './http/options';
+export { HTTP_OPTION_KEYS, INHERITED_OPTION_KEYS, checkCostFits, ownOrShared, rulesOfEveryPlan } from './http/options';
+export { reservations, assertSettleable } from './http/settle';
+export type { SettleFn } from './http/settle';
+export { retryAfterSeconds } from './http/headers';
+export { logWarning, resolveWarnings } from './kernel/warnings';
 export type { HttpOptions, HttpLimits, UnidentifiedPolicy } from './http/options';
 export type { HttpRuleInput } from './http/request-limits';
 export type { HttpOutcome } from './http/outcome';

@@ -327,7 +327,7 @@ export function createHttpLimiter<Req>(
       reserved === undefined
         ? refund
         : (outcome, _finished, _status, args) => {
-            if (outcome.own !== undefined) reserved.completed(outcome.own, args);
+            if (outcome.own !== undefined) void reserved.completed(outcome.own, args);
           },
     run: async (req, ip, previous) => decide(req, ip, previous),
   };

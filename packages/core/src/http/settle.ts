@@ -62,13 +62,16 @@ export function assertSettleable(limiter: Limiter | undefined, explicitRefunds: 
  * Reservations of the requests a limiter admitted, until their responses are over: `reserve` counts one
  * (the decision is what the HTTP pipeline sees), `completed` settles it with the application's answer.
  */
+const DONE: Promise<void> = Promise.resolve();
+
 export function reservations(
   limiter: Limiter,
   settle: SettleFn,
   warn: (name: WarningName, message: string) => void,
 ): {
   reserve(ids: string[], cost: Cost, plan: string | undefined, address: string | undefined): Promise<Decision>;
-  completed(own: Decision, args: readonly unknown[]): void;
+  /** Settles `own`'s reservation; resolves (never rejects) once the store has answered or the failure is reported. */
+  completed(own: Decision, args: readonly unknown[]): Promise<void>;
 } {
   const open = new WeakMap<Decision, Reservation>();
   const direct = FloodgateLimiter.isOwn(limiter);
@@ -88,12 +91,13 @@ export function reservations(
     failed(error);
   };
   // Counted (completion.ts) until the store has answered, or the failure is reported.
-  const settleAt = (reservation: Reservation, actual: unknown): void => {
+  const settleAt = (reservation: Reservation, actual: unknown): Promise<void> => {
     begin();
     try {
-      reservation.settle(actual as Cost).then(end, unsettled);
+      return reservation.settle(actual as Cost).then(end, unsettled);
     } catch (error) {
       unsettled(error); // a shared limiter's reservation whose settle() throws
+      return DONE;
     }
   };
   return {
@@ -110,17 +114,18 @@ export function reservations(
     },
     completed(own, args) {
       const reservation = open.get(own);
-      if (reservation === undefined) return;
+      if (reservation === undefined) return DONE;
       open.delete(own);
       try {
         const actual = settle(...args);
         if (!isThenable(actual)) return settleAt(reservation, actual);
         // Counted while the application's settle answers: the store write begins before this ends.
         begin();
-        Promise.resolve(actual).then(
+        return Promise.resolve(actual).then(
           (a) => {
-            settleAt(reservation, a);
+            const written = settleAt(reservation, a);
             end();
+            return written;
           },
           (error: unknown) => {
             threw(reservation, error);
@@ -129,6 +134,7 @@ export function reservations(
         );
       } catch (error) {
         threw(reservation, error);
+        return DONE;
       }
     },
   };
