@@ -122,8 +122,9 @@ export function rateLimit<TContext = Record<string, unknown>, TMeta = unknown>(
     if (outcome.action === 'deny') throw refusal(outcome);
     const result = await opts.next({ ctx: { rateLimit: outcome.decision ?? previous } });
     // Refunds and settle: the call is over once its procedure returned (a subscription: once its stream began).
+    // `settle(call, result)` and `requestWasSuccessful(call, result)` read what the procedure answered.
     if (outcome.own !== undefined) {
-      http.completed(outcome, true, result.ok ? 200 : getHTTPStatusCodeFromError(result.error), [opts]);
+      http.completed(outcome, true, result.ok ? 200 : getHTTPStatusCodeFromError(result.error), [opts, result]);
     }
     return result;
   };
