@@ -1,8 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Agent, request } from 'node:http';
-import { SERVER_CORE, commandCalls, startBenchRedis } from './lib/machine';
+import { commandCalls, startBenchRedis, startPinnedServer } from './lib/machine';
 import { thisHost } from './lib/host';
 import { envInt, fmt, median } from './lib/stats';
 
@@ -20,33 +19,6 @@ const REPS = envInt('BENCH_REPS', 3);
 const CONCURRENCY = envInt('BENCH_CONCURRENCY', 32);
 const CASES = ['none', 'floodgate', 'envelop-rate-limiter'] as const;
 const BODY = JSON.stringify({ query: '{ posts(first: 100) { id author { name } } }' });
-
-async function startServer(kind: string, redisUrl: string): Promise<{ port: number; child: ChildProcess }> {
-  const child = spawn(
-    'taskset',
-    [
-      '-c',
-      String(SERVER_CORE),
-      process.execPath,
-      '-r',
-      'ts-node/register/transpile-only',
-      join(__dirname, 'graphql-server.ts'),
-      kind,
-      redisUrl,
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /port (\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    child.once('exit', (code) => reject(new Error(`${kind} server exited (${code})`)));
-  });
-  return { port, child };
-}
 
 function post(agent: Agent, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -93,7 +65,7 @@ async function main(): Promise<void> {
   try {
     for (let rep = 0; rep < REPS; rep++) {
       for (const kind of CASES) {
-        const server = await startServer(kind, redis.url);
+        const server = await startPinnedServer(join(__dirname, 'graphql-server.ts'), [kind, redis.url]);
         await load(server.port, 1); // warm-up: JIT, connections, scripts loaded
         redis.cli('CONFIG', 'RESETSTAT');
         const { ops, failed } = await load(server.port, SECONDS);

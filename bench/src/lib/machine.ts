@@ -1,6 +1,7 @@
 import { freePort } from '../../../packages/testing/src/processes';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { cpus } from 'node:os';
+import { basename } from 'node:path';
 
 /*
  * Process placement and Redis for the benchmarks. The machine has two cores: the code under test
@@ -82,4 +83,26 @@ export function commandUsec(info: string): Map<string, number> {
   const usec = new Map<string, number>();
   for (const m of info.matchAll(/^cmdstat_([^:]+):calls=\d+,usec=(\d+)/gm)) usec.set(m[1]!.toLowerCase(), Number(m[2]));
   return usec;
+}
+
+/**
+ * Starts `script` (TypeScript, run as the benches run) with `args` in a process of its own pinned to
+ * SERVER_CORE; resolves once it prints `port <n>`.
+ */
+export async function startPinnedServer(script: string, args: readonly string[]): Promise<{ port: number; child: ChildProcess }> {
+  const child = spawn(
+    'taskset',
+    ['-c', String(SERVER_CORE), process.execPath, '-r', 'ts-node/register/transpile-only', script, ...args],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /port (\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`${basename(script)} ${args.join(' ')} exited (${code})`)));
+  });
+  return { port, child };
 }
