@@ -1,7 +1,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Agent, request } from 'node:http';
-import { commandCalls, startBenchRedis, startPinnedServer } from './lib/machine';
+import { request } from 'node:http';
+import { wrkPost } from './http/load';
+import { startBenchRedis, startPinnedServer } from './lib/machine';
 import { thisHost } from './lib/host';
 import { envInt, fmt, median } from './lib/stats';
 
@@ -10,53 +11,33 @@ import { envInt, fmt, median } from './lib/stats';
  * { name } }`, Post.author limited) on GraphQL Yoga with no limits, with @floodgate/graphql (one reserve per
  * operation, one settle when the actual tally differs from the estimate) and with @envelop/rate-limiter on
  * its Redis store (a read and a write per limited resolver call). Operations per second at CONCURRENCY
- * requests in flight from this process, each server in a process of its own pinned to SERVER_CORE; Redis
- * commands per operation from INFO commandstats. Median of BENCH_REPS (3) runs of BENCH_SECONDS (5) each,
+ * connections of wrk (beside Redis on LOAD_CORE), each server in a process of its own pinned to SERVER_CORE; Redis
+ * commands per operation as the server sent them (a script call is one, whatever it runs). Median of BENCH_REPS (5) runs of BENCH_SECONDS (5) each,
  * cases interleaved per rep. Writes bench/results/graphql.json.
  */
 const SECONDS = envInt('BENCH_SECONDS', 5);
-const REPS = envInt('BENCH_REPS', 3);
+const REPS = envInt('BENCH_REPS', 5);
 const CONCURRENCY = envInt('BENCH_CONCURRENCY', 32);
 const CASES = ['none', 'floodgate', 'envelop-rate-limiter'] as const;
 const BODY = JSON.stringify({ query: '{ posts(first: 100) { id author { name } } }' });
 
-function post(agent: Agent, port: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port,
-        path: '/graphql',
-        method: 'POST',
-        agent,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(BODY) },
-      },
-      (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-      },
-    );
-    req.on('error', reject);
-    req.end(BODY);
-  });
+/** Operations answered 200 and the rest, over CONCURRENCY connections for `seconds` (wrk: little CPU beside Redis). */
+async function load(port: number, seconds: number): Promise<{ ops: number; failed: number }> {
+  const r = await wrkPost(port, '/graphql', BODY, seconds, CONCURRENCY);
+  return { ops: r.requests - r.non2xx - r.errors, failed: r.non2xx + r.errors };
 }
 
-async function load(port: number, seconds: number): Promise<{ ops: number; failed: number }> {
-  const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-  const end = Date.now() + seconds * 1000;
-  let ops = 0;
-  let failed = 0;
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (Date.now() < end) {
-        const status = await post(agent, port);
-        if (status === 200) ops++;
-        else failed++;
-      }
-    }),
-  );
-  agent.destroy();
-  return { ops, failed };
+/** Commands the server has sent to Redis so far (graphql-server.ts counts them). */
+function commandsSent(port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    request({ host: '127.0.0.1', port, path: '/commands' }, (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d.toString()));
+      res.on('end', () => resolve(Number(body)));
+    })
+      .on('error', reject)
+      .end();
+  });
 }
 
 async function main(): Promise<void> {
@@ -67,11 +48,9 @@ async function main(): Promise<void> {
       for (const kind of CASES) {
         const server = await startPinnedServer(join(__dirname, 'graphql-server.ts'), [kind, redis.url]);
         await load(server.port, 1); // warm-up: JIT, connections, scripts loaded
-        redis.cli('CONFIG', 'RESETSTAT');
+        const before = await commandsSent(server.port);
         const { ops, failed } = await load(server.port, SECONDS);
-        // Calls from this process (a script's own commands are counted by Redis too, and left out).
-        const stats = commandCalls(redis.cli('INFO', 'commandstats'));
-        const calls = ['evalsha', 'eval', 'get', 'set', 'mget'].reduce((a, name) => a + (stats.get(name) ?? 0), 0);
+        const calls = (await commandsSent(server.port)) - before;
         server.child.kill('SIGTERM');
         const row = (rows[kind] ??= { opsPerSecond: [], redisCallsPerOp: [], failed: 0 });
         row.opsPerSecond.push(ops / SECONDS);

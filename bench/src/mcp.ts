@@ -17,11 +17,11 @@ import { envInt, fmt, markdownTable } from './lib/stats';
  * server: the time from the wrapper's entry to the callback's (the check: what the limit adds before the tool
  * runs) and, for `settled`, from the callback's answer to the wrapper's (the settle); and the client's whole
  * call, whose difference to `plain` includes the JSON-RPC and HTTP around it. The calls are interleaved round
- * by round, so the three see the same machine. BENCH_CALLS rounds (default 3000) after BENCH_WARMUP (500).
+ * by round, so the three see the same machine. BENCH_CALLS rounds (default 3000) after BENCH_WARMUP (3000: the JIT settles late).
  * Writes bench/results/mcp.json.
  */
 const CALLS = envInt('BENCH_CALLS', 3000);
-const WARMUP = envInt('BENCH_WARMUP', 500);
+const WARMUP = envInt('BENCH_WARMUP', 3000);
 
 const quantile = (values: number[], q: number): number => {
   const s = [...values].sort((a, b) => a - b);
@@ -57,7 +57,12 @@ async function main(): Promise<void> {
       if (round >= WARMUP) whole[tool].push(ms);
     }
   }
-  const inside = (await (await fetch(`${base}/timings`)).json()) as { checked: number[]; settled: number[]; settle: number[]; ping: number[] };
+  const inside = (await (await fetch(`${base}/timings`)).json()) as {
+    checked: number[];
+    settled: number[];
+    settle: number[];
+    ping: number[];
+  };
   const direct = (await (await fetch(`${base}/direct?rounds=${CALLS}&warmup=${WARMUP}`, { method: 'POST' })).json()) as {
     ping: number[];
     check: number[];

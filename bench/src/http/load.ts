@@ -21,6 +21,13 @@ export interface LoadResult {
   errors: number;
 }
 
+const DONE = `
+done = function(s, latency, requests)
+  local e = s.errors
+  io.write(string.format('JSON {"requests":%d,"us":%d,"non2xx":%d,"errors":%d,"p50":%d,"p99":%d}\\n',
+    s.requests, s.duration, e.status, e.connect + e.read + e.write + e.timeout, latency:percentile(50), latency:percentile(99)))
+end
+`;
 const LUA = `
 local random = os.getenv('BENCH_RANDOM') == '1'
 math.randomseed(os.time())
@@ -28,55 +35,56 @@ request = function()
   local id = random and tostring(math.random(1, ${CLIENTS})) or 'hot'
   return wrk.format('GET', '/', { ['${HEADER}'] = id })
 end
-done = function(s, latency, requests)
-  local e = s.errors
-  io.write(string.format('JSON {"requests":%d,"us":%d,"non2xx":%d,"errors":%d,"p50":%d,"p99":%d}\\n',
-    s.requests, s.duration, e.status, e.connect + e.read + e.write + e.timeout, latency:percentile(50), latency:percentile(99)))
-end
-`;
-let scriptPath: string | undefined;
+${DONE}`;
+const scripts = new Map<string, string>();
 
-export function wrk(port: number, seconds: number, connections: number, random: boolean): Promise<LoadResult> {
-  if (scriptPath === undefined) {
-    scriptPath = join(mkdtempSync(join(tmpdir(), 'floodgate-bench-')), 'shape.lua');
-    writeFileSync(scriptPath, LUA);
+/** The file of a wrk script, written once per process. */
+function scriptFile(lua: string): string {
+  let path = scripts.get(lua);
+  if (path === undefined) {
+    path = join(mkdtempSync(join(tmpdir(), 'floodgate-bench-')), 'load.lua');
+    writeFileSync(path, lua);
+    scripts.set(lua, path);
   }
-  const args = [
-    '-c',
-    String(LOAD_CORE),
-    'wrk',
-    '-t1',
-    `-c${connections}`,
-    `-d${seconds}s`,
-    '--timeout',
-    '5s',
-    '-s',
-    scriptPath,
-    `http://127.0.0.1:${port}/`,
-  ];
+  return path;
+}
+
+/** wrk (one thread, on LOAD_CORE) running `lua` against `url` for `seconds` over `connections` connections. */
+function runWrk(lua: string, url: string, seconds: number, connections: number, env: Record<string, string> = {}): Promise<LoadResult> {
+  const args = ['-c', String(LOAD_CORE), 'wrk', '-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '5s', '-s', scriptFile(lua), url];
   return new Promise((resolve, reject) => {
-    execFile(
-      'taskset',
-      args,
-      { env: { ...process.env, BENCH_RANDOM: random ? '1' : '0' }, timeout: (seconds + 20) * 1000 },
-      (err, stdout) => {
-        if (err) return reject(err);
-        const line = stdout.split('\n').find((l) => l.startsWith('JSON '));
-        if (!line) return reject(new Error(`wrk printed no summary:\n${stdout}`));
-        const j = JSON.parse(line.slice(5)) as { requests: number; us: number; non2xx: number; errors: number; p50: number; p99: number };
-        const secs = j.us / 1e6;
-        resolve({
-          requests: j.requests,
-          seconds: secs,
-          rps: j.requests / secs,
-          p50Ms: j.p50 / 1000,
-          p99Ms: j.p99 / 1000,
-          non2xx: j.non2xx,
-          errors: j.errors,
-        });
-      },
-    );
+    execFile('taskset', args, { env: { ...process.env, ...env }, timeout: (seconds + 20) * 1000 }, (err, stdout) => {
+      if (err) return reject(err);
+      const line = stdout.split('\n').find((l) => l.startsWith('JSON '));
+      if (!line) return reject(new Error(`wrk printed no summary:\n${stdout}`));
+      const j = JSON.parse(line.slice(5)) as { requests: number; us: number; non2xx: number; errors: number; p50: number; p99: number };
+      const secs = j.us / 1e6;
+      resolve({
+        requests: j.requests,
+        seconds: secs,
+        rps: j.requests / secs,
+        p50Ms: j.p50 / 1000,
+        p99Ms: j.p99 / 1000,
+        non2xx: j.non2xx,
+        errors: j.errors,
+      });
+    });
   });
+}
+
+/** GET / as one client ('hot') or many (`random`), the shapes of `npm run bench`. */
+export function wrk(port: number, seconds: number, connections: number, random: boolean): Promise<LoadResult> {
+  return runWrk(LUA, `http://127.0.0.1:${port}/`, seconds, connections, { BENCH_RANDOM: random ? '1' : '0' });
+}
+
+/** The same JSON POST to `path`, over and over. */
+export function wrkPost(port: number, path: string, body: string, seconds: number, connections: number): Promise<LoadResult> {
+  const lua = `
+wrk.method = 'POST'
+wrk.body = ${JSON.stringify(body)}
+wrk.headers['content-type'] = 'application/json'
+${DONE}`;
+  return runWrk(lua, `http://127.0.0.1:${port}${path}`, seconds, connections);
 }
 
 /** `1700000000.123456 [0 127.0.0.1:50000] "evalsha" ...` -> source ('lua' inside scripts) and command. */

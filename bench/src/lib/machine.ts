@@ -90,11 +90,9 @@ export function commandUsec(info: string): Map<string, number> {
  * SERVER_CORE; resolves once it prints `port <n>`.
  */
 export async function startPinnedServer(script: string, args: readonly string[]): Promise<{ port: number; child: ChildProcess }> {
-  const child = spawn(
-    'taskset',
-    ['-c', String(SERVER_CORE), process.execPath, '-r', 'ts-node/register/transpile-only', script, ...args],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
+  const child = spawn('taskset', ['-c', String(SERVER_CORE), process.execPath, '-r', 'ts-node/register/transpile-only', script, ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d: Buffer) => {

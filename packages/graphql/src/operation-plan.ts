@@ -41,6 +41,8 @@ export interface PlannedField<Context> {
   readonly size: number;
   /** The fields selected on each value, for a field of composite type. */
   readonly children: PlannedField<Context>[] | undefined;
+  /** Whether it or a field below it costs or counts against a limit: a tally skips a field that does not. */
+  readonly counted: boolean;
 }
 
 /** Fields planned per operation before it is refused as too costly: a plan is never larger. */
@@ -152,7 +154,9 @@ function plan<C>(
       const named = getNamedType(def.type);
       const childSets = nodes.flatMap((n) => (n.selectionSet ? [n.selectionSet] : []));
       const children = isCompositeType(named) ? plan(ctx, named, childSets, listDepth === 0 ? asked : undefined) : undefined;
-      out.push({ key, on: variantOn, info: ctx.limits.field(variantOn as never, name), listDepth, size, children });
+      const info = ctx.limits.field(variantOn as never, name);
+      const counted = info.cost > 0 || info.limited.length > 0 || (children?.some((c) => c.counted) ?? false);
+      out.push({ key, on: variantOn, info, listDepth, size, children, counted });
     }
   }
   return out;

@@ -34,6 +34,7 @@ function count(tally: Tally, field: PlannedField<unknown>, calls: number, values
 /** The static estimate: `calls` instances of each field's parent, each list at its planned size. */
 export function estimate(fields: readonly PlannedField<unknown>[], calls = 1, tally: Tally = { cost: 0, counts: new Map() }): Tally {
   for (const field of fields) {
+    if (!field.counted) continue;
     const values = Math.min(CAP, calls * field.size);
     count(tally, field, calls, values);
     if (field.children && values > 0) estimate(field.children, values, tally);
@@ -70,11 +71,17 @@ export function actual(
   if (typeof data !== 'object' || data === null) return tally;
   const object = data as Record<string, unknown>;
   const typename = object['__typename'];
+  const runtime = typeof typename === 'string' ? typename : undefined;
   for (const field of fields) {
-    if (!(field.key in object) || !applies(schema, field.on, typename)) continue;
+    if (!field.counted || !(field.key in object) || !applies(schema, field.on, typename)) continue;
     const value = object[field.key];
-    const items = field.listDepth === 0 ? itemsOf(value, 0, []) : itemsOf(value, field.listDepth, []);
-    count(tally, field, 1, field.listDepth === 0 ? 1 : items.length, typeof typename === 'string' ? typename : undefined);
+    if (field.listDepth === 0) {
+      count(tally, field, 1, 1, runtime);
+      if (field.children && value !== null && value !== undefined) actual(schema, field.children, value, tally);
+      continue;
+    }
+    const items = itemsOf(value, field.listDepth, []);
+    count(tally, field, 1, items.length, runtime);
     if (field.children) for (const item of items) actual(schema, field.children, item, tally);
   }
   return tally;
