@@ -100,8 +100,11 @@ describe('batches of settles', () => {
   const IDS_OF = [['user:a'], ['user:b', 'ip:192.0.2.1'], ['user:a', 'key:k'], ['ip:192.0.2.1']];
 
   test('the settles of one turn travel in one call, and each counts exactly as it would alone', async () => {
+    // A server of its own: INFO commandstats counts every client's calls, and other workers' tests share the run's server.
+    const server = await startRedis();
+    const client = connect(server.url);
     const make = (prefix: string) =>
-      createLimiter({ redis, prefix, algorithm: 'sliding-window', refunds: true, limits, blockCache: false, timeoutMs: 5_000 });
+      createLimiter({ redis: client, prefix, algorithm: 'sliding-window', refunds: true, limits, blockCache: false, timeoutMs: 5_000 });
     const alone = make(uniquePrefix('settle-alone'));
     const batched = make(uniquePrefix('settle-batched'));
     // 40 reservations at an estimate of 500 tokens, settled at 100 to 899 (a give-back or a charge each).
@@ -111,9 +114,9 @@ describe('batches of settles', () => {
     const one = await reserve(alone);
     const many = await reserve(batched);
     for (const [i, r] of one.entries()) expect(await r.settle(actual(i))).toBe(true);
-    const before = await commandStats(redis);
+    const before = await commandStats(client);
     expect(await Promise.all(many.map((r, i) => r.settle(actual(i))))).toEqual(many.map(() => true));
-    const after = await commandStats(redis);
+    const after = await commandStats(client);
     // One call per batch of BATCH_MAX (and at most one NOSCRIPT'd EVALSHA and its EVAL per batch script).
     const calls = (after.evalsha ?? 0) + (after.eval ?? 0) - (before.evalsha ?? 0) - (before.eval ?? 0);
     expect(calls).toBeLessThanOrEqual(Math.ceil(40 / BATCH_MAX) + 2);
@@ -123,6 +126,7 @@ describe('batches of settles', () => {
       expect(y.states.map((s) => [s.unit, s.remaining])).toEqual(x.states.map((s) => [s.unit, s.remaining]));
     }
     await Promise.all([alone.close(), batched.close()]);
+    await server.stop();
   });
 
   test("a settle's error in a batch is its own: the others of the batch still count", async () => {
