@@ -50,15 +50,35 @@ const transformIgnorePatterns = [
   `^(?!.*/node_modules/(${ESM_ONLY.join('|')})/).*/node_modules/`,
   '/fixtures/nestjs-11/node_modules/@nestjs/',
 ];
+/*
+ * TypeScript as jest loads it: transpiled file by file by swc, never type-checked (`npm run typecheck` checks
+ * every file once). A workspace written as a Nest application (decorators on classes, their parameter types
+ * read at run time) has a tsconfig.jest.json, and gets TypeScript's legacy decorators and their metadata.
+ */
+function typescript(decorators: boolean): [string, Record<string, unknown>] {
+  return [
+    '@swc/jest',
+    {
+      jsc: {
+        parser: { syntax: 'typescript', decorators },
+        target: 'es2022',
+        keepClassNames: true,
+        ...(decorators ? { transform: { legacyDecorator: true, decoratorMetadata: true } } : {}),
+      },
+      module: { type: 'commonjs' },
+      sourceMaps: 'inline',
+    },
+  ];
+}
 const transform: Config['transform'] = {
-  '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.json' }],
+  '^.+\\.ts$': typescript(false),
   [ESM_TRANSFORM[0]]: ESM_TRANSFORM[1],
 };
 
 /** A workspace whose TypeScript needs settings of its own (a Nest app's decorators) has a tsconfig.jest.json. */
 function transformOf(dir: string): Config['transform'] {
   if (!existsSync(join(root, dir, 'tsconfig.jest.json'))) return transform;
-  return { '^.+\\.ts$': ['ts-jest', { tsconfig: `<rootDir>/${dir}/tsconfig.jest.json` }], [ESM_TRANSFORM[0]]: ESM_TRANSFORM[1] };
+  return { '^.+\\.ts$': typescript(true), [ESM_TRANSFORM[0]]: ESM_TRANSFORM[1] };
 }
 
 function project(displayName: string, roots: string[], testMatch = ['**/*.test.ts'], globals: Record<string, string> = {}): Config {

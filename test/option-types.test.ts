@@ -11,8 +11,8 @@ import { concurrency as honoConcurrency, rateLimit as honoRateLimit, slowDown as
 
 /*
  * The adapters' option types require `limits` unless a shared `limiter` is given (and then no core option
- * beside it), so the mistakes below fail to compile instead of throwing a ConfigError at run time. ts-jest
- * only transpiles (isolatedModules), so the first test compiles this file with tsc, as `npm run typecheck`
+ * beside it), so the mistakes below fail to compile instead of throwing a ConfigError at run time. Jest's
+ * transform (swc) only transpiles, so the first test compiles this file with tsc, as `npm run typecheck`
  * does: a `@ts-expect-error` that meets no error is itself an error, so each line below can fail.
  */
 const limits = { limit: 5, window: '1m' };
