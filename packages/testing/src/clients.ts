@@ -1,9 +1,23 @@
 import { randomBytes } from 'node:crypto';
 import Redis, { Cluster, type RedisOptions } from 'ioredis';
-import { Redis as Valkey, Cluster as ValkeyCluster } from 'iovalkey';
-import { createClient, createCluster } from 'redis';
-import { GlideClient, GlideClusterClient, Logger } from '@valkey/valkey-glide';
 import type { RedisClient } from '@floodgate/core';
+
+/*
+ * The other client libraries load when a test asks for one (node-redis alone takes about 0.2 s to load, and
+ * nearly every test file imports this one but runs on ioredis).
+ */
+let glideQuiet = false;
+const iovalkey = () => import('iovalkey');
+const nodeRedis = () => import('redis');
+const glide = async () => {
+  const library = await import('@valkey/valkey-glide');
+  if (!glideQuiet) {
+    glideQuiet = true;
+    // GLIDE logs every error reply (a NOSCRIPT included) to the console by default.
+    library.Logger.setLoggerConfig('off');
+  }
+  return library;
+};
 
 /** The shared test Redis, started by the jest global setup (or REDIS_URL when set). */
 export function testRedisUrl(): string {
@@ -60,7 +74,6 @@ export function clientKind(): ClientKind {
 }
 
 const storeClients = new Set<object>();
-let glideQuiet = false;
 
 /** An ioredis-like client's test options (fast reconnects, nothing re-sent, quick close). */
 const IOREDIS_TEST = { retryStrategy: () => 50, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1, disconnectTimeout: 100 };
@@ -73,16 +86,18 @@ export async function storeClient(url = testRedisUrl(), kind: ClientKind = clien
   if (kind === 'ioredis') return connect(url);
   let client: RedisClient;
   if (kind === 'iovalkey') {
+    const { Redis: Valkey } = await iovalkey();
     const c = new Valkey(url, IOREDIS_TEST);
     c.on('error', () => undefined);
     client = c as unknown as RedisClient;
   } else if (kind === 'node-redis') {
+    const { createClient } = await nodeRedis();
     const c = createClient({ url, socket: { reconnectStrategy: () => 50, connectTimeout: 2_000 } });
     c.on('error', () => undefined);
     await c.connect();
     client = c as unknown as RedisClient;
   } else {
-    quietGlide();
+    const { GlideClient } = await glide();
     const { hostname, port } = new URL(url);
     client = (await GlideClient.createClient({
       addresses: [{ host: hostname, port: Number(port) }],
@@ -97,11 +112,12 @@ export async function storeClient(url = testRedisUrl(), kind: ClientKind = clien
 export async function storeClusterClient(nodes: { host: string; port: number }[], kind: ClientKind = clientKind()): Promise<RedisClient> {
   let client: RedisClient;
   if (kind === 'ioredis' || kind === 'iovalkey') {
-    const C = kind === 'ioredis' ? Cluster : ValkeyCluster;
+    const C = kind === 'ioredis' ? Cluster : (await iovalkey()).Cluster;
     const c = new C(nodes, { clusterRetryStrategy: () => 50, redisOptions: IOREDIS_TEST });
     c.on('error', () => undefined);
     client = c as unknown as RedisClient;
   } else if (kind === 'node-redis') {
+    const { createCluster } = await nodeRedis();
     const c = createCluster({
       rootNodes: nodes.map((n) => ({ url: `redis://${n.host}:${n.port}` })),
       defaults: { socket: { reconnectStrategy: () => 50 } },
@@ -110,7 +126,7 @@ export async function storeClusterClient(nodes: { host: string; port: number }[]
     await c.connect();
     client = c as unknown as RedisClient;
   } else {
-    quietGlide();
+    const { GlideClusterClient } = await glide();
     client = (await GlideClusterClient.createClient({
       addresses: nodes,
       requestTimeout: GLIDE_REQUEST_TIMEOUT_MS,
@@ -125,13 +141,6 @@ export async function storeClusterClient(nodes: { host: string; port: number }[]
  * limiter's construction that GLIDE's own timeout would cut checks short (docs/clients.md).
  */
 const GLIDE_REQUEST_TIMEOUT_MS = 30_000;
-
-function quietGlide(): void {
-  if (glideQuiet) return;
-  glideQuiet = true;
-  // GLIDE logs every error reply (a NOSCRIPT included) to the console by default.
-  Logger.setLoggerConfig('off');
-}
 
 /** Closes a client of any library now, without waiting for a server that may be gone. */
 export async function closeStoreClient(client: object): Promise<void> {
