@@ -77,6 +77,12 @@ export default tseslint.config(
     languageOptions: { sourceType: 'commonjs', globals: { process: 'readonly', console: 'readonly', require: 'readonly' } },
     rules: { 'no-console': 'off', '@typescript-eslint/no-require-imports': 'off' },
   },
+  // The TypeScript loader of the child processes tests start (test/ts-register.cjs): CommonJS, a require hook.
+  {
+    files: ['test/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly' } },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
   // test/pack.test.ts's consumers: programs as a user writes them (the CommonJS ones with require()).
   {
     files: ['test/pack-consumer/**'],

@@ -6,16 +6,15 @@ import { closeClients, connect, testRedisUrl, uniquePrefix } from '@floodgate/te
 
 const run = promisify(execFile);
 const worker = join(__dirname, 'fixtures', 'skewed-worker.ts');
+const TS = join(__dirname, '..', '..', '..', 'test', 'ts-register.cjs');
 
 afterAll(closeClients);
 
 /** Runs checks in a child process whose Date.now() is off by `skewMs`. */
 async function checksIn(skewMs: number, prefix: string, count: number): Promise<number> {
-  const { stdout } = await run(process.execPath, ['-r', 'ts-node/register/transpile-only', worker], {
-    cwd: join(__dirname, '..', '..', '..'),
+  const { stdout } = await run(process.execPath, ['-r', TS, worker], {
     env: {
       ...process.env,
-      TS_NODE_COMPILER_OPTIONS: JSON.stringify({ module: 'commonjs', moduleResolution: 'node' }),
       SKEW_MS: String(skewMs),
       PREFIX: prefix,
       COUNT: String(count),

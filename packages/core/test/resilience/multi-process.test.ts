@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { testRedisUrl, uniquePrefix } from '@floodgate/testing';
 
 const WORKER = join(__dirname, 'fixtures', 'check-worker.ts');
-const env = { ...process.env, TS_NODE_COMPILER_OPTIONS: JSON.stringify({ module: 'commonjs', moduleResolution: 'node' }) };
+const TS = join(__dirname, '..', '..', '..', '..', 'test', 'ts-register.cjs');
 
 interface Report {
   allowed: number;
@@ -25,7 +25,7 @@ function once<T>(child: ChildProcess, test: (msg: unknown) => boolean): Promise<
 test('4 processes behind one Redis, 2,000 concurrent checks, limit 100: exactly 100 admitted', async () => {
   const prefix = uniquePrefix('mp');
   const children = Array.from({ length: 4 }, () =>
-    fork(WORKER, [testRedisUrl(), prefix, '500'], { execArgv: ['-r', 'ts-node/register/transpile-only'], env, stdio: 'inherit' }),
+    fork(WORKER, [testRedisUrl(), prefix, '500'], { execArgv: ['-r', TS], stdio: 'inherit' }),
   );
   try {
     await Promise.all(children.map((c) => once(c, (m) => m === 'ready')));
