@@ -14,6 +14,7 @@ import { recipesAttacks } from './attacks/recipes';
 import { lockoutsAttacks } from './attacks/lockouts';
 import { openFloodAttacks } from './attacks/open-flood';
 import { contract, test } from './suite-part';
+import { deadlineFactory } from './deadline';
 
 /*
  * The attacks of docs/security.md, mounted over real sockets against each adapter's app (the conformance
@@ -63,7 +64,8 @@ async function settledHits(app: TestApp): Promise<number> {
   return app.hits();
 }
 
-export function adversarial(factory: AdapterFactory): void {
+export function adversarial(anyFactory: AdapterFactory): void {
+  const factory = deadlineFactory(anyFactory);
   describe(`${factory.name}: attacks from docs/security.md`, () => {
     const redis = connect();
     const apps: TestApp[] = [];

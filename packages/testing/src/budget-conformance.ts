@@ -6,6 +6,7 @@ import { settled } from '@floodgate/core/testing';
 import { closeClients, connect, keysUnder, storeClient, uniquePrefix } from './clients';
 import type { AdapterFactory, AppSpec, NeutralOptions, TestApp } from './conformance';
 import { contract, restDescribe, test } from './suite-part';
+import { deadlineFactory } from './deadline';
 
 /*
  * `cost` per unit and `settle` (docs/budgets.md, "In an HTTP app") as every adapter must behave, over real
@@ -63,7 +64,8 @@ function seeded(seed: number): (lo: number, hi: number) => number {
   };
 }
 
-export function budgetConformance(factory: AdapterFactory): void {
+export function budgetConformance(anyFactory: AdapterFactory): void {
+  const factory = deadlineFactory(anyFactory);
   describe(`${factory.name} conformance: budgets (cost per unit, settle)`, () => {
     const redis = connect();
     let store: RedisClient;

@@ -7,6 +7,7 @@ import { startRedis } from './redis-server';
 import type { AdapterFactory, AppSpec, NeutralConcurrencyOptions, TestApp } from './conformance';
 import { gate } from './held';
 import { contract, test } from './suite-part';
+import { TEST_DEADLINE } from './deadline';
 
 /*
  * `concurrency(...)` (docs/concurrency.md) through each adapter, over real sockets: the same cases for
@@ -39,6 +40,7 @@ export function concurrencyConformance({
 }): void {
   describe('concurrency()', () => {
     const options = (extra: Partial<NeutralConcurrencyOptions> = {}): NeutralConcurrencyOptions => ({
+      ...TEST_DEADLINE,
       redis,
       prefix: uniquePrefix(`cc${factory.name}`),
       max: 2,

@@ -3,13 +3,15 @@ import { createLimiter, type Limiter, type RedisClient } from '@floodgate/core';
 import { closeClients, storeClient, uniquePrefix } from './clients';
 import type { AdapterFactory, NeutralOptions, TestApp } from './conformance';
 import { contract, test } from './suite-part';
+import { deadlineFactory, TEST_DEADLINE } from './deadline';
 
 /*
  * Limits that change without a deploy, identical in every adapter (docs/overrides.md): a rule's `limit` as
  * a function of the request, and a limiter's per-identifier overrides, with the rate-limit headers that
  * describe the rules each request was checked under.
  */
-export function limitsConformance(factory: AdapterFactory): void {
+export function limitsConformance(anyFactory: AdapterFactory): void {
+  const factory = deadlineFactory(anyFactory);
   describe(`${factory.name} conformance: request limits and overrides`, () => {
     let store: RedisClient;
     beforeAll(async () => {
@@ -131,6 +133,7 @@ export function limitsConformance(factory: AdapterFactory): void {
 
     test("an override set on the app's limiter: the next requests of that identifier, and their headers, use it", async () => {
       const limiter = createLimiter({
+        ...TEST_DEADLINE,
         redis: store,
         prefix: uniquePrefix(`${factory.name}-ov`),
         limits: { limit: 2, window: '1m' },

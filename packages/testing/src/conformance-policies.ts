@@ -8,13 +8,15 @@ import type { AdapterFactory, AppSpec, NeutralOptions, NeutralSlowDownOptions, T
 import { gate, leavingGet } from './held';
 import { liveTimers } from './load';
 import { contract, restDescribe, test } from './suite-part';
+import { deadlineFactory, TEST_DEADLINE } from './deadline';
 
 /**
  * The policies of issue 14 as every adapter must behave (run with describe per adapter, beside
  * conformance()): refunds by response outcome (skipSuccessfulRequests, skipFailedRequests,
  * requestWasSuccessful), plans, lockouts, allow and deny lists, slow-down.
  */
-export function policyConformance(factory: AdapterFactory): void {
+export function policyConformance(anyFactory: AdapterFactory): void {
+  const factory = deadlineFactory(anyFactory);
   describe(`${factory.name} conformance: policies`, () => {
     // Made when this suite starts: conformance()'s afterAll closes every client made before it.
     let redis: Redis;
@@ -31,7 +33,7 @@ export function policyConformance(factory: AdapterFactory): void {
     const start = (global: NeutralOptions): Promise<TestApp> => startSpec({ global });
     /** A limiter over the same keys as an app's own (same prefix, name and rules), to read its counts. */
     const probe = (options: { prefix: string; limits: NeutralOptions['limits'] }): Limiter => {
-      const l = createLimiter({ redis, prefix: options.prefix, limits: options.limits as LimiterOptions['limits'] });
+      const l = createLimiter({ ...TEST_DEADLINE, redis, prefix: options.prefix, limits: options.limits as LimiterOptions['limits'] });
       probes.push(l);
       return l;
     };
@@ -139,12 +141,12 @@ export function policyConformance(factory: AdapterFactory): void {
 
       test('a shared limiter: refunds need `refunds: true` on it', async () => {
         const prefix = uniquePrefix(`${factory.name}-rs`);
-        const plain = createLimiter({ redis, prefix, name: 'plain', limits: { limit: 3, window: '1m' } });
+        const plain = createLimiter({ ...TEST_DEADLINE, redis, prefix, name: 'plain', limits: { limit: 3, window: '1m' } });
         probes.push(plain);
         await expect(factory.makeApp({ global: { limiter: plain, skipFailedRequests: true } })).rejects.toMatchObject({
           option: 'skipFailedRequests',
         });
-        const refundable = createLimiter({ redis, prefix, limits: { limit: 3, window: '1m' }, refunds: true });
+        const refundable = createLimiter({ ...TEST_DEADLINE, redis, prefix, limits: { limit: 3, window: '1m' }, refunds: true });
         probes.push(refundable);
         const app = await start({ limiter: refundable, skipFailedRequests: true });
         expect(await statusOf(app, { 'x-status': '500' })).toBe(500);
@@ -332,7 +334,12 @@ export function policyConformance(factory: AdapterFactory): void {
 
       test('setLists on a shared limiter changes the answer of the next request', async () => {
         const o = listed({});
-        const shared = createLimiter({ redis, prefix: (o.global as { prefix: string }).prefix, limits: { limit: 5, window: '1m' } });
+        const shared = createLimiter({
+          ...TEST_DEADLINE,
+          redis,
+          prefix: (o.global as { prefix: string }).prefix,
+          limits: { limit: 5, window: '1m' },
+        });
         probes.push(shared);
         const app = await start({ limiter: shared });
         expect(await statusOf(app)).toBe(200);
@@ -416,7 +423,12 @@ export function policyConformance(factory: AdapterFactory): void {
 
       test('with rateLimit on the same limiter: counted once per request, first slowed, then refused', async () => {
         const o = slowed({});
-        const shared = createLimiter({ redis, prefix: (o.spec as { prefix: string }).prefix, limits: { limit: 3, window: '1m' } });
+        const shared = createLimiter({
+          ...TEST_DEADLINE,
+          redis,
+          prefix: (o.spec as { prefix: string }).prefix,
+          limits: { limit: 3, window: '1m' },
+        });
         probes.push(shared);
         // A delay well apart from a request's own time, and a client already connected: a first request on a
         // loaded machine took 232 ms (CI), which a 150 ms delay could not be told from.

@@ -13,6 +13,7 @@ import { closeClients, closeStoreClient, connect, storeClient, uniquePrefix } fr
 import { startRedis } from './redis-server';
 import { concurrencyConformance } from './concurrency-conformance';
 import { contract, test } from './suite-part';
+import { deadlineFactory } from './deadline';
 
 /** Options as every adapter takes them; functions see only what all three frameworks' requests share. */
 export type NeutralOptions = LimitsOrLimiter<HttpOptions<{ headers: IncomingHttpHeaders }>>;
@@ -83,7 +84,8 @@ export interface AdapterFactory {
 const header = (res: request.Response, name: string): string | undefined => res.headers[name.toLowerCase()] as string | undefined;
 
 /** The behaviours of docs/design.md section 10, "HTTP behaviour", identical for every adapter (run with describe per adapter). */
-export function conformance(factory: AdapterFactory): void {
+export function conformance(anyFactory: AdapterFactory): void {
+  const factory = deadlineFactory(anyFactory);
   describe(`${factory.name} conformance`, () => {
     // The test's own commands use ioredis; the apps' limiters the client under test (FLOODGATE_CLIENT, jest.config.ts).
     const redis = connect();

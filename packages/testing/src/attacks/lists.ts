@@ -4,6 +4,7 @@ import type { Logger } from '@floodgate/core/adapter';
 import { closeClients, connect, uniquePrefix } from '../clients';
 import type { AdapterFactory, NeutralOptions, TestApp } from '../conformance';
 import { restDescribe, test } from '../suite-part';
+import { deadlineFactory, TEST_DEADLINE } from '../deadline';
 
 /*
  * docs/security.md, "List entries that name nobody", over real sockets: each spelling a deny list accepts
@@ -38,7 +39,8 @@ const headersOf = (client: string): Record<string, string> => {
   return header ? { 'x-forwarded-for': '192.0.2.1', [header[1]!]: header[2]! } : { 'x-forwarded-for': client };
 };
 
-export function listsAttacks(factory: AdapterFactory): void {
+export function listsAttacks(anyFactory: AdapterFactory): void {
+  const factory = deadlineFactory(anyFactory);
   restDescribe(`${factory.name}: list entries that name nobody`, () => {
     const redis = connect();
     const apps: TestApp[] = [];
@@ -52,6 +54,7 @@ export function listsAttacks(factory: AdapterFactory): void {
 
     test('a deny entry in each accepted spelling refuses the client it names, and only it', async () => {
       const shared = createLimiter({
+        ...TEST_DEADLINE,
         redis,
         prefix: uniquePrefix('lsa'),
         limits: { limit: 1000, window: '1m' },

@@ -3,6 +3,7 @@ import request from 'supertest';
 import { closeClients, connect, uniquePrefix } from '../clients';
 import type { AdapterFactory, NeutralOptions, TestApp } from '../conformance';
 import { restDescribe, test } from '../suite-part';
+import { deadlineFactory } from '../deadline';
 
 /*
  * A lockout as a lever against someone else (docs/security.md, "Lockouts as a lever against someone
@@ -33,7 +34,8 @@ function loginRecipe(redis: Redis, prefix: string): NeutralOptions {
   } as NeutralOptions;
 }
 
-export function lockoutsAttacks(factory: AdapterFactory): void {
+export function lockoutsAttacks(anyFactory: AdapterFactory): void {
+  const factory = deadlineFactory(anyFactory);
   restDescribe(`${factory.name}: a lockout is no lever against someone else's account`, () => {
     // Made when this suite starts: the suites before it close every client made before their end.
     let redis: Redis;

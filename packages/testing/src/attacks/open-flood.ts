@@ -5,6 +5,7 @@ import { spawnRedis, type RedisProcess } from '../processes';
 import type { AdapterFactory } from '../conformance';
 import { suiteResources } from './suite';
 import { restDescribe, test } from '../suite-part';
+import { deadlineFactory } from '../deadline';
 
 /*
  * docs/security.md, "'open' admits no flood", over real sockets: with the default `failure: 'open'`, one
@@ -12,7 +13,8 @@ import { restDescribe, test } from '../suite-part';
  * connecting (to a paused private redis-server: CLIENT PAUSE stops every client of a server), and Redis adds
  * nothing once it answers.
  */
-export function openFloodAttacks(factory: AdapterFactory): void {
+export function openFloodAttacks(anyFactory: AdapterFactory): void {
+  const factory = deadlineFactory(anyFactory);
   restDescribe(`${factory.name}: failure 'open' admits no flood`, () => {
     const suite = suiteResources(factory);
     let server: RedisProcess;

@@ -5,6 +5,7 @@ import { closeClients, connect, keysUnder, uniquePrefix } from '../clients';
 import type { AdapterFactory, AppSpec, NeutralOptions, TestApp } from '../conformance';
 import { gate } from '../held';
 import { restDescribe, test } from '../suite-part';
+import { deadlineFactory, TEST_DEADLINE } from '../deadline';
 
 /*
  * docs/security.md, "Plans that forget counts" and "A refund after a reset", over real sockets. Each test
@@ -18,7 +19,8 @@ const SIGNED_IN = { 'x-user': '42' };
 /** A moment 10 s into a minute and an hour, for the tests where time must not move. */
 const FROZEN = Date.UTC(2030, 0, 1, 0, 0, 10);
 
-export function plansAttacks(factory: AdapterFactory): void {
+export function plansAttacks(anyFactory: AdapterFactory): void {
+  const factory = deadlineFactory(anyFactory);
   restDescribe(`${factory.name}: plans and refunds (docs/security.md)`, () => {
     // Made when this block starts: the suite before it closes every client when it ends.
     let redis: ReturnType<typeof connect>;
@@ -109,6 +111,7 @@ export function plansAttacks(factory: AdapterFactory): void {
       const results = await Promise.all(
         ALGORITHMS.map(async (algorithm) => {
           const limiter = createLimiter({
+            ...TEST_DEADLINE,
             redis,
             prefix: uniquePrefix(`${factory.name}-refund`),
             algorithm,

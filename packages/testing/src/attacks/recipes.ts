@@ -4,6 +4,7 @@ import { uniquePrefix } from '../clients';
 import type { AdapterFactory, NeutralOptions, TestApp } from '../conformance';
 import { suiteResources } from './suite';
 import { restDescribe, test } from '../suite-part';
+import { deadlineFactory } from '../deadline';
 
 /*
  * Recipes of the migration guides that every adapter must honour as written (docs/security.md, "A wrapped
@@ -24,7 +25,8 @@ const charging =
     return inner.check(ids, { ...options, cost: cost * factor });
   };
 
-export function recipesAttacks(factory: AdapterFactory): void {
+export function recipesAttacks(anyFactory: AdapterFactory): void {
+  const factory = deadlineFactory(anyFactory);
   restDescribe(`${factory.name}: recipes of the migration guides`, () => {
     const { start, limiter: made, redis } = suiteResources(factory);
     const inner = (limit: number): Limiter => made('rc', { limits: { limit, window: '1m' } });

@@ -6,6 +6,7 @@ import type { AdapterFactory, NeutralOptions } from '../conformance';
 import { gate } from '../held';
 import { suiteResources } from './suite';
 import { restDescribe, test } from '../suite-part';
+import { deadlineFactory } from '../deadline';
 
 /*
  * Refunds a client tries to buy by how it treats its connection (docs/security.md, "Refunds bought by
@@ -35,7 +36,8 @@ function resetWhen(url: string, headers: Record<string, string>, ready: Promise<
   });
 }
 
-export function refundsAttacks(factory: AdapterFactory): void {
+export function refundsAttacks(anyFactory: AdapterFactory): void {
+  const factory = deadlineFactory(anyFactory);
   restDescribe(`${factory.name}: refunds a client buys with its connection`, () => {
     const { start, limiter } = suiteResources(factory);
     /** A refundable limiter of `limit` per minute, for the apps and to read the counts. */

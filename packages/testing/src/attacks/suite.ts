@@ -2,6 +2,7 @@ import type Redis from 'ioredis';
 import { createLimiter, type Limiter, type LimiterOptions } from '@floodgate/core';
 import { closeClients, connect, uniquePrefix } from '../clients';
 import type { AdapterFactory, AppSpec, TestApp } from '../conformance';
+import { TEST_DEADLINE } from '../deadline';
 
 /** What an attack suite's tests share: its apps and limiters, closed after each test. */
 export interface SuiteResources {
@@ -36,7 +37,12 @@ export function suiteResources(factory: AdapterFactory): SuiteResources {
       return app;
     },
     limiter(label, options) {
-      const l = createLimiter({ ...options, redis: redis!, prefix: uniquePrefix(`${factory.name}-${label}`) } as LimiterOptions);
+      const l = createLimiter({
+        ...TEST_DEADLINE,
+        ...options,
+        redis: redis!,
+        prefix: uniquePrefix(`${factory.name}-${label}`),
+      } as LimiterOptions);
       limiters.push(l);
       return l;
     },
