@@ -187,7 +187,12 @@ describe('health checks are no decisions', () => {
     const reader = new TestReader();
     const provider = new MeterProvider({ readers: [reader] });
     const api = limiter('api');
-    const dead = new Redis(1, '127.0.0.1', { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    const dead = new Redis(1, '127.0.0.1', {
+      lazyConnect: true,
+      retryStrategy: () => null,
+      maxRetriesPerRequest: 0,
+      disconnectTimeout: 100,
+    });
     dead.on('error', () => undefined);
     const down = limiter('down', { redis: dead, timeoutMs: 50 });
     const stop = instrumentOpenTelemetry([api, down], { meter: provider.getMeter('test') });

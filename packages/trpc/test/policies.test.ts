@@ -41,7 +41,7 @@ const statuses = async (url: string, n: number) => {
 };
 
 test("Redis unreachable: failure 'closed' answers SERVICE_UNAVAILABLE (503) with Retry-After and no driver text; 'open' lets the call run", async () => {
-  const dead = new Redis('redis://127.0.0.1:1', { lazyConnect: true, maxRetriesPerRequest: 0 });
+  const dead = new Redis('redis://127.0.0.1:1', { lazyConnect: true, maxRetriesPerRequest: 0, disconnectTimeout: 100 });
   closing({ close: async () => dead.disconnect() });
   const closed = await serve({ redis: dead, failure: 'closed', timeoutMs: 2000, logger: quiet });
   const refused = await call(closed.url);

@@ -40,7 +40,7 @@ test('a polluted Object.prototype switches nothing on: options and rules are rea
 
 test('a logger (and an onEvent) that throws never turns a store failure into a rejected check', async () => {
   const port = await freePort();
-  const redis = new Redis({ port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+  const redis = new Redis({ port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, disconnectTimeout: 100 });
   redis.on('error', () => undefined);
   await redis.connect().catch(() => undefined);
   const throwing = {
