@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'node:http';
 import { wrkPost } from './http/load';
+import { commandLine } from './lib/command-line';
 import { startBenchRedis, startPinnedServer } from './lib/machine';
 import { thisHost } from './lib/host';
 import { envInt, fmt, median } from './lib/stats';
@@ -41,6 +42,16 @@ function commandsSent(port: number): Promise<number> {
 }
 
 async function main(): Promise<void> {
+  commandLine(
+    'npm run bench:graphql',
+    'an operation of 100 limited fields on GraphQL Yoga: no limits, @floodgate/graphql, @envelop/rate-limiter on Redis; writes bench/results/graphql.json',
+    [
+      { env: 'BENCH_SECONDS', default: '5', what: 'seconds of load per measurement' },
+      { env: 'BENCH_REPS', default: '5', what: 'interleaved repetitions of the three servers' },
+      { env: 'BENCH_CONCURRENCY', default: '32', what: "wrk's open connections" },
+    ],
+    'BENCH_SECONDS=2 BENCH_REPS=1 npm run bench:graphql',
+  );
   const redis = await startBenchRedis();
   const rows: Record<string, { opsPerSecond: number[]; redisCallsPerOp: number[]; failed: number }> = {};
   try {

@@ -6,6 +6,7 @@ import { performance } from 'node:perf_hooks';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { commandLine } from './lib/command-line';
 import { LOAD_CORE, pin, startBenchRedis, startPinnedServer } from './lib/machine';
 import { describeHost, thisHost } from './lib/host';
 import { envInt, fmt, markdownTable } from './lib/stats';
@@ -34,6 +35,15 @@ const summary = (values: number[]): { p50: number; p99: number; max: number } =>
 });
 
 async function main(): Promise<void> {
+  commandLine(
+    'npm run bench:mcp',
+    "what limiting a tool adds to an MCP tool call over Streamable HTTP, beside a Redis PING's floor; writes bench/results/mcp.json",
+    [
+      { env: 'BENCH_CALLS', default: '3000', what: 'measured calls of each tool, one at a time' },
+      { env: 'BENCH_WARMUP', default: '3000', what: 'rounds before measuring (the JIT settles late)' },
+    ],
+    'BENCH_CALLS=500 BENCH_WARMUP=500 npm run bench:mcp',
+  );
   const loadBefore = loadavg()[0]!;
   pin(process.pid, LOAD_CORE);
   const bench = await startBenchRedis();

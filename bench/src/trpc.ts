@@ -10,6 +10,7 @@ import { createHTTPServer } from '@trpc/server/adapters/standalone';
 import { createTRPCClient, httpBatchLink } from '@trpc/client';
 import { Redis } from 'ioredis';
 import { rateLimit, rateLimitContext, rateLimitResponseMeta } from '@floodgate/trpc';
+import { commandLine } from './lib/command-line';
 import { commandCalls, startBenchRedis } from './lib/machine';
 import { thisHost } from './lib/host';
 
@@ -67,6 +68,16 @@ async function redisCallsPerBatch(url: string, cli: (...args: string[]) => strin
 }
 
 async function main(): Promise<void> {
+  commandLine(
+    'npm run bench:trpc',
+    "tRPC's standalone server with no limiter and with @floodgate/trpc, and the Redis script calls a batch costs; writes bench/results/trpc.json",
+    [
+      { env: 'BENCH_TRPC_SECONDS', default: '5', what: 'seconds per measurement' },
+      { env: 'BENCH_TRPC_BATCH', default: '10', what: 'calls per HTTP request (httpBatchLink)' },
+      { env: 'BENCH_TRPC_CLIENTS', default: '16', what: 'client loops sending batches' },
+    ],
+    'BENCH_TRPC_SECONDS=2 npm run bench:trpc',
+  );
   const bench = await startBenchRedis();
   const redis = new Redis(bench.url);
   try {
