@@ -289,12 +289,16 @@ describe('the benchmarks answer --help with their settings, and refuse an argume
     ['bench:graphql', 'BENCH_CONCURRENCY (32)'],
     ['bench:mcp', 'BENCH_WARMUP (3000)'],
     ['bench:trpc', 'BENCH_TRPC_BATCH (10)'],
-  ])('npm run %s -- --help lists its settings', (script, setting) => {
-    const r = run(['run', script, '--', '--help']);
-    expect(r.status).toBe(0);
-    expect(r.stdout).toContain(setting);
-    expect(r.stdout).toContain('BENCH_LOAD_CORE');
-  }, 120_000);
+  ])(
+    'npm run %s -- --help lists its settings',
+    (script, setting) => {
+      const r = run(['run', script, '--', '--help']);
+      expect(r.status).toBe(0);
+      expect(r.stdout).toContain(setting);
+      expect(r.stdout).toContain('BENCH_LOAD_CORE');
+    },
+    120_000,
+  );
 
   test('npm run bench:script-cost -- --runs 3 exits 2 naming the argument', () => {
     const r = run(['run', 'bench:script-cost', '--', '--runs', '3']);
