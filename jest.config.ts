@@ -271,6 +271,12 @@ const config: Config = {
   globalSetup: '<rootDir>/test/global-setup.ts',
   globalTeardown: '<rootDir>/test/global-teardown.ts',
   maxWorkers: 2,
+  // How long a worker may take to exit once its files are done, before jest kills it and prints "A worker
+  // process has failed to exit gracefully". A client library's own clean-up can outlive the last test by up
+  // to 2 s (ioredis's disconnect() keeps a timer of its `disconnectTimeout`, 2 s by default, until the socket
+  // closes): the worker exits by itself when it fires, and a green run stays quiet. Tests' own clients use
+  // 100 ms (@floodgate/testing's connect()).
+  workerGracefulExitTimeout: 5_000,
   testTimeout: 30_000,
   projects: [
     ...workspaces.flatMap(({ dir }) =>
