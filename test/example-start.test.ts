@@ -197,7 +197,7 @@ afterAll(() => {
   );
 
   test.each(['express', 'fastify', 'koa', 'hono', 'nestjs'])(
-    "%s: the command line it prints reaches it, and the README's `floodgate override set` works against it",
+    '%s: the command line it prints reaches it, and the documented `floodgate override set` (docs/options.md) works against it',
     async (framework) => {
       const port = await freePort();
       const s = startExample(framework, port);
@@ -213,8 +213,8 @@ afterAll(() => {
       for (const argv of printed) expect(argv.slice(-4)).toEqual(['--url', embedded, '--prefix', 'floodgate-example']);
       // A limiter registers itself at its first check.
       expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(200);
-      // The README's own example, with the options the example printed.
-      const readme = /`floodgate (override set [^`]+)`/.exec(readFileSync(join(root, 'README.md'), 'utf8'))?.[1];
+      // The options table's own example (docs/options.md), with the options the example printed.
+      const readme = /`floodgate (override set [^`]+)`/.exec(readFileSync(join(root, 'docs', 'options.md'), 'utf8'))?.[1];
       expect(readme).toBe('override set key:team-7 --plan pro --ttl 30d');
       const runs = [...printed, [...readme!.split(' '), ...printed[0]!.slice(-4)]].map((argv) => floodgate(argv));
       expect(runs.map((r) => [r.args.join(' '), r.status, r.stderr])).toEqual(runs.map((r) => [r.args.join(' '), 0, '']));
