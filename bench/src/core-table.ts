@@ -67,3 +67,46 @@ export function coreTable(meta: CoreMeta, rows: readonly CoreRow[]): string {
     '',
   ].join('\n');
 }
+
+/**
+ * One algorithm and shape at 256 checks in flight from one process: the CPU a check takes in Redis (INFO cpu,
+ * its network work included) and in the checking process, so checks/s per core is 1e6 / µs per check.
+ */
+export interface CapacityRow {
+  algorithm: string;
+  shape: '1x1' | '3x2';
+  rate: number;
+  redisUsPerCheck: number;
+  nodeUsPerCheck: number;
+}
+
+/** Checks per second one Redis core and one Node process can carry, per algorithm and shape. */
+export function capacityMarkdown(rows: readonly CapacityRow[]): string {
+  return markdownTable(
+    [
+      'algorithm',
+      'rules x identifiers',
+      'Redis CPU per check',
+      'checks/s per Redis core',
+      'Node CPU per check',
+      'checks/s per Node process',
+    ],
+    rows.map((r) => [
+      r.algorithm,
+      r.shape.replace('x', ' x '),
+      `${fmt(r.redisUsPerCheck, 1)} µs`,
+      fmt(Math.round(1e6 / r.redisUsPerCheck / 1000) * 1000),
+      `${fmt(r.nodeUsPerCheck, 1)} µs`,
+      fmt(Math.round(1e6 / r.nodeUsPerCheck / 1000) * 1000),
+    ]),
+  );
+}
+
+export function capacityTable(rows: readonly CapacityRow[]): string {
+  if (rows.length === 0) return '';
+  return [
+    '\n### Capacity: CPU per check at 256 in flight from one process (Redis: INFO cpu; Node: process.cpuUsage())\n',
+    capacityMarkdown(rows),
+    '',
+  ].join('\n');
+}

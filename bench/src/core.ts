@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { CORE_LIMITS, PICKED_ALGORITHMS } from './lib/core-rules';
 import { envInt, fmt, median } from './lib/stats';
 import { thisHost } from './lib/host';
-import { coreTable, type CoreRow } from './core-table';
+import { capacityTable, coreTable, type CapacityRow, type CoreRow } from './core-table';
 import { memoryPerIdentifier } from './lib/memory';
 import { leaseRows, leaseTable, type LeaseRow } from './lease';
 import { commandLine } from './lib/command-line';
@@ -30,8 +30,29 @@ const SECONDS = envInt('BENCH_CORE_SECONDS', 2);
 const REPS = envInt('BENCH_REPS', 3);
 const IDS: [string, string][] = Array.from({ length: CLIENTS }, (_, c) => [`ip:10.0.${c >> 8}.${c & 255}`, `user:u${c}`]);
 
-async function decisionsPerSecond(redis: Redis, algorithm: AlgorithmName, concurrency: number): Promise<number> {
-  const limiter = createLimiter({ redis, name: `core-${algorithm}`, prefix: 'bench', algorithm, limits: CORE_LIMITS, timeoutMs: 2_000 });
+/** What one run of checks measured: checks per second, and the CPU each check took in this process and in Redis. */
+interface Run {
+  rate: number;
+  nodeUsPerCheck: number;
+  redisUsPerCheck: number;
+}
+
+/** The two shapes a capacity row takes: 3 rules x 2 identifiers (CORE_LIMITS, IDS) and 1 rule x 1 identifier. */
+type ShapeName = '3x2' | '1x1';
+const SHAPES: Record<ShapeName, { limits: typeof CORE_LIMITS; ids: (c: number) => string[] }> = {
+  '3x2': { limits: CORE_LIMITS, ids: (c) => IDS[c]! },
+  '1x1': { limits: [CORE_LIMITS[1]!], ids: (c) => [IDS[c]![1]] },
+};
+
+/** Redis's own CPU time so far (INFO cpu, user + sys), in µs. */
+const redisCpuUs = (r: BenchRedis): number => {
+  const info = r.cli('INFO', 'cpu');
+  return (Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1])) * 1e6;
+};
+
+async function run(r: BenchRedis, redis: Redis, algorithm: AlgorithmName, concurrency: number, shape: ShapeName = '3x2'): Promise<Run> {
+  const { limits, ids } = SHAPES[shape];
+  const limiter = createLimiter({ redis, name: `core-${algorithm}-${shape}`, prefix: 'bench', algorithm, limits, timeoutMs: 2_000 });
   const deadline = Date.now() + SECONDS * 1000;
   const maxCalls = SECONDS * 1_000_000; // a bound on the loop whatever the clock does
   let calls = 0;
@@ -39,17 +60,24 @@ async function decisionsPerSecond(redis: Redis, algorithm: AlgorithmName, concur
   const worker = async (): Promise<void> => {
     while (Date.now() < deadline && calls < maxCalls) {
       calls++;
-      const d = await limiter.check(IDS[(Math.random() * CLIENTS) | 0]!);
+      const d = await limiter.check(ids((Math.random() * CLIENTS) | 0));
       if (!d.allowed || d.source !== 'redis') bad++;
     }
   };
+  const redis0 = redisCpuUs(r);
+  const cpu0 = process.cpuUsage();
   const start = process.hrtime.bigint();
   await Promise.all(Array.from({ length: concurrency }, worker));
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+  const cpu = process.cpuUsage(cpu0);
+  const redisUs = redisCpuUs(r) - redis0;
   await limiter.close();
-  if (bad > 0) throw new Error(`${algorithm} c=${concurrency}: ${bad} checks were not allowed by Redis (fallback or denial)`);
-  return calls / seconds;
+  if (bad > 0) throw new Error(`${algorithm} ${shape} c=${concurrency}: ${bad} checks were not allowed by Redis (fallback or denial)`);
+  return { rate: calls / seconds, nodeUsPerCheck: (cpu.user + cpu.system) / calls, redisUsPerCheck: redisUs / calls };
 }
+
+const decisionsPerSecond = async (r: BenchRedis, redis: Redis, algorithm: AlgorithmName, concurrency: number): Promise<number> =>
+  (await run(r, redis, algorithm, concurrency)).rate;
 
 /**
  * The same EVALSHA the limiter sends, from redis-benchmark (C, no client-side work): the ceiling, in
@@ -109,7 +137,7 @@ function ceiling(
 async function main(): Promise<void> {
   commandLine(
     'npm run bench:core',
-    'limiter.check() decisions per second (3 rules x 2 identifiers) at 1, 64 and 256 in flight against the EVALSHA ceiling, and memory per identifier',
+    'limiter.check() decisions per second (3 rules x 2 identifiers) at 1, 64 and 256 in flight against the EVALSHA ceiling, memory per identifier, and capacity: the Redis and Node CPU per check (1 x 1 and 3 x 2)',
     [
       { env: 'BENCH_CORE_SECONDS', default: '2', what: 'seconds per measurement' },
       { env: 'BENCH_REPS', default: '3', what: 'runs per row (the median is reported)' },
@@ -124,16 +152,17 @@ async function main(): Promise<void> {
   const autoPipelining = process.env.BENCH_AUTOPIPELINE === '1';
   const redis = new Redis(r.url, { enableAutoPipelining: autoPipelining });
   const rows: CoreRow[] = [];
+  const capacity: CapacityRow[] = [];
   let leases: LeaseRow[] = [];
   try {
     for (const algorithm of PICKED_ALGORITHMS) {
-      await decisionsPerSecond(redis, algorithm, 64); // warm-up: JIT, script load
+      await decisionsPerSecond(r, redis, algorithm, 64); // warm-up: JIT, script load
       // Each rep measures ours and the ceiling back to back, and the ratio is taken per rep: other work on
       // this machine shifts both, so the median ratio is steadier than a ratio of medians.
       const reps: { rates: number[]; one: number; full: number; us: number }[] = [];
       for (let rep = 0; rep < REPS; rep++) {
         const rates: number[] = [];
-        for (const c of CONCURRENCY) rates.push(await decisionsPerSecond(redis, algorithm, c));
+        for (const c of CONCURRENCY) rates.push(await decisionsPerSecond(r, redis, algorithm, c));
         const size = (rate: number, lo: number, hi: number): number => Math.min(hi, Math.max(lo, Math.round(rate * SECONDS)));
         const one = ceiling(r, algorithm, 1, 1, size(rates[0]! * 1.5, 2_000, 100_000)).rate;
         const { rate: full, usPerCall: us } = ceiling(r, algorithm, 50, 16, size(rates[2]! * 3, 10_000, 500_000));
@@ -158,6 +187,25 @@ async function main(): Promise<void> {
         scriptUs: med((x) => x.us),
       });
     }
+    // Capacity: at 256 in flight, the CPU a check takes in Redis and in this process, per algorithm and shape.
+    for (const algorithm of PICKED_ALGORITHMS)
+      for (const shape of Object.keys(SHAPES) as ShapeName[]) {
+        await run(r, redis, algorithm, 64, shape); // warm-up
+        const runs: Run[] = [];
+        for (let rep = 0; rep < REPS; rep++) runs.push(await run(r, redis, algorithm, 256, shape));
+        const med = (f: (x: Run) => number): number => median(runs.map(f));
+        const row: CapacityRow = {
+          algorithm,
+          shape,
+          rate: med((x) => x.rate),
+          redisUsPerCheck: med((x) => x.redisUsPerCheck),
+          nodeUsPerCheck: med((x) => x.nodeUsPerCheck),
+        };
+        capacity.push(row);
+        process.stderr.write(
+          `${algorithm} ${shape}: ${fmt(row.rate)} checks/s at 256 in flight; Redis ${fmt(row.redisUsPerCheck, 1)} µs and Node ${fmt(row.nodeUsPerCheck, 1)} µs of CPU per check\n`,
+        );
+      }
     // BENCH_LEASE=0 skips the concurrency lease's rows.
     if (process.env.BENCH_LEASE !== '0') leases = await leaseRows(redis, r, SECONDS, REPS);
   } finally {
@@ -178,8 +226,8 @@ async function main(): Promise<void> {
   };
   const dir = join(__dirname, '..', 'results');
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'core.json'), `${JSON.stringify({ meta, rows, leases }, null, 2)}\n`);
-  process.stdout.write(coreTable(meta, rows) + (leases.length > 0 ? leaseTable(leases) : ''));
+  writeFileSync(join(dir, 'core.json'), `${JSON.stringify({ meta, rows, capacity, leases }, null, 2)}\n`);
+  process.stdout.write(coreTable(meta, rows) + capacityTable(capacity) + (leases.length > 0 ? leaseTable(leases) : ''));
 }
 
 main().catch((err: unknown) => {

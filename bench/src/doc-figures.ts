@@ -1,7 +1,9 @@
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { CoreMeta, CoreRow } from './core-table';
+import { capacityMarkdown, type CapacityRow, type CoreMeta, type CoreRow } from './core-table';
 import type { VariantResult } from './http/report-tables';
+import type { LatencyRow } from './http/latency';
+import { latencyTable, type LatencyMeta } from './http/latency-table';
 import { fmt, markdownTable } from './lib/stats';
 import { targets } from './targets';
 
@@ -17,12 +19,18 @@ const RESULTS = join(__dirname, '..', 'results');
 
 export interface Results {
   http: { meta: { date: string }; results: VariantResult[] };
-  core: { meta: CoreMeta; rows: CoreRow[] };
+  core: { meta: CoreMeta; rows: CoreRow[]; capacity?: CapacityRow[] };
+  /** The latency phase of `npm run bench` (results/latency.json), once it has run. */
+  latency?: { meta: LatencyMeta; rows: LatencyRow[] };
 }
 
 export function readResults(dir = RESULTS): Results {
   const read = <T>(name: string): T => JSON.parse(readFileSync(join(dir, `${name}.json`), 'utf8')) as T;
-  return { http: read('http'), core: read('core') };
+  return {
+    http: read('http'),
+    core: read('core'),
+    ...(existsSync(join(dir, 'latency.json')) ? { latency: read<NonNullable<Results['latency']>>('latency') } : {}),
+  };
 }
 
 const FRAMEWORKS: Record<string, string> = {
@@ -40,8 +48,16 @@ const range = (values: number[], digits: number, unit: string): string => {
 };
 
 /** Every figure a doc may quote, by name. */
-export function figures({ http, core }: Results): Map<string, string> {
+export function figures({ http, core, latency }: Results): Map<string, string> {
   const out = new Map<string, string>();
+  if (latency !== undefined) latencyFigures(latency, out);
+  if (core.capacity !== undefined && core.capacity.length > 0) {
+    out.set('core-capacity-table', capacityMarkdown(core.capacity));
+    for (const c of core.capacity) {
+      out.set(`core-capacity-redis-${c.algorithm}-${c.shape}`, fmt(Math.round(1e6 / c.redisUsPerCheck / 1000) * 1000));
+      out.set(`core-capacity-node-${c.algorithm}-${c.shape}`, fmt(Math.round(1e6 / c.nodeUsPerCheck / 1000) * 1000));
+    }
+  }
   const results = http.results;
   const frameworks = [...new Set(results.map((r) => r.framework))];
   // One column per framework's Floodgate (default algorithm) and per peer; the hand-written 429 and the
@@ -117,6 +133,24 @@ export function figures({ http, core }: Results): Map<string, string> {
     out.set(`core-memory-${r.algorithm}`, `${fmt(r.memoryUsage)} B`);
   }
   return out;
+}
+
+/**
+ * The latency phase's figures: latency-table, latency-date, latency-p99-<framework>-<variant>-<load %>
+ * (added p99, signed ms, on the loopback Redis) and latency-slow-p999-<framework>-<variant> (the p99.9 a
+ * request took, whole, against the slow Redis).
+ */
+function latencyFigures({ meta, rows }: NonNullable<Results['latency']>, out: Map<string, string>): void {
+  const slug = (s: string): string => s.replace(/[^a-z0-9]+/gi, '-').replace(/^-|-$/g, '');
+  const ms = (us: number): string => `${us >= 0 ? '+' : ''}${fmt(us / 1000, 2)} ms`;
+  out.set('latency-table', latencyTable(rows, meta));
+  out.set('latency-date', meta.date.slice(0, 10));
+  out.set('latency-slow-ms', `${meta.slowMs} ms`);
+  for (const r of rows) {
+    const id = `${r.framework}-${slug(r.variant)}`;
+    if (r.redis === 'loopback') out.set(`latency-p99-${id}-${Math.round(100 * r.load)}`, ms(r.added.p99));
+    else out.set(`latency-slow-p999-${id}`, `${fmt(r.run.p999 / 1000, 2)} ms`);
+  }
 }
 
 const REGION = /<!-- bench:([a-z0-9-]+) -->([\s\S]*?)<!-- \/bench -->/g;

@@ -1,0 +1,61 @@
+import type { Host } from '../lib/host';
+import { fmt, markdownTable } from '../lib/stats';
+import type { LatencyRow } from './latency';
+
+/** The latency phase's results file (bench/results/latency.json) meta. */
+export interface LatencyMeta {
+  date: string;
+  /** Seconds measured per run, after `warmup` seconds not measured. */
+  seconds: number;
+  warmup: number;
+  reps: number;
+  connections: number;
+  slowMs: number;
+  minutes: number;
+  host: Host;
+  smoke?: boolean;
+}
+
+const ms = (us: number): string => fmt(us / 1000, 2);
+const signed = (us: number): string => `${us >= 0 ? '+' : ''}${ms(us)}`;
+
+/** The latency rows as a Markdown table: added latency per framework, limiter and load, beside the baseline's own. */
+export function latencyTable(rows: readonly LatencyRow[], meta: Pick<LatencyMeta, 'slowMs'>): string {
+  return markdownTable(
+    [
+      'framework',
+      'limiter',
+      'Redis',
+      'load',
+      'added p50 ms',
+      'added p99 ms',
+      'added p99.9 ms',
+      'p99 ms (baseline)',
+      'p99.9 ms (baseline)',
+      'added p99 per rep',
+      'denied',
+    ],
+    rows.map((r) => [
+      r.framework,
+      r.variant,
+      r.redis === 'slow' ? `+${meta.slowMs} ms per reply` : 'loopback',
+      `${Math.round(100 * r.load)}% (${fmt(r.rate)}/s)`,
+      signed(r.added.p50),
+      signed(r.added.p99),
+      signed(r.added.p999),
+      `${ms(r.run.p99)} (${ms(r.base.p99)})`,
+      `${ms(r.run.p999)} (${ms(r.base.p999)})`,
+      r.addedP99Reps.map(signed).join(' '),
+      `${fmt(100 * r.non2xxShare, 1)}%${r.errors + r.lost > 0 ? `, ${r.errors} errors, ${r.lost} lost` : ''}`,
+    ]),
+  );
+}
+
+export function printLatencyTable(rows: readonly LatencyRow[], meta: LatencyMeta): string {
+  return [
+    '',
+    `Latency added at a fixed offered rate (open loop, ${meta.reps} reps of ${meta.seconds} s, ${meta.connections} connections)${meta.smoke ? ': INDICATIVE (smoke run)' : ''}`,
+    latencyTable(rows, meta),
+    '',
+  ].join('\n');
+}

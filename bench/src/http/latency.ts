@@ -1,0 +1,135 @@
+import { median } from '../lib/stats';
+import { startSlowProxy, type SlowProxy } from '../lib/slow-proxy';
+import { openLoop, type OpenLoopResult } from './open-loop';
+import { startServers, type Server } from './servers';
+import { CLIENTS, isOptIn, runs } from './shapes';
+import { wrk } from './load';
+
+/*
+ * The latency phase of `npm run bench`: what a limiter adds to the latency of every request, at a fixed
+ * offered rate. Per framework, the capacity is what wrk gets from the app without a limiter (closed loop,
+ * as the throughput phase measures it); then each limiter and that baseline app take the same open-loop
+ * load (open-loop.c: requests due on a schedule, each timed from when it was due) at 25%, 50% and 75% of
+ * it, baseline and limiter interleaved rep by rep, on the `equal` shape (1 rule x 1 identifier, 10,000
+ * random clients, nobody denied). Added latency at a percentile is the limiter's minus the baseline's of
+ * the same rep; the row keeps the median over reps. A second set runs the limiters against a Redis that
+ * answers `slowMs` late (slow-proxy.ts) at 50% load: what a slow store adds, and that Floodgate's deadline
+ * (`timeoutMs`, 250 ms by default) caps the tail.
+ */
+export interface Percentiles {
+  p50: number;
+  p99: number;
+  p999: number;
+}
+
+export interface LatencyRow {
+  framework: string;
+  variant: string;
+  /** 'loopback': the bench's Redis; 'slow': the same behind a proxy that delays every reply by slowMs. */
+  redis: 'loopback' | 'slow';
+  /** The offered rate as a share of the framework's capacity without a limiter. */
+  load: number;
+  rate: number;
+  capacity: number;
+  /** µs; medians over reps. */
+  base: Percentiles;
+  run: Percentiles;
+  added: Percentiles;
+  /** Each rep's added p99 (µs), to show the spread. */
+  addedP99Reps: number[];
+  non2xxShare: number;
+  /** Socket errors and requests never answered, summed over reps (a run with any is suspect). */
+  errors: number;
+  lost: number;
+}
+
+export interface LatencySettings {
+  seconds: number;
+  warmup: number;
+  reps: number;
+  loads: number[];
+  connections: number;
+  slowMs: number;
+  /** Seconds of closed-loop load that measure the capacity. */
+  capacitySeconds: number;
+  /** Seconds of load each server takes before it is measured (JIT warm-up), whole seconds (wrk's -d). */
+  warmupSeconds: number;
+}
+
+/** The variants the latency phase runs on a framework: Floodgate's default and every peer of that framework. */
+export function latencyVariants(framework: string, all: readonly string[]): string[] {
+  return all.filter((v) => v !== 'baseline' && v !== '429' && !isOptIn(v) && !v.startsWith('floodgate:') && runs(framework, v, 'equal'));
+}
+
+const percentiles = (r: OpenLoopResult): Percentiles => ({ p50: r.p50Us, p99: r.p99Us, p999: r.p999Us });
+
+export async function latencyPhase(
+  framework: string,
+  variants: readonly string[],
+  redis: { port: number; url: string },
+  s: LatencySettings,
+  log: (line: string) => void,
+): Promise<LatencyRow[]> {
+  const servers: Server[] = [];
+  let proxy: SlowProxy | undefined;
+  try {
+    proxy = s.slowMs > 0 ? await startSlowProxy(redis.port, s.slowMs) : undefined;
+    const specs = [
+      { variant: 'baseline', url: redis.url },
+      ...variants.map((variant) => ({ variant, url: redis.url })),
+      ...(proxy === undefined ? [] : variants.map((variant) => ({ variant, url: proxy!.url }))),
+    ];
+    servers.push(...(await startServers(specs.map((x) => ({ framework, variant: x.variant, shape: 'equal' as const, redisUrl: x.url })))));
+    // JIT warm-up, one server at a time, as the throughput phase does.
+    for (const server of servers) await wrk(server.port, s.warmupSeconds, s.connections, true);
+    const base = servers[0]!;
+    const fast = new Map(variants.map((v, i) => [v, servers[1 + i]!]));
+    const slow = new Map(proxy === undefined ? [] : variants.map((v, i) => [v, servers[1 + variants.length + i]!]));
+    const capacity = (await wrk(base.port, s.capacitySeconds, s.connections, true)).rps;
+
+    const cases = [
+      ...s.loads.flatMap((load) => variants.map((variant) => ({ variant, load, redis: 'loopback' as const, server: fast.get(variant)! }))),
+      ...[...slow].map(([variant, server]) => ({ variant, load: 0.5, redis: 'slow' as const, server })),
+    ];
+    const pairs = new Map(cases.map((c) => [c, [] as { base: OpenLoopResult; run: OpenLoopResult }[]]));
+    const at = (server: Server, load: number): Promise<OpenLoopResult> =>
+      openLoop({
+        port: server.port,
+        rate: capacity * load,
+        seconds: s.seconds,
+        warmup: s.warmup,
+        connections: s.connections,
+        clients: CLIENTS,
+      });
+    for (let rep = 0; rep < s.reps; rep++)
+      for (const c of cases) pairs.get(c)!.push({ base: await at(base, c.load), run: await at(c.server, c.load) });
+
+    return cases.map((c) => {
+      const ps = pairs.get(c)!;
+      const m = (f: (p: (typeof ps)[number]) => number): number => median(ps.map(f));
+      const added = (k: keyof Percentiles) => m((p) => percentiles(p.run)[k] - percentiles(p.base)[k]);
+      const row: LatencyRow = {
+        framework,
+        variant: c.variant,
+        redis: c.redis,
+        load: c.load,
+        rate: capacity * c.load,
+        capacity,
+        base: { p50: m((p) => p.base.p50Us), p99: m((p) => p.base.p99Us), p999: m((p) => p.base.p999Us) },
+        run: { p50: m((p) => p.run.p50Us), p99: m((p) => p.run.p99Us), p999: m((p) => p.run.p999Us) },
+        added: { p50: added('p50'), p99: added('p99'), p999: added('p999') },
+        addedP99Reps: ps.map((p) => p.run.p99Us - p.base.p99Us),
+        non2xxShare: m((p) => p.run.non2xx / Math.max(1, p.run.measured)),
+        errors: ps.reduce((a, p) => a + p.run.errors + p.base.errors, 0),
+        lost: ps.reduce((a, p) => a + p.run.lost + p.base.lost, 0),
+      };
+      log(
+        `${framework} latency ${c.variant}${c.redis === 'slow' ? ` (Redis +${s.slowMs} ms)` : ''} at ${Math.round(100 * c.load)}% (${Math.round(row.rate)} req/s): added p50 ${row.added.p50.toFixed(0)} µs, p99 ${row.added.p99.toFixed(0)} µs, p99.9 ${row.added.p999.toFixed(0)} µs`,
+      );
+      return row;
+    });
+  } finally {
+    for (const server of servers) server.stop();
+    await proxy?.close();
+  }
+}

@@ -1,0 +1,76 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { openLoop } from '../src/http/open-loop';
+import { startSlowProxy } from '../src/lib/slow-proxy';
+import { startBenchRedis } from '../src/lib/machine';
+import Redis from 'ioredis';
+
+/*
+ * The latency phase's load generator (bench/src/http/open-loop.c) against servers whose behaviour is known:
+ * it sends what the schedule says, counts denials, and times a request from when it was due, so a stall
+ * shows in every request due during it (a closed-loop tool would show one per connection).
+ */
+async function listen(handler: (answer: (status: number) => void) => void): Promise<{ server: Server; port: number }> {
+  const server = createServer((_req, res) => handler((status) => res.writeHead(status, { 'content-type': 'text/plain' }).end('ok')));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, port: (server.address() as AddressInfo).port };
+}
+const close = (server: Server): Promise<void> => new Promise((resolve) => server.close(() => resolve()));
+
+test('sends exactly the scheduled requests after the warm-up, and counts the ones that were not 2xx', async () => {
+  let n = 0;
+  const { server, port } = await listen((answer) => answer(++n % 4 === 0 ? 429 : 200));
+  try {
+    const r = await openLoop({ port, rate: 400, seconds: 1, warmup: 0.25, connections: 8, clients: 100 });
+    expect(r.scheduled).toBe(500); // 400/s for 1.25 s
+    expect(r.measured).toBe(400); // those due after the warm-up
+    expect(r.lost + r.errors).toBe(0);
+    expect(n).toBe(500);
+    // Every fourth answer was a 429: a quarter of the measured ones, give or take where the warm-up cut.
+    expect(Math.abs(r.non2xx - 100)).toBeLessThanOrEqual(1);
+    expect(r.p50Us).toBeGreaterThan(0);
+    expect(r.p50Us).toBeLessThanOrEqual(r.p99Us);
+    expect(r.p99Us).toBeLessThanOrEqual(r.p999Us);
+  } finally {
+    await close(server);
+  }
+});
+
+test('a stall delays every request due during it: latency counts from when a request was due (no coordinated omission)', async () => {
+  // Every request that arrives in the second half-second is held until that half-second ends.
+  let first: number | undefined;
+  const { server, port } = await listen((answer) => {
+    first ??= Date.now();
+    const at = Date.now() - first;
+    if (at >= 500 && at < 1000) setTimeout(() => answer(200), 1000 - at);
+    else answer(200);
+  });
+  try {
+    const r = await openLoop({ port, rate: 200, seconds: 2, warmup: 0, connections: 4, clients: 0 });
+    expect(r.measured).toBe(400);
+    // ~100 of the 400 requests were due during the stall, waiting 0-500 ms for its end: the slowest tenth
+    // waited at least ~100 ms. A closed-loop count would hold 4 slow requests (one per connection), 1%.
+    expect(r.p90Us).toBeGreaterThan(100_000);
+    expect(r.maxUs).toBeGreaterThan(400_000);
+  } finally {
+    await close(server);
+  }
+});
+
+test('the slow Redis answers every reply late, in order', async () => {
+  const redis = await startBenchRedis();
+  const proxy = await startSlowProxy(redis.port, 50);
+  const client = new Redis(proxy.url, { maxRetriesPerRequest: 0 });
+  try {
+    await client.ping();
+    const t0 = process.hrtime.bigint();
+    const replies = await Promise.all(Array.from({ length: 20 }, (_, i) => client.echo(String(i))));
+    const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+    expect(replies).toEqual(Array.from({ length: 20 }, (_, i) => String(i)));
+    expect(ms).toBeGreaterThanOrEqual(50); // a lower bound only: a busy machine makes it later, never sooner
+  } finally {
+    client.disconnect();
+    await proxy.close();
+    await redis.stop();
+  }
+});
