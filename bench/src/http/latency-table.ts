@@ -54,7 +54,7 @@ export function latencyTable(rows: readonly LatencyRow[], meta: Pick<LatencyMeta
 export function printLatencyTable(rows: readonly LatencyRow[], meta: LatencyMeta): string {
   return [
     '',
-    `Latency added at a fixed offered rate (open loop, ${meta.reps} reps of ${meta.seconds} s, ${meta.connections} connections)${meta.smoke ? ': INDICATIVE (smoke run)' : ''}`,
+    `Latency added at a fixed offered rate (open loop, ${meta.reps} rep${meta.reps === 1 ? '' : 's'} of ${meta.seconds} s, ${meta.connections} connections)${meta.smoke ? ': INDICATIVE (smoke run)' : ''}`,
     latencyTable(rows, meta),
     '',
   ].join('\n');

@@ -52,8 +52,10 @@ export interface LatencySettings {
   slowMs: number;
   /** Seconds of closed-loop load that measure the capacity. */
   capacitySeconds: number;
-  /** Seconds of load each server takes before it is measured (JIT warm-up), whole seconds (wrk's -d). */
+  /** Seconds of load each server takes before it is measured (JIT warm-up), whole seconds (wrk's -d); 0: none. */
   warmupSeconds: number;
+  /** The smoke run's shortcut: one baseline run per load and rep, for every limiter (not one before each). */
+  quick: boolean;
 }
 
 /** The variants the latency phase runs on a framework: Floodgate's default and every peer of that framework. */
@@ -81,7 +83,7 @@ export async function latencyPhase(
     ];
     servers.push(...(await startServers(specs.map((x) => ({ framework, variant: x.variant, shape: 'equal' as const, redisUrl: x.url })))));
     // JIT warm-up, one server at a time, as the throughput phase does.
-    for (const server of servers) await wrk(server.port, s.warmupSeconds, s.connections, true);
+    if (s.warmupSeconds > 0) for (const server of servers) await wrk(server.port, s.warmupSeconds, s.connections, true);
     const base = servers[0]!;
     const fast = new Map(variants.map((v, i) => [v, servers[1 + i]!]));
     const slow = new Map(proxy === undefined ? [] : variants.map((v, i) => [v, servers[1 + variants.length + i]!]));
@@ -101,8 +103,17 @@ export async function latencyPhase(
         connections: s.connections,
         clients: CLIENTS,
       });
-    for (let rep = 0; rep < s.reps; rep++)
-      for (const c of cases) pairs.get(c)!.push({ base: await at(base, c.load), run: await at(c.server, c.load) });
+    for (let rep = 0; rep < s.reps; rep++) {
+      const shared = new Map<number, OpenLoopResult>(); // quick: one baseline run per load and rep
+      for (const c of cases) {
+        let baseRun = s.quick ? shared.get(c.load) : undefined;
+        if (baseRun === undefined) {
+          baseRun = await at(base, c.load);
+          shared.set(c.load, baseRun);
+        }
+        pairs.get(c)!.push({ base: baseRun, run: await at(c.server, c.load) });
+      }
+    }
 
     return cases.map((c) => {
       const ps = pairs.get(c)!;

@@ -93,15 +93,17 @@ export function parseMonitorLine(line: string): { source: string; command: strin
   return m ? { source: m[1]!, command: m[2]!.toLowerCase() } : undefined;
 }
 
+/** A MONITOR trace of the commands sent to Redis, started and stopped around some load. */
+export interface Trace {
+  /** Stops the trace once `requests` requests have been answered; `settleMs` lets the last commands be logged. */
+  stop(requests: number, settleMs?: number): Promise<{ wire: Map<string, number>; lua: number; requests: number }>;
+}
+
 /**
- * Commands each request sends to Redis over the wire: a MONITOR trace during a short wrk run. MONITOR
- * tags the commands a Lua script runs with `[0 lua]`: those are counted apart, as script-internal.
+ * Starts a MONITOR trace (resolves once it is listening). MONITOR tags the commands a Lua script runs with
+ * `[0 lua]`: those are counted apart, as script-internal.
  */
-export async function traceCommands(
-  redisPort: number,
-  port: number,
-  random: boolean,
-): Promise<{ wire: Map<string, number>; lua: number; requests: number }> {
+export async function startTrace(redisPort: number, settleMs = 300): Promise<Trace> {
   const monitor = spawn('redis-cli', ['-p', String(redisPort), 'monitor'], { stdio: ['ignore', 'pipe', 'ignore'] });
   let buffered = '';
   const wire = new Map<string, number>();
@@ -119,10 +121,24 @@ export async function traceCommands(
     buffered = lines.pop()!;
     lines.forEach(consume);
   });
-  await new Promise((r) => setTimeout(r, 300)); // MONITOR is on before the first request
+  await new Promise((r) => setTimeout(r, settleMs)); // MONITOR is on before the first request
+  return {
+    stop: async (requests, stopMs = settleMs) => {
+      await new Promise((r) => setTimeout(r, stopMs)); // replies in flight are logged
+      monitor.kill('SIGTERM');
+      await new Promise((r) => monitor.once('exit', r));
+      return { wire, lua, requests };
+    },
+  };
+}
+
+/** Commands each request sends to Redis over the wire: a MONITOR trace during a short wrk run of its own. */
+export async function traceCommands(
+  redisPort: number,
+  port: number,
+  random: boolean,
+): Promise<{ wire: Map<string, number>; lua: number; requests: number }> {
+  const trace = await startTrace(redisPort);
   const load = await wrk(port, 1, 8, random);
-  await new Promise((r) => setTimeout(r, 300)); // replies in flight are logged
-  monitor.kill('SIGTERM');
-  await new Promise((r) => monitor.once('exit', r));
-  return { wire, lua, requests: load.requests };
+  return trace.stop(load.requests);
 }

@@ -29,12 +29,19 @@ const SMOKE = process.env.BENCH_SMOKE === '1';
 const SECONDS = envInt('BENCH_SECONDS', SMOKE ? 1 : 3);
 const CONNECTIONS = envInt('BENCH_CONNECTIONS', 50);
 const REPS = envInt('BENCH_REPS', SMOKE ? 1 : 5);
-const THROUGHPUT: ThroughputSettings = { seconds: SECONDS, reps: REPS, connections: CONNECTIONS, warmupSeconds: 1 };
+const THROUGHPUT: ThroughputSettings = {
+  seconds: SECONDS,
+  reps: REPS,
+  connections: CONNECTIONS,
+  warmupSeconds: SMOKE ? 0 : 1,
+  quick: SMOKE,
+};
 const LATENCY: LatencySettings = {
-  seconds: envInt('BENCH_LATENCY_SECONDS', SMOKE ? 1 : 5),
+  seconds: envInt('BENCH_LATENCY_SECONDS', SMOKE ? 1 : 3),
   warmup: SMOKE ? 0.5 : 1,
   reps: envInt('BENCH_LATENCY_REPS', SMOKE ? 1 : 3),
-  loads: (process.env.BENCH_LATENCY_LOADS ?? '25,50,75').split(',').map((p) => {
+  // The smoke run takes the target's load only (50%).
+  loads: (process.env.BENCH_LATENCY_LOADS ?? (SMOKE ? '50' : '25,50,75')).split(',').map((p) => {
     const n = Number(p);
     if (!(n > 0 && n < 100)) throw new Error(`BENCH_LATENCY_LOADS must list percentages between 0 and 100; got ${p}`);
     return n / 100;
@@ -42,7 +49,8 @@ const LATENCY: LatencySettings = {
   connections: CONNECTIONS,
   slowMs: envInt('BENCH_SLOW_REDIS_MS', 1),
   capacitySeconds: SECONDS,
-  warmupSeconds: 1,
+  warmupSeconds: SMOKE ? 0 : 1,
+  quick: SMOKE,
 };
 const PHASES = (process.env.BENCH_PHASES ?? 'throughput,latency').split(',');
 for (const p of PHASES) if (p !== 'throughput' && p !== 'latency') throw new Error(`BENCH_PHASES lists throughput and latency; got ${p}`);
@@ -68,9 +76,13 @@ async function main(): Promise<void> {
       { env: 'BENCH_PHASES', default: 'throughput,latency', what: 'the phases to run: throughput, latency or both' },
       { env: 'BENCH_SECONDS', default: '3 (smoke 1)', what: 'seconds of load per throughput measurement' },
       { env: 'BENCH_REPS', default: '5 (smoke 1)', what: 'interleaved repetitions (baseline, then variant) per variant' },
-      { env: 'BENCH_LATENCY_SECONDS', default: '5 (smoke 1)', what: 'seconds of open-loop load per latency measurement' },
+      { env: 'BENCH_LATENCY_SECONDS', default: '3 (smoke 1)', what: 'seconds of open-loop load per latency measurement' },
       { env: 'BENCH_LATENCY_REPS', default: '3 (smoke 1)', what: 'interleaved repetitions per latency case' },
-      { env: 'BENCH_LATENCY_LOADS', default: '25,50,75', what: "the offered rates, in % of the framework's capacity without a limiter" },
+      {
+        env: 'BENCH_LATENCY_LOADS',
+        default: '25,50,75 (smoke 50)',
+        what: "the offered rates, in % of the framework's capacity without a limiter",
+      },
       { env: 'BENCH_SLOW_REDIS_MS', default: '1', what: 'the slow Redis: ms added to every reply (latency phase, at 50% load)' },
       { env: 'BENCH_CONNECTIONS', default: '50', what: "wrk's open connections" },
       { env: 'BENCH_FRAMEWORKS', default: 'all', what: `a comma list of ${Object.keys(FRAMEWORKS).join(', ')}` },

@@ -3,7 +3,7 @@ import type Redis from 'ioredis';
 import { LOAD_CORE, commandCalls, commandUsec, type BenchRedis } from '../lib/machine';
 import { keyBytes } from '../lib/memory';
 import { median } from '../lib/stats';
-import { traceCommands, wrk, type LoadResult } from './load';
+import { startTrace, traceCommands, wrk, type LoadResult } from './load';
 import type { VariantResult } from './report-tables';
 import { startServers, type Server } from './servers';
 import { CLIENTS, SHAPE, type ShapeName } from './shapes';
@@ -18,8 +18,13 @@ export interface ThroughputSettings {
   seconds: number;
   reps: number;
   connections: number;
-  /** Seconds of load each server takes before it is measured (JIT warm-up). */
+  /** Seconds of load each server takes before it is measured (JIT warm-up); 0: none. */
   warmupSeconds: number;
+  /**
+   * The smoke run's shortcuts: one baseline run per rep for every variant (not one before each), and the
+   * MONITOR trace taken during the measured run instead of a run of its own.
+   */
+  quick: boolean;
 }
 
 type Measured = LoadResult & {
@@ -106,17 +111,30 @@ export async function throughputShape(
   const servers = new Map<string, Server>(here.map((variant, i) => [variant, started[i]!]));
   try {
     // Warm-up (JIT), one server at a time.
-    for (const server of [base, ...servers.values()]) await wrk(server.port, s.warmupSeconds, s.connections, random);
+    if (s.warmupSeconds > 0)
+      for (const server of [base, ...servers.values()]) await wrk(server.port, s.warmupSeconds, s.connections, random);
     const pairs = new Map<string, { base: Measured; run: Measured }[]>(here.map((v) => [v, []]));
-    for (let rep = 0; rep < s.reps; rep++)
-      for (const variant of here)
-        pairs.get(variant)!.push({ base: await measure(base, r, random, s), run: await measure(servers.get(variant)!, r, random, s) });
+    const traces = new Map<string, Awaited<ReturnType<typeof traceCommands>>>();
+    for (let rep = 0; rep < s.reps; rep++) {
+      let shared: Measured | undefined;
+      for (const variant of here) {
+        const baseRun = s.quick ? (shared ??= await measure(base, r, random, s)) : await measure(base, r, random, s);
+        if (s.quick && rep === 0) {
+          // Memory per client: from an empty Redis, what the run leaves (not for hot: one client).
+          if (shapeName !== 'hot') await admin.flushall();
+          const trace = await startTrace(r.port, 100);
+          const run = await measure(servers.get(variant)!, r, random, s);
+          traces.set(variant, await trace.stop(run.requests));
+          pairs.get(variant)!.push({ base: baseRun, run });
+        } else pairs.get(variant)!.push({ base: baseRun, run: await measure(servers.get(variant)!, r, random, s) });
+      }
+    }
     for (const variant of here) {
       const server = servers.get(variant)!;
       const ps = pairs.get(variant)!;
       // Memory per client: from an empty Redis, what one short run leaves (not for hot: one client).
-      if (shapeName !== 'hot') await admin.flushall();
-      const trace = await traceCommands(r.port, server.port, random);
+      if (!traces.has(variant) && shapeName !== 'hot') await admin.flushall();
+      const trace = traces.get(variant) ?? (await traceCommands(r.port, server.port, random));
       const mem = shapeName === 'hot' ? undefined : await keyBytes(admin, '*');
       const seen = CLIENTS * (1 - Math.pow(1 - 1 / CLIENTS, trace.requests));
       const m = (f: (p: (typeof ps)[number]) => number): number => median(ps.map(f));
