@@ -280,7 +280,17 @@ describe('the benchmarks answer --help with their settings, and refuse an argume
   test('npm run bench -- --help (the documented command: the root script hands its arguments to the benchmark)', () => {
     const r = run(['run', 'bench', '--', '--help']);
     expect(r.status).toBe(0);
-    for (const setting of ['BENCH_SECONDS (3)', 'BENCH_REPS (5)', 'BENCH_FRAMEWORKS', 'BENCH_SHAPES', 'BENCH_MERGE', 'BENCH_LOAD_CORE'])
+    for (const setting of [
+      'BENCH_SMOKE (0)',
+      'BENCH_SECONDS (3 (smoke 1))',
+      'BENCH_REPS (5 (smoke 1))',
+      'BENCH_LATENCY_LOADS',
+      'BENCH_SLOW_REDIS_MS (1)',
+      'BENCH_FRAMEWORKS',
+      'BENCH_SHAPES',
+      'BENCH_MERGE',
+      'BENCH_LOAD_CORE',
+    ])
       expect(r.stdout).toContain(setting);
     expect(r.stdout).not.toContain('npm run-script'); // npm's own help
   }, 120_000);
