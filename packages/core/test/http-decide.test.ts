@@ -1,6 +1,6 @@
 import { createLimiter, type HttpOptions } from '@floodgate/core';
 import { createHttpLimiter, type HttpOutcome } from '@floodgate/core/adapter';
-import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
+import { TEST_DEADLINE, closeClients, connect, uniquePrefix } from '@floodgate/testing';
 
 /*
  * HttpLimiter.decide(), the entry point adapters use: a promise when the store must be asked, the outcome
@@ -17,7 +17,16 @@ interface Req {
 const T = Date.UTC(2026, 10, 23, 12, 0, 30);
 const limiterFor = (extra: Partial<HttpOptions<Req>> = {}) =>
   createHttpLimiter<Req>(
-    { redis, prefix: uniquePrefix('decide'), algorithm: 'fixed-window', clock: () => T, limits: { limit: 1, window: '1m' }, ...extra },
+    // A first connection on a loaded machine can take longer than the default 250 ms: the test's deadline.
+    {
+      redis,
+      prefix: uniquePrefix('decide'),
+      algorithm: 'fixed-window',
+      clock: () => T,
+      limits: { limit: 1, window: '1m' },
+      ...TEST_DEADLINE,
+      ...extra,
+    },
     [],
     (r) => r.user,
   );

@@ -37,3 +37,4 @@ export { budgetConformance } from './budget-conformance';
 export { exampleSmoke } from './example-smoke';
 export { closeAfterEach, eventually, type Closable } from './lifecycle';
 export { ScriptedStore, scripted, scriptedStore, scriptedLimiter, type Cue, type Fault, type ConnectionState } from './scripted-store';
+export { TEST_DEADLINE, withTestDeadline } from './deadline';
