@@ -27,22 +27,9 @@ describe('maxmemory-policy', () => {
     const client = connect(server.url);
     // The test's deadline: a first connection on a loaded machine can take longer than the default 250 ms,
     // and a check past it warns about the failure policy beside the warning this is about.
-    const a = createLimiter({
-      redis: client,
-      prefix: uniquePrefix('ev'),
-      name: 'a',
-      limits: { limit: 5, window: '1m' },
-      logger,
-      ...TEST_DEADLINE,
-    });
-    const b = createLimiter({
-      redis: client,
-      prefix: uniquePrefix('ev'),
-      name: 'b',
-      limits: { limit: 5, window: '1m' },
-      logger,
-      ...TEST_DEADLINE,
-    });
+    const limiterNamed = (name: string): Limiter =>
+      createLimiter({ redis: client, prefix: uniquePrefix('ev'), name, limits: { limit: 5, window: '1m' }, logger, ...TEST_DEADLINE });
+    const [a, b] = [limiterNamed('a'), limiterNamed('b')];
     for (let i = 0; i < 3; i++) await Promise.all([a.check('ip:1.2.3.4'), b.check('ip:1.2.3.4')]);
     // One more round trip on the same connection: the eviction check's INFO, sent before it, has been answered.
     await client.ping();
