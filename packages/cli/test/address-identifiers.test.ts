@@ -1,6 +1,6 @@
 import { createLimiter, type Limiter } from '@floodgate/core';
 import { registryKey } from '@floodgate/core/admin';
-import { closeClients, connect, testRedisUrl, uniquePrefix } from '@floodgate/testing';
+import { closeClients, connect, testRedisUrl, uniquePrefix, TEST_DEADLINE } from '@floodgate/testing';
 import { floodgateBin, sleep } from './helpers';
 
 /*
@@ -18,6 +18,7 @@ const args = (...a: string[]): string[] => [...a, '--url', url, '--prefix', pref
 beforeAll(async () => {
   prefix = uniquePrefix('cli-address');
   api = createLimiter({
+    ...TEST_DEADLINE,
     redis,
     prefix,
     name: 'api',

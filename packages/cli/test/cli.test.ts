@@ -1,7 +1,16 @@
 import { createLimiter, type Limiter } from '@floodgate/core';
 import { indexKey, keySlot, registryKey } from '@floodgate/core/admin';
 import type Redis from 'ioredis';
-import { closeClients, connect, freePort, spawnRedis, testRedisUrl, uniquePrefix, type RedisProcess } from '@floodgate/testing';
+import {
+  closeClients,
+  connect,
+  freePort,
+  spawnRedis,
+  testRedisUrl,
+  uniquePrefix,
+  type RedisProcess,
+  TEST_DEADLINE,
+} from '@floodgate/testing';
 import { floodgate, floodgateBin, floodgateJson, sleep } from './helpers';
 
 /*
@@ -24,6 +33,7 @@ interface Setup {
 async function setup(): Promise<Setup> {
   const prefix = uniquePrefix('cli');
   const api = createLimiter({
+    ...TEST_DEADLINE,
     redis,
     prefix,
     name: 'api',
@@ -35,6 +45,7 @@ async function setup(): Promise<Setup> {
     logger: quiet,
   });
   const login = createLimiter({
+    ...TEST_DEADLINE,
     redis,
     prefix,
     name: 'login',
@@ -181,6 +192,7 @@ describe('on one Redis', () => {
     // A limiter of the same prefix whose clock runs an hour behind: its one-minute block ended long ago, by
     // the server's clock the command line reads (rule time moved, not the test's wall clock: no wait).
     const behind = createLimiter({
+      ...TEST_DEADLINE,
       redis,
       prefix: p.prefix,
       name: 'behind',
@@ -238,6 +250,7 @@ describe('on one Redis', () => {
     const p = await setup();
     try {
       const tight = createLimiter({
+        ...TEST_DEADLINE,
         redis,
         prefix: p.prefix,
         name: 'tight',
@@ -329,6 +342,7 @@ describe('the ACL docs/cli.md gives the on-call user', () => {
     await admin.call('ACL', 'SETUSER', 'oncall', 'on', '>s3cret', '~floodgate:*', ...ONCALL_ACL.split(' '));
     await admin.call('ACL', 'SETUSER', 'nodel', 'on', '>s3cret', '~floodgate:*', ...ONCALL_ACL.split(' ').filter((c) => c !== '+del'));
     const app = createLimiter({
+      ...TEST_DEADLINE,
       redis: admin,
       name: 'api',
       lockout: { after: 1, within: '1m', duration: '1h', scope: 'ip' },

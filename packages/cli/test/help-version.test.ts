@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createLimiter } from '@floodgate/core';
 import { registryKey } from '@floodgate/core/admin';
-import { closeClients, connect, testRedisUrl, uniquePrefix } from '@floodgate/testing';
+import { closeClients, connect, testRedisUrl, uniquePrefix, TEST_DEADLINE } from '@floodgate/testing';
 import { parse } from '../src/args';
 import { COMMANDS, OPTIONS, commonExitsOf, generalOptionsOf } from '../src/commands';
 import { CLI, floodgate, floodgateBin, sleep } from './helpers';
@@ -112,7 +112,14 @@ describe('an IP address without a kind, after --, is the identifier as typed', (
     const url = testRedisUrl();
     const redis = connect(url);
     const prefix = uniquePrefix('bare');
-    const app = createLimiter({ redis, prefix, name: 'raw', limits: { limit: 5, window: '1m' }, logger: { warn: () => undefined } });
+    const app = createLimiter({
+      ...TEST_DEADLINE,
+      redis,
+      prefix,
+      name: 'raw',
+      limits: { limit: 5, window: '1m' },
+      logger: { warn: () => undefined },
+    });
     try {
       await app.check('203.0.113.7');
       for (let i = 0; i < 100 && !(await redis.hexists(registryKey(prefix), 'raw')); i++) await sleep(20);

@@ -1,6 +1,6 @@
 import { createLimiter, type Limiter } from '@floodgate/core';
 import { REGISTRY_VERSION, indexKey, keySlot, registryKey, topKey } from '@floodgate/core/admin';
-import { closeClients, connect, testRedisUrl, uniquePrefix } from '@floodgate/testing';
+import { closeClients, connect, testRedisUrl, uniquePrefix, TEST_DEADLINE } from '@floodgate/testing';
 import { floodgate, sleep, type Ran } from './helpers';
 
 /*
@@ -61,7 +61,7 @@ const args = (...a: string[]): string[] => [...a, '--url', url, '--prefix', pref
 
 beforeAll(async () => {
   prefix = uniquePrefix('hostile');
-  app = createLimiter({ redis, prefix, name: 'api', limits: { limit: 5, window: '1m' }, logger: quiet });
+  app = createLimiter({ ...TEST_DEADLINE, redis, prefix, name: 'api', limits: { limit: 5, window: '1m' }, logger: quiet });
   await app.check('user:alice');
   await registered(prefix, 'api');
 });
@@ -173,7 +173,7 @@ describe('what anyone who can write to Redis stored', () => {
     // A prefix of its own: the app's denials above reach the shared prefix's sample up to 5 s later (one
     // flush), and would add rows to the table this test counts.
     const p = uniquePrefix('hostile-top');
-    const own = createLimiter({ redis, prefix: p, name: 'api', limits: { limit: 5, window: '1m' }, logger: quiet });
+    const own = createLimiter({ ...TEST_DEADLINE, redis, prefix: p, name: 'api', limits: { limit: 5, window: '1m' }, logger: quiet });
     await own.check('user:alice');
     await registered(p, 'api');
     await own.close();

@@ -1,6 +1,6 @@
 import { createLimiter, type Limiter } from '@floodgate/core';
 import { registryKey } from '@floodgate/core/admin';
-import { closeClients, connect, freePort, testRedisUrl, uniquePrefix } from '@floodgate/testing';
+import { closeClients, connect, freePort, testRedisUrl, uniquePrefix, TEST_DEADLINE } from '@floodgate/testing';
 import { EXIT } from '../src';
 import { floodgate, sleep, type Ran } from './helpers';
 
@@ -86,7 +86,14 @@ describe('on a prefix with a limiter', () => {
   let app: Limiter;
   beforeAll(async () => {
     prefix = uniquePrefix('jsonerr');
-    app = createLimiter({ redis, prefix, name: 'api', limits: { limit: 5, window: '1m' }, logger: { warn: () => undefined } });
+    app = createLimiter({
+      ...TEST_DEADLINE,
+      redis,
+      prefix,
+      name: 'api',
+      limits: { limit: 5, window: '1m' },
+      logger: { warn: () => undefined },
+    });
     await app.check('ip:1');
     for (let i = 0; i < 100 && !(await redis.hexists(registryKey(prefix), 'api')); i++) await sleep(20);
   });

@@ -1,6 +1,6 @@
 import { createLimiter } from '@floodgate/core';
 import { registryKey } from '@floodgate/core/admin';
-import { closeClients, connect, freePort, spawnRedis, type RedisProcess } from '@floodgate/testing';
+import { closeClients, connect, freePort, spawnRedis, type RedisProcess, TEST_DEADLINE } from '@floodgate/testing';
 import { floodgate, sleep, type Ran } from './helpers';
 
 /*
@@ -112,7 +112,13 @@ describe('a server that asks for the password', () => {
 
   test('every command, tables and --json, with the password in the URL: it is in no output', async () => {
     const admin = connect(`redis://:${SECRET}@127.0.0.1:${server.port}`);
-    const app = createLimiter({ redis: admin, name: 'api', limits: { limit: 1, window: '1m' }, logger: { warn: () => undefined } });
+    const app = createLimiter({
+      ...TEST_DEADLINE,
+      redis: admin,
+      name: 'api',
+      limits: { limit: 1, window: '1m' },
+      logger: { warn: () => undefined },
+    });
     await app.check('ip:1');
     await app.check('ip:1');
     await app.block('ip:2', { duration: '1m', reason: 'test' });

@@ -1,5 +1,5 @@
 import { createLimiter, type LimiterOptions } from '@floodgate/core';
-import { closeClients, commandStats, connect, spawnRedis, uniquePrefix, type RedisProcess } from '@floodgate/testing';
+import { closeClients, commandStats, connect, spawnRedis, uniquePrefix, type RedisProcess, TEST_DEADLINE } from '@floodgate/testing';
 
 const quiet = { warn: () => undefined };
 let redis: RedisProcess;
@@ -13,6 +13,7 @@ afterAll(async () => {
 
 function limiter(extra: Partial<LimiterOptions> = {}) {
   return createLimiter({
+    ...TEST_DEADLINE,
     algorithm: 'fixed-window',
     redis: connect(redis.url),
     prefix: uniquePrefix('bc'),

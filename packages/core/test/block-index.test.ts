@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { createLimiter, type Limiter } from '@floodgate/core';
 import { encodeIdentifier, indexKey, keySlot } from '../src/scripts/keys';
 import type { MemoryStore } from '../src/stores/memory';
-import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
+import { closeClients, connect, uniquePrefix, TEST_DEADLINE } from '@floodgate/testing';
 
 /*
  * The block index (docs/design.md, section 7; docs/cli.md): the Lua that block(), a lockout and unblock()
@@ -27,8 +27,8 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 
 function make(prefix: string, clock: () => number, onRedis: boolean): Limiter {
   return createLimiter({
-    // `failure` is a Redis store's option: the memory store cannot fail.
-    ...(onRedis ? { redis, failure: 'closed' as const } : {}),
+    // `failure` and `timeoutMs` are a Redis store's options: the memory store cannot fail.
+    ...(onRedis ? { redis, failure: 'closed' as const, ...TEST_DEADLINE } : {}),
     prefix,
     name: 'idx',
     algorithm: 'fixed-window',

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createLimiter } from '@floodgate/core';
-import { closeClients, connect, testRedisUrl, uniquePrefix } from '@floodgate/testing';
+import { closeClients, connect, testRedisUrl, uniquePrefix, TEST_DEADLINE } from '@floodgate/testing';
 
 const run = promisify(execFile);
 const worker = join(__dirname, 'fixtures', 'skewed-worker.ts');
@@ -34,7 +34,14 @@ test('two processes whose clocks differ by an hour admit exactly the limit toget
   // answers, which is not what this reads).
   const redis = connect();
   await redis.ping();
-  const limiter = createLimiter({ redis, prefix, name: 'skew', algorithm: 'fixed-window', limits: { limit: 25, window: '1h' } });
+  const limiter = createLimiter({
+    ...TEST_DEADLINE,
+    redis,
+    prefix,
+    name: 'skew',
+    algorithm: 'fixed-window',
+    limits: { limit: 25, window: '1h' },
+  });
   expect((await limiter.peek('ip:192.0.2.1')).remaining).toBe(0);
   await limiter.close();
 }, 60_000);

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { join, relative } from 'node:path';
 import { createLimiter, type AlgorithmName, type LimiterOptions } from '@floodgate/core';
 import { limiterScript, type LimiterScriptKind } from '@floodgate/core/admin';
-import { closeClients, connect, spawnRedis, uniquePrefix, type RedisProcess } from '@floodgate/testing';
+import { closeClients, connect, spawnRedis, uniquePrefix, type RedisProcess, TEST_DEADLINE } from '@floodgate/testing';
 
 /*
  * The golden copies of the generated scripts (packages/core/src/scripts/golden/<algorithm>/<case>.lua):
@@ -230,6 +230,7 @@ describe('a limiter with the options in the header sends exactly the script belo
       await client.script('FLUSH');
       expect(await client.script('EXISTS', sha)).toEqual([0]);
       const limiter = createLimiter({
+        ...TEST_DEADLINE,
         redis: client,
         prefix: uniquePrefix('golden'),
         algorithm,

@@ -1,7 +1,7 @@
 import type Redis from 'ioredis';
 import { ConfigError, createLimiter, type LimiterEvent, type LimiterOptions } from '@floodgate/core';
 import { createHttpLimiter } from '@floodgate/core/adapter';
-import { closeClients, commandStats, connect, startRedis, uniquePrefix, type StartedRedis } from '@floodgate/testing';
+import { closeClients, commandStats, connect, startRedis, uniquePrefix, type StartedRedis, TEST_DEADLINE } from '@floodgate/testing';
 
 /*
  * Allow and deny lists (issue 14, item 4): compiled at construction, matched in process with no store call,
@@ -21,7 +21,8 @@ afterAll(async () => {
 });
 
 const limits = { limit: 1, window: '1m' } as const;
-const make = (options: Partial<LimiterOptions> = {}) => createLimiter({ redis, prefix: uniquePrefix('ls'), limits, ...options });
+const make = (options: Partial<LimiterOptions> = {}) =>
+  createLimiter({ ...TEST_DEADLINE, redis, prefix: uniquePrefix('ls'), limits, ...options });
 const scripts = async (): Promise<number> => {
   const stats = await commandStats(redis);
   return (stats.evalsha ?? 0) + (stats.eval ?? 0);
@@ -83,15 +84,15 @@ describe('matching, on Redis, with no store call', () => {
 
   test('an allowed identifier is never limited and consumes nothing', async () => {
     const prefix = uniquePrefix('ls');
-    const l = createLimiter({ redis, prefix, limits, allow: ['user:admin', '10.0.0.0/8'] });
-    const plain = createLimiter({ redis, prefix, name: 'default', limits, blockCache: false });
+    const l = createLimiter({ ...TEST_DEADLINE, redis, prefix, limits, allow: ['user:admin', '10.0.0.0/8'] });
+    const plain = createLimiter({ ...TEST_DEADLINE, redis, prefix, name: 'default', limits, blockCache: false });
     for (let k = 0; k < 4; k++) {
       expect(await l.check(['ip:192.0.2.1', 'user:admin'])).toMatchObject({ allowed: true, source: 'list', identifier: 'user:admin' });
       expect(await l.check('ip:10.200.3.4')).toMatchObject({ allowed: true, source: 'list', remaining: Infinity });
     }
     // Nothing was counted for either (a limiter without the lists reads the same keys).
     await plain.close();
-    const reader = createLimiter({ redis, prefix, limits, blockCache: false });
+    const reader = createLimiter({ ...TEST_DEADLINE, redis, prefix, limits, blockCache: false });
     expect((await reader.peek('ip:192.0.2.1')).remaining).toBe(1);
     expect((await reader.peek('ip:10.200.3.4')).remaining).toBe(1);
     await reader.close();

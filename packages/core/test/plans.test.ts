@@ -1,5 +1,5 @@
 import { ArgumentError, ConfigError, createLimiter, type AlgorithmName, type LimiterOptions } from '@floodgate/core';
-import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
+import { closeClients, connect, uniquePrefix, TEST_DEADLINE } from '@floodgate/testing';
 
 /*
  * Plans (issue 14): `limits` names rule sets, each check picks one (the first by default), each plan's
@@ -21,8 +21,8 @@ function limiter(store: 'redis' | 'memory', options: Partial<LimiterOptions> = {
   return createLimiter({
     prefix: uniquePrefix('plan'),
     limits: PLANS,
-    // `failure` is a Redis store's option: the memory store cannot fail.
-    ...(store === 'redis' ? { redis, failure: 'closed' as const } : {}),
+    // `failure` and `timeoutMs` are a Redis store's options: the memory store cannot fail.
+    ...(store === 'redis' ? { redis, failure: 'closed' as const, ...TEST_DEADLINE } : {}),
     ...options,
   });
 }

@@ -1,5 +1,5 @@
 import { createLimiter, type LimiterEvent } from '@floodgate/core';
-import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
+import { closeClients, connect, uniquePrefix, TEST_DEADLINE } from '@floodgate/testing';
 
 afterAll(closeClients);
 
@@ -9,6 +9,7 @@ const STILL = Date.UTC(2031, 0, 1, 0, 10);
 test('shadow mode allows everything and reports each would-be denial through onEvent', async () => {
   const events: LimiterEvent[] = [];
   const l = createLimiter({
+    ...TEST_DEADLINE,
     algorithm: 'fixed-window',
     redis: connect(),
     prefix: uniquePrefix('shadow'),
@@ -38,6 +39,7 @@ test('shadow mode allows everything and reports each would-be denial through onE
   }
   // It counted for real: an enforcing limiter over the same keys sees the limit used up.
   const enforcing = createLimiter({
+    ...TEST_DEADLINE,
     algorithm: 'fixed-window',
     redis: connect(),
     prefix: l.prefix,
@@ -50,6 +52,7 @@ test('shadow mode allows everything and reports each would-be denial through onE
 test('shadow mode reports a manual block as a would-be denial too', async () => {
   const events: LimiterEvent[] = [];
   const l = createLimiter({
+    ...TEST_DEADLINE,
     algorithm: 'fixed-window',
     redis: connect(),
     prefix: uniquePrefix('shadow'),

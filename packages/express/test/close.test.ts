@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import request from 'supertest';
 import { createLimiter } from '@floodgate/core';
-import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
+import { closeClients, connect, uniquePrefix, TEST_DEADLINE } from '@floodgate/testing';
 import { rateLimit } from '@floodgate/express';
 
 /*
@@ -25,12 +25,14 @@ test('close() frees the name of the limiter the middleware created, so it can be
 
 test('a shared limiter passed in is not closed by the middleware', async () => {
   const prefix = uniquePrefix('exclose');
-  const shared = createLimiter({ redis, prefix, name: 'shared', limits: { limit: 5, window: '1m' } });
+  const shared = createLimiter({ ...TEST_DEADLINE, redis, prefix, name: 'shared', limits: { limit: 5, window: '1m' } });
   const mw = rateLimit({ limiter: shared });
   expect(mw.limiter).toBe(shared);
   await mw.close();
   // Still registered: the name is still the shared limiter's.
-  expect(() => createLimiter({ redis, prefix, name: 'shared', limits: { limit: 6, window: '1m' } })).toThrow(/already used/);
+  expect(() => createLimiter({ ...TEST_DEADLINE, redis, prefix, name: 'shared', limits: { limit: 6, window: '1m' } })).toThrow(
+    /already used/,
+  );
   await shared.close();
 });
 

@@ -4,7 +4,7 @@ import express4 from 'express4';
 import request from 'supertest';
 import { createLimiter, type Decision } from '@floodgate/core';
 import { resetWarnings } from '@floodgate/core/adapter';
-import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
+import { closeClients, connect, uniquePrefix, TEST_DEADLINE } from '@floodgate/testing';
 import { rateLimit, type RateLimitOptions } from '@floodgate/express';
 
 const redis = connect();
@@ -112,7 +112,7 @@ describe.each([
   });
 
   test('limiter: a shared limiter counts across middlewares, and core options beside it are an error', async () => {
-    const limiter = createLimiter({ redis, prefix: uniquePrefix('ex'), limits: { limit: 2, window: '1m' } });
+    const limiter = createLimiter({ ...TEST_DEADLINE, redis, prefix: uniquePrefix('ex'), limits: { limit: 2, window: '1m' } });
     const a = await serve(appWith(rateLimit({ limiter })));
     const b = await serve(appWith(rateLimit({ limiter, headers: 'legacy' })));
     expect((await request(a).get('/')).status).toBe(200);

@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { ArgumentError, createLimiter } from '@floodgate/core';
-import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
+import { closeClients, connect, uniquePrefix, TEST_DEADLINE } from '@floodgate/testing';
 import { servedLimits } from './served-limit';
 
 /*
@@ -76,7 +76,13 @@ test('an app that keys each IPv6 address alone (ipv6Subnet: false): the address 
 });
 
 test('a limiter no adapter checks takes every form an adapter may hold, and refuses the others', async () => {
-  const limiter = createLimiter({ redis, prefix: uniquePrefix('ov-ids'), limits: { limit: 100, window: '1h' }, overrides: true });
+  const limiter = createLimiter({
+    ...TEST_DEADLINE,
+    redis,
+    prefix: uniquePrefix('ov-ids'),
+    limits: { limit: 100, window: '1h' },
+    overrides: true,
+  });
   try {
     await limiter.overrides.set('ip:2001:db8::1', punish);
     await limiter.overrides.set('ip:2001:db8::/64', punish);

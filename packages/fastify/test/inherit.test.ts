@@ -1,7 +1,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import request from 'supertest';
 import { createLimiter } from '@floodgate/core';
-import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
+import { closeClients, connect, uniquePrefix, TEST_DEADLINE } from '@floodgate/testing';
 import rateLimit, { RateLimitError, type RateLimitPluginOptions, type RouteRateLimitOptions } from '@floodgate/fastify';
 
 /*
@@ -40,7 +40,14 @@ test("a route limiter sees a block set by another limiter of the plugin's coloca
     { redis, prefix, global: false, cluster: { colocate: true } },
     { name: 'route', limits: { limit: 5, window: '1m' } },
   );
-  const admin = createLimiter({ redis, prefix, name: 'admin', cluster: { colocate: true }, limits: { limit: 1, window: '1s' } });
+  const admin = createLimiter({
+    ...TEST_DEADLINE,
+    redis,
+    prefix,
+    name: 'admin',
+    cluster: { colocate: true },
+    limits: { limit: 1, window: '1s' },
+  });
   expect((await request(app.server).get('/')).status).toBe(200);
   await admin.block('ip:127.0.0.1', { duration: '1m', reason: 'abuse' });
   const blocked = await request(app.server).get('/');

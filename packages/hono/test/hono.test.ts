@@ -2,7 +2,7 @@ import { Hono, type Context } from 'hono';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import request from 'supertest';
 import { createLimiter, type Decision } from '@floodgate/core';
-import { closeAfterEach, connect, uniquePrefix } from '@floodgate/testing';
+import { closeAfterEach, connect, uniquePrefix, TEST_DEADLINE } from '@floodgate/testing';
 import { concurrency, rateLimit, slowDown, type RateLimitBaseOptions, type RateLimitOptions, type SlowDownInfo } from '@floodgate/hono';
 import { serveHono } from './serve';
 
@@ -167,10 +167,12 @@ describe('close()', () => {
 
   test('leaves a shared limiter open', async () => {
     const prefix = uniquePrefix('honoclose');
-    const shared = closing(createLimiter({ redis, prefix, name: 'shared', limits: { limit: 5, window: '1m' } }));
+    const shared = closing(createLimiter({ ...TEST_DEADLINE, redis, prefix, name: 'shared', limits: { limit: 5, window: '1m' } }));
     const middleware = rateLimit({ limiter: shared });
     expect(middleware.limiter).toBe(shared);
     await middleware.close();
-    expect(() => createLimiter({ redis, prefix, name: 'shared', limits: { limit: 6, window: '1m' } })).toThrow(/already used/);
+    expect(() => createLimiter({ ...TEST_DEADLINE, redis, prefix, name: 'shared', limits: { limit: 6, window: '1m' } })).toThrow(
+      /already used/,
+    );
   });
 });

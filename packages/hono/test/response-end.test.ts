@@ -4,7 +4,7 @@ import { stream } from 'hono/streaming';
 import request from 'supertest';
 import { createLimiter } from '@floodgate/core';
 import { settled } from '@floodgate/core/testing';
-import { closeAfterEach, connect, uniquePrefix } from '@floodgate/testing';
+import { closeAfterEach, connect, uniquePrefix, TEST_DEADLINE } from '@floodgate/testing';
 import { concurrency, rateLimit } from '@floodgate/hono';
 import { serveHono } from './serve';
 
@@ -121,7 +121,7 @@ describe('refunds', () => {
       }),
     );
   const remaining = async (prefix: string): Promise<number> => {
-    const probe = closing(createLimiter({ redis, prefix, limits: { limit: 3, window: '1m' } }));
+    const probe = closing(createLimiter({ ...TEST_DEADLINE, redis, prefix, limits: { limit: 3, window: '1m' } }));
     return (await probe.peek('ip:127.0.0.1')).remaining;
   };
 
@@ -162,7 +162,7 @@ describe('refunds', () => {
 describe('without a Node response (the Web standard path)', () => {
   const connInfo = () => ({ remote: { address: '198.51.100.9' } });
   const remaining = async (prefix: string): Promise<number> => {
-    const probe = closing(createLimiter({ redis, prefix, limits: { limit: 3, window: '1m' } }));
+    const probe = closing(createLimiter({ ...TEST_DEADLINE, redis, prefix, limits: { limit: 3, window: '1m' } }));
     return (await probe.peek('ip:198.51.100.9')).remaining;
   };
   function webApp(prefix: string, g: ReturnType<typeof gate>, judged: boolean[]): Hono {

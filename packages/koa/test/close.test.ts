@@ -1,7 +1,7 @@
 import Koa from 'koa';
 import request from 'supertest';
 import { createLimiter } from '@floodgate/core';
-import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
+import { closeClients, connect, uniquePrefix, TEST_DEADLINE } from '@floodgate/testing';
 import { rateLimit } from '@floodgate/koa';
 
 /*
@@ -23,11 +23,13 @@ test('close() frees the name of the limiter the middleware created, so it can be
 
 test('a shared limiter passed in is not closed by the middleware', async () => {
   const prefix = uniquePrefix('koaclose');
-  const shared = createLimiter({ redis, prefix, name: 'shared', limits: { limit: 5, window: '1m' } });
+  const shared = createLimiter({ ...TEST_DEADLINE, redis, prefix, name: 'shared', limits: { limit: 5, window: '1m' } });
   const mw = rateLimit({ limiter: shared });
   expect(mw.limiter).toBe(shared);
   await mw.close();
-  expect(() => createLimiter({ redis, prefix, name: 'shared', limits: { limit: 6, window: '1m' } })).toThrow(/already used/);
+  expect(() => createLimiter({ ...TEST_DEADLINE, redis, prefix, name: 'shared', limits: { limit: 6, window: '1m' } })).toThrow(
+    /already used/,
+  );
   await shared.close();
 });
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
 import { createLimiter, errorBody } from '@floodgate/core/adapter';
-import { connect, eventually, freePort, testRedisUrl, uniquePrefix } from '@floodgate/testing';
+import { connect, eventually, freePort, testRedisUrl, uniquePrefix, TEST_DEADLINE } from '@floodgate/testing';
 
 /*
  * @floodgate/next in a real Next.js app (test/app): built once with `next build`, then served by
@@ -135,7 +135,7 @@ test('the action limit returns a typed denial on the third call, read from the c
 });
 
 test('a streamed response settles at its real cost once its body has been sent to the end', async () => {
-  const limiter = createLimiter({ redis, prefix: `${prefixes.proxied}.b`, limits: { limit: 10, window: '1m' } });
+  const limiter = createLimiter({ ...TEST_DEADLINE, redis, prefix: `${prefixes.proxied}.b`, limits: { limit: 10, window: '1m' } });
   try {
     const client = as('203.0.113.7');
     const res = await client(request(proxied).get('/api/stream?chunks=2'));

@@ -9,7 +9,7 @@ import {
   type LimiterOptions,
 } from '@floodgate/core';
 import { algorithmTag, encodeIdentifier, keyScheme } from '@floodgate/core/admin';
-import { closeClients, connect, spawnRedis, uniquePrefix, type RedisProcess } from '@floodgate/testing';
+import { closeClients, connect, spawnRedis, uniquePrefix, type RedisProcess, TEST_DEADLINE } from '@floodgate/testing';
 import { toStoreError } from '../../src/stores/deadline';
 
 /*
@@ -76,6 +76,7 @@ const STILL = Date.UTC(2031, 0, 1, 0, 10, 30);
 
 function limiter(events: LimiterEvent[], options: Partial<LimiterOptions> = {}) {
   return createLimiter({
+    ...TEST_DEADLINE,
     redis,
     prefix: uniquePrefix('evid'),
     algorithm: 'fixed-window',

@@ -1,5 +1,5 @@
 import { ConfigError, createLimiter, type LimiterOptions } from '@floodgate/core';
-import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
+import { closeClients, connect, uniquePrefix, TEST_DEADLINE } from '@floodgate/testing';
 
 /*
  * docs/security.md, "List entries that name nobody": an allow or deny entry written in a form the limiter
@@ -14,7 +14,8 @@ const redis = connect();
 afterAll(closeClients);
 
 const limits = { limit: 100, window: '1m' } as const;
-const make = (options: Partial<LimiterOptions> = {}) => createLimiter({ redis, prefix: uniquePrefix('le'), limits, ...options });
+const make = (options: Partial<LimiterOptions> = {}) =>
+  createLimiter({ ...TEST_DEADLINE, redis, prefix: uniquePrefix('le'), limits, ...options });
 
 /** [entry, why it is refused]: each is a ConfigError naming `deny[1]` and quoting the entry. */
 const REFUSED: readonly [string, string][] = [

@@ -1,6 +1,6 @@
-import { createLimiter, type Limiter } from '@floodgate/core';
+import { createLimiter, type Limiter, type LimiterOptions, type RedisClient } from '@floodgate/core';
 import { MemoryStore } from '../../src/stores/memory';
-import { closeClients, collectGarbage, connect, spawnRedis, uniquePrefix } from '@floodgate/testing';
+import { closeClients, collectGarbage, connect, spawnRedis, uniquePrefix, TEST_DEADLINE } from '@floodgate/testing';
 import { liveBlockCaches } from '../../src/engine/block-cache';
 import { registeredNames } from '../../src/engine/registry';
 
@@ -57,6 +57,7 @@ test("failure: 'local' while Redis is down: the local limiter is bounded too", a
   const server = await spawnRedis();
   const client = connect(server.url, { retryStrategy: () => 60_000 });
   const limiter = createLimiter({
+    ...TEST_DEADLINE,
     redis: client,
     prefix: uniquePrefix('loc'),
     failure: 'local',
@@ -75,6 +76,10 @@ test("failure: 'local' while Redis is down: the local limiter is bounded too", a
   client.disconnect();
 });
 
+/** The options of a limiter built per request and never closed (the leak these tests mount). */
+const lost = (redis: RedisClient, prefix: string) =>
+  ({ ...TEST_DEADLINE, redis, prefix, name: 'per-request', limits: { limit: 1, window: '1h' }, logger: quiet }) satisfies LimiterOptions;
+
 test('limiters nobody holds are collected: no registry keeps them, and their name is free again', async () => {
   const redis = connect();
   const prefix = uniquePrefix('gc');
@@ -83,7 +88,7 @@ test('limiters nobody holds are collected: no registry keeps them, and their nam
   const namesBefore = registeredNames();
   // A limiter built per request and never closed (the leak), each with a denial in its block cache.
   const perRequest = async (i: number): Promise<void> => {
-    const l: Limiter = createLimiter({ redis, prefix, name: 'per-request', limits: { limit: 1, window: '1h' }, logger: quiet });
+    const l: Limiter = createLimiter({ ...lost(redis, prefix) });
     await l.check(`ip:198.51.100.${i}`);
     await l.check(`ip:198.51.100.${i}`);
   };
@@ -96,7 +101,7 @@ test('limiters nobody holds are collected: no registry keeps them, and their nam
   expect(liveBlockCaches()).toBe(cachesBefore);
   expect(registeredNames()).toBe(namesBefore);
   // Before: the name stayed taken by the 200 lost limiters, so other rules under it were refused.
-  const again = createLimiter({ redis, prefix, name: 'per-request', limits: { limit: 9, window: '1m' }, logger: quiet });
+  const again = createLimiter({ ...TEST_DEADLINE, redis, prefix, name: 'per-request', limits: { limit: 9, window: '1m' }, logger: quiet });
   await again.close();
 });
 
@@ -107,14 +112,7 @@ test('limiters with overrides nobody holds are collected too: their refresh time
   const cachesBefore = liveBlockCaches();
   const namesBefore = registeredNames();
   const perRequest = async (i: number): Promise<void> => {
-    const l: Limiter = createLimiter({
-      redis,
-      prefix,
-      name: 'per-request',
-      limits: { limit: 1, window: '1h' },
-      overrides: { refreshMs: 100 },
-      logger: quiet,
-    });
+    const l: Limiter = createLimiter({ ...lost(redis, prefix), overrides: { refreshMs: 100 } });
     await l.overrides.set(`user:${i}`, { limits: { limit: 1, window: '1m' } });
     await l.check(`user:${i}`);
     await l.check(`user:${i}`);

@@ -9,7 +9,7 @@ import {
   type RedisClient,
 } from '@floodgate/core';
 import { algorithmTag, encodeIdentifier, keyScheme } from '@floodgate/core/admin';
-import { closeClients, connect, storeClient, uniquePrefix } from '@floodgate/testing';
+import { closeClients, connect, storeClient, uniquePrefix, TEST_DEADLINE } from '@floodgate/testing';
 
 /*
  * reserve(), settle() and cancel() (docs/budgets.md), on Redis and in memory, with every algorithm: the
@@ -29,7 +29,9 @@ const clock = (): number => now;
 
 function make(where: string, algorithm: AlgorithmName, limit = 10, refunds = true): Limiter {
   const common = { algorithm, limits: { limit, window: '1m', unit: 'tokens' }, clock, refunds, prefix: uniquePrefix('reserve') };
-  return where === 'redis' ? createLimiter({ ...common, redis, failure: 'closed', blockCache: false }) : createLimiter(common);
+  return where === 'redis'
+    ? createLimiter({ ...TEST_DEADLINE, ...common, redis, failure: 'closed', blockCache: false })
+    : createLimiter(common);
 }
 
 const remaining = async (limiter: Limiter): Promise<number> => (await limiter.peek('user:1', { cost: 0 })).remaining;
@@ -150,6 +152,7 @@ test('a settle at no cost (undefined, null) rejects as any invalid cost, and eve
   const events: LimiterEvent[] = [];
   const prefix = uniquePrefix('reserve');
   const limiter = createLimiter({
+    ...TEST_DEADLINE,
     redis,
     prefix,
     algorithm: 'fixed-window',

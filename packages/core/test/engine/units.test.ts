@@ -1,5 +1,5 @@
 import { ArgumentError, ConfigError, createLimiter, type AlgorithmName, type Limiter, type RedisClient } from '@floodgate/core';
-import { closeClients, storeClient, uniquePrefix } from '@floodgate/testing';
+import { closeClients, storeClient, uniquePrefix, TEST_DEADLINE } from '@floodgate/testing';
 
 /*
  * Units per rule (docs/budgets.md): a rule says what it counts, a check gives a cost per unit or one number
@@ -21,7 +21,10 @@ const RULES = [
 function both(algorithm: AlgorithmName, options: { refunds?: boolean } = {}): { name: string; limiter: Limiter }[] {
   const common = { algorithm, limits: RULES, clock: () => T0, ...options };
   return [
-    { name: 'redis', limiter: createLimiter({ ...common, prefix: uniquePrefix('units'), redis, failure: 'closed', blockCache: false }) },
+    {
+      name: 'redis',
+      limiter: createLimiter({ ...TEST_DEADLINE, ...common, prefix: uniquePrefix('units'), redis, failure: 'closed', blockCache: false }),
+    },
     { name: 'memory', limiter: createLimiter({ ...common, prefix: uniquePrefix('units') }) },
   ];
 }
@@ -89,6 +92,7 @@ describe.each<AlgorithmName>(['fixed-window', 'sliding-window', 'token-bucket'])
 
 test('a rule set of one unit, whatever its name, takes one number per check', async () => {
   const limiter = createLimiter({
+    ...TEST_DEADLINE,
     limits: { limit: 10, window: '1m', unit: 'tokens' },
     prefix: uniquePrefix('units'),
     redis,

@@ -1,6 +1,6 @@
 import { createLimiter } from '@floodgate/core';
 import { createHttpLimiter, type HttpOutcome } from '@floodgate/core/adapter';
-import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
+import { closeClients, connect, uniquePrefix, TEST_DEADLINE } from '@floodgate/testing';
 import type { Decision, PairState } from '../../src/kernel/decision';
 import { planHeaders, rateLimitHeaders } from '../../src/http/headers';
 import { durationText, unitBindings } from '../../src/http/unit-headers';
@@ -95,7 +95,14 @@ const AFTER_ONE = [
 ];
 
 test('a real two-unit check: draft-8 gives each unit its binding item; draft-7/6 and legacy the decision’s binding rule', async () => {
-  const limiter = createLimiter({ redis, prefix: uniquePrefix('unit-headers'), algorithm: 'fixed-window', clock: () => T, limits: LIMITS });
+  const limiter = createLimiter({
+    ...TEST_DEADLINE,
+    redis,
+    prefix: uniquePrefix('unit-headers'),
+    algorithm: 'fixed-window',
+    clock: () => T,
+    limits: LIMITS,
+  });
   try {
     const d = await limiter.check('key:team-7', { cost: { requests: 1, tokens: 1_200 } });
     expect(d.allowed).toBe(true);
