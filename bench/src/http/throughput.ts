@@ -22,7 +22,9 @@ export interface ThroughputSettings {
   warmupSeconds: number;
   /**
    * The smoke run's shortcuts: one baseline run per rep for every variant (not one before each), and the
-   * MONITOR trace taken during the measured run instead of a run of its own.
+   * MONITOR trace (commands per request, memory per client) taken during each server's warm-up instead of
+   * a run of its own. Never during a measured run: Redis writes every command, a script's own calls
+   * included, to the monitor, which slows it by more than any limiter's difference.
    */
   quick: boolean;
 }
@@ -110,32 +112,39 @@ export async function throughputShape(
   const base = started.shift()!;
   const servers = new Map<string, Server>(here.map((variant, i) => [variant, started[i]!]));
   try {
-    // Warm-up (JIT), one server at a time.
-    if (s.warmupSeconds > 0)
-      for (const server of [base, ...servers.values()]) await wrk(server.port, s.warmupSeconds, s.connections, random);
-    const pairs = new Map<string, { base: Measured; run: Measured }[]>(here.map((v) => [v, []]));
     const traces = new Map<string, Awaited<ReturnType<typeof traceCommands>>>();
+    const memory = new Map<string, Awaited<ReturnType<typeof keyBytes>>>();
+    // Memory per client: from an empty Redis, what one short run leaves (not for hot: one client).
+    const traced = async (variant: string, run: () => Promise<LoadResult>): Promise<void> => {
+      if (shapeName !== 'hot') await admin.flushall();
+      const settleMs = s.quick ? 100 : 300; // MONITOR on before the first request; replies in flight logged
+      const trace = await startTrace(r.port, settleMs);
+      traces.set(variant, await trace.stop((await run()).requests, settleMs));
+      if (shapeName !== 'hot') memory.set(variant, await keyBytes(admin, '*'));
+    };
+    // Warm-up (JIT), one server at a time; in the smoke run, each limiter's is its trace.
+    if (s.warmupSeconds > 0) {
+      await wrk(base.port, s.warmupSeconds, s.connections, random);
+      for (const [variant, server] of servers) {
+        const warm = (): Promise<LoadResult> => wrk(server.port, s.warmupSeconds, s.connections, random);
+        if (s.quick) await traced(variant, warm);
+        else await warm();
+      }
+    }
+    const pairs = new Map<string, { base: Measured; run: Measured }[]>(here.map((v) => [v, []]));
     for (let rep = 0; rep < s.reps; rep++) {
       let shared: Measured | undefined;
       for (const variant of here) {
         const baseRun = s.quick ? (shared ??= await measure(base, r, random, s)) : await measure(base, r, random, s);
-        if (s.quick && rep === 0) {
-          // Memory per client: from an empty Redis, what the run leaves (not for hot: one client).
-          if (shapeName !== 'hot') await admin.flushall();
-          const trace = await startTrace(r.port, 100);
-          const run = await measure(servers.get(variant)!, r, random, s);
-          traces.set(variant, await trace.stop(run.requests));
-          pairs.get(variant)!.push({ base: baseRun, run });
-        } else pairs.get(variant)!.push({ base: baseRun, run: await measure(servers.get(variant)!, r, random, s) });
+        pairs.get(variant)!.push({ base: baseRun, run: await measure(servers.get(variant)!, r, random, s) });
       }
     }
     for (const variant of here) {
       const server = servers.get(variant)!;
       const ps = pairs.get(variant)!;
-      // Memory per client: from an empty Redis, what one short run leaves (not for hot: one client).
-      if (!traces.has(variant) && shapeName !== 'hot') await admin.flushall();
-      const trace = traces.get(variant) ?? (await traceCommands(r.port, server.port, random));
-      const mem = shapeName === 'hot' ? undefined : await keyBytes(admin, '*');
+      if (!traces.has(variant)) await traced(variant, () => wrk(server.port, 1, 8, random));
+      const trace = traces.get(variant)!;
+      const mem = memory.get(variant);
       const seen = CLIENTS * (1 - Math.pow(1 - 1 / CLIENTS, trace.requests));
       const m = (f: (p: (typeof ps)[number]) => number): number => median(ps.map(f));
       const onWire = [...trace.wire.keys()];
