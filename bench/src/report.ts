@@ -107,14 +107,16 @@ function abRuns(): string {
   const out = [
     '## A/B runs',
     '',
-    'Each kept as `bench/results/ab/<name>.json` (`BENCH_OUT=ab/<name>.json`); `floodgate@<build>` is a snapshot of the packages (`bench/scripts/snapshot-before.sh`) run beside the current build. On a loaded machine the ratios spread widely from rep to rep (in brackets); server and Redis CPU per request are the steadier figures.',
+    'Each kept as `bench/results/ab/<name>.json` (`BENCH_OUT=ab/<name>.json`, or `BENCH_LATENCY_OUT` for the latency phase); `floodgate@<build>` is a snapshot of the packages (`bench/scripts/snapshot-before.sh`) run beside the current build. On a loaded machine the ratios spread widely from rep to rep (in brackets); server and Redis CPU per request are the steadier figures.',
   ];
   for (const file of readdirSync(dir)
     .filter((f) => f.endsWith('.json'))
     .sort()) {
+    // A throughput run (`results`, BENCH_OUT) or a latency phase's (`rows`, BENCH_LATENCY_OUT).
     const run = JSON.parse(readFileSync(join(dir, file), 'utf8')) as {
-      meta: { date: string; seconds: number; reps: number; host?: Host };
-      results: VariantResult[];
+      meta: LatencyMeta & { host?: Host };
+      results?: VariantResult[];
+      rows?: LatencyRow[];
     };
     const host = run.meta.host === undefined ? '' : `, on ${describeHost(run.meta.host)}`;
     out.push(
@@ -124,7 +126,7 @@ function abRuns(): string {
       ...(existsSync(join(dir, file.replace(/\.json$/, '.md')))
         ? ['', readFileSync(join(dir, file.replace(/\.json$/, '.md')), 'utf8').trim()]
         : []),
-      printTables(run.results),
+      run.rows !== undefined ? `\n${latencyTable(run.rows, run.meta)}` : printTables(run.results ?? []),
     );
   }
   return out.join('\n');

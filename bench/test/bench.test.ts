@@ -289,6 +289,8 @@ describe('the benchmarks answer --help with their settings, and refuse an argume
       'BENCH_FRAMEWORKS',
       'BENCH_SHAPES',
       'BENCH_MERGE',
+      'BENCH_NODE_FLAGS',
+      'BENCH_LATENCY_OUT',
       'BENCH_LOAD_CORE',
     ])
       expect(r.stdout).toContain(setting);

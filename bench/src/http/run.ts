@@ -94,8 +94,10 @@ async function main(): Promise<void> {
         what: 'a comma list of limiter variants (bench/src/http/shapes.ts; opt-in ones run only when listed)',
       },
       { env: 'BENCH_OUT', default: 'http.json', what: 'the results file in bench/results' },
+      { env: 'BENCH_LATENCY_OUT', default: 'latency.json', what: "the latency phase's results file in bench/results" },
       { env: 'BENCH_MERGE', default: '0', what: '1: replace only the rerun rows of BENCH_OUT (same kind of machine only)' },
       { env: 'BENCH_PROFILE_DIR', default: 'none', what: 'write a node --cpu-prof profile of each limiter server there' },
+      { env: 'BENCH_NODE_FLAGS', default: 'none', what: "node flags for every server (space-separated), e.g. V8's --trace-gc" },
       { env: 'BENCH_BEFORE', default: 'none', what: 'the build floodgate@before loads (bench/scripts/snapshot-before.sh)' },
       { env: 'BENCH_BUILDS', default: 'none', what: 'the folder of builds floodgate@<build> loads' },
     ],
@@ -111,7 +113,7 @@ async function main(): Promise<void> {
   const merge = process.env.BENCH_MERGE === '1';
   // A merge that would be refused at the end is refused before the run, not after it.
   const out = join(RESULTS, process.env.BENCH_OUT ?? 'http.json');
-  const latencyOut = join(RESULTS, 'latency.json');
+  const latencyOut = join(RESULTS, process.env.BENCH_LATENCY_OUT ?? 'latency.json');
   for (const file of [out, latencyOut])
     if (merge && existsSync(file)) {
       const refused = mergeRefusal(readJson<{ meta: HttpMeta }>(file).meta.host, thisHost());

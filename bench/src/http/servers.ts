@@ -24,6 +24,8 @@ export async function startServer(framework: string, variant: string, shape: Sha
       // TypeScript; the packages under test are their built JavaScript either way.
       '-r',
       REGISTER,
+      // BENCH_NODE_FLAGS: node's own flags for every server, for an A/B of the runtime (e.g. one of V8's).
+      ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter((f) => f !== ''),
       ...(process.env.BENCH_PROFILE_DIR
         ? [
             '--cpu-prof',
