@@ -45,7 +45,7 @@ export async function startCluster(): Promise<ClusterSetup> {
   for (;;) {
     const states = await Promise.all(nodes.map((n) => ask(n.port, (c) => c.cluster('INFO')).catch(() => '')));
     const view = String(await ask(nodes[0]!.port, (c) => c.cluster('NODES')).catch(() => ''));
-    const replicas = view.split('\n').filter((line) => /\bslave\b/.test(line)).length;
+    const replicas = view.split('\n').filter((line) => /\b(slave|replica)\b/.test(line)).length;
     if (states.every((s) => String(s).includes('cluster_state:ok') && String(s).includes('cluster_known_nodes:6')) && replicas === 3) break;
     if (Date.now() > end) throw new Error(`cluster did not settle (cluster_state:ok, 6 nodes, 3 replicas); redis-cli said:\n${said}`);
     await new Promise((r) => setTimeout(r, 200));
