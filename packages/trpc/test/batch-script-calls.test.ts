@@ -55,3 +55,19 @@ test('a batch of 1,000 calls is one script call; one of 1,001 is two (at most 1,
   expect(await scriptCallsOfBatch(1_000)).toBe(1);
   expect(await scriptCallsOfBatch(1_001)).toBe(2);
 });
+
+test("a batch past tRPC's maxBatchSize is refused whole, before any call runs: no body, no script call", async () => {
+  const limit = closing(
+    rateLimit<Context, Meta>({ redis, prefix: uniquePrefix('trpc-calls'), timeoutMs: 10_000, limits: { limit: 1_000_000, window: '1h' } }),
+  );
+  const { router, counts } = makeRouter(limit);
+  const served = closing(await serveRouter(router, { maxBatchSize: 100 }));
+  const client = clientOf(served.url);
+  await client.hit.query();
+  const before = await scriptCalls();
+  const results = await Promise.allSettled(Array.from({ length: 101 }, () => client.hit.query()));
+  expect(results.every((r) => r.status === 'rejected')).toBe(true);
+  expect((results[0] as PromiseRejectedResult).reason).toMatchObject({ data: { httpStatus: 400 } });
+  expect(counts.hit).toBe(1);
+  expect((await scriptCalls()) - before).toBe(0);
+});
