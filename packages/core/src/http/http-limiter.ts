@@ -74,7 +74,8 @@ export interface HttpLimiter<Req> {
    * For a request that carries many checks (a tRPC batch): the checks this turn starts go to Redis in as few
    * script calls as they can, up to 1,000 checks a call, instead of leaving in calls of BATCH_MAX (16) as the turn goes on
    * (stores/turn-batches.ts). Lasts until the end of the turn; call it before the request's checks. Nothing to
-   * do on a memory store, or for a shared `limiter` that is not one createLimiter() made.
+   * do on a memory store, with batching off (FLOODGATE_BATCH_MAX=1), or for a shared `limiter` of your own
+   * making (an object with a check() that is not a Floodgate limiter, nor a wrapper of one).
    */
   keepWhole(): void;
 }
