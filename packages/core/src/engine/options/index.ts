@@ -13,6 +13,7 @@ import { checkBoolean, checkFunction, oneOfCheck, pattern } from '../../config/v
 import type { FailurePolicy } from '../../config/failure-policy';
 import { realRuntime, type Runtime } from '../../kernel/runtime';
 import { resolveLockout, type LockoutOptions } from './lockout';
+import { MAX_TIMEOUT_MS, defaultTimeoutMs } from './default-timeout';
 import { listKinds, resolvePlans, type Plan } from './plans';
 import { resolveBlockCache, resolveCluster, resolveEventOptions, resolveMemory, resolveOverrides, type OverridesOptions } from './nested';
 
@@ -180,11 +181,10 @@ function prefixOf(value: unknown): string {
 const NAME = /^[A-Za-z0-9_.-]{1,48}$/;
 const MODES: readonly LimiterMode[] = ['enforce', 'shadow'];
 const FAILURE_POLICIES: readonly FailurePolicy[] = ['open', 'closed', 'local'];
-const DEFAULT_TIMEOUT_MS = 250;
 
 function checkTimeout(value: unknown, option: string): void {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0 || value > 60_000) {
-    throw new ConfigError(option, `must be a positive integer of milliseconds up to 60000; got ${describeValue(value)}`);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0 || value > MAX_TIMEOUT_MS) {
+    throw new ConfigError(option, `must be a positive integer of milliseconds up to ${MAX_TIMEOUT_MS}; got ${describeValue(value)}`);
   }
 }
 
@@ -262,7 +262,7 @@ export function resolveOptions(input: LimiterOptions, extraKeys: readonly string
     rules,
     plans,
     failure: input.failure ?? 'open',
-    timeoutMs: input.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    timeoutMs: input.timeoutMs ?? defaultTimeoutMs(),
     mode: input.mode ?? 'enforce',
     penalty: input.penalty ?? false,
     refunds: input.refunds ?? false,
