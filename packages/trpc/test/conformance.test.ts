@@ -1,0 +1,4 @@
+import { conformance } from '@floodgate/testing';
+import { trpcFactory } from './app-factory';
+
+conformance(trpcFactory);
