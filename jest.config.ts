@@ -121,6 +121,12 @@ const SECOND_TIER = [
   'packages/cli/test/cluster.test.ts',
   // A real Next.js app: `next build` (minutes on a small machine), then `next start`.
   'packages/next/test/next-app.test.ts',
+  // The shared suites in a real Next.js server (packages/next/test/suite-factory.ts): a `next build` of their
+  // app first (about 40 s, minutes on a loaded machine; kept for the next files and runs), so whole files here.
+  'packages/next/test/conformance.test.ts',
+  'packages/next/test/conformance-limits.test.ts',
+  'packages/next/test/adversarial.test.ts',
+  'packages/next/test/budget-conformance.test.ts',
   // The budget suite on tRPC: none of its contract tests is defined there (each reads GET /stream, which
   // tRPC's factory does not serve: Capabilities.stream), and a file of no test fails, so its rest runs whole here.
   'packages/trpc/test/budget-conformance.test.ts',

@@ -229,3 +229,22 @@ test("a proxy's handler answers a denial in its own way, with Floodgate's header
     true,
   ]);
 });
+
+test('a polluted Object.prototype cannot switch the proxy or a route off: options are read as own properties', async () => {
+  // Next cannot serve under it (its Fetch Request reads `mode` off the prototype and throws): the requests are made first.
+  const proxy = closing(rateLimit({ redis, prefix: uniquePrefix('nxpp'), limits: { limit: 3, window: '1m' }, logger, timeoutMs }));
+  const limit = closing(routeRateLimit({ redis, prefix: uniquePrefix('nxpp'), limits: { limit: 3, window: '1m' }, logger, timeoutMs }));
+  const route = limit(() => Response.json({ ok: true }));
+  const requests = Array.from({ length: 8 }, () => from('192.0.2.20'));
+  const proto = Object.prototype as Record<string, unknown>;
+  const polluted = { mode: 'shadow', unidentified: 'allow', skip: () => true, penalty: 'yes', blockCache: 'no' };
+  Object.assign(proto, polluted);
+  try {
+    const statuses = [];
+    for (const request of requests.slice(0, 4)) statuses.push((await proxy(request)).status);
+    for (const request of requests.slice(4)) statuses.push((await route(request, {})).status);
+    expect(statuses).toEqual([200, 200, 200, 429, 200, 200, 200, 429]);
+  } finally {
+    for (const key of Object.keys(polluted)) delete proto[key];
+  }
+});

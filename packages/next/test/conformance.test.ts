@@ -1,0 +1,4 @@
+import { conformance } from '@floodgate/testing';
+import { nextFactory } from './suite-factory';
+
+conformance(nextFactory);
