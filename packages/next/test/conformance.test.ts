@@ -1,4 +1,5 @@
-import { conformance } from '@floodgate/testing';
+import { conformance, policyConformance } from '@floodgate/testing';
 import { nextFactory } from './suite-factory';
 
 conformance(nextFactory);
+policyConformance(nextFactory);

@@ -101,6 +101,8 @@ export interface Capabilities {
    * one only when absent), so there the proxy's are the response's.
    */
   routeHeadersBesideGlobal: boolean;
+  /** A refusal may have any status of 400 and up (`statusCode`, `denyStatusCode`); tRPC: only those it has an error code for. */
+  anyRefusalStatus: boolean;
 }
 
 /** The body Floodgate makes for a refusal: `{ statusCode, error, message }`, or what `message` made it. */
@@ -129,6 +131,7 @@ export function capabilitiesOf(factory: AdapterFactory): Capabilities {
     unixSocket: true,
     servesPollutedPrototype: true,
     routeHeadersBesideGlobal: true,
+    anyRefusalStatus: true,
     ...factory.capabilities,
   };
 }

@@ -108,9 +108,10 @@ export const trpcFactory: AdapterFactory = {
    * Not in this package: concurrency() and slowDown(); a stream settled when it ends (a subscription's call is
    * over once its stream began, and a refused one is an error event of a 200 stream). Not in tRPC: serving
    * under a polluted Object.prototype (its Node adapter's Fetch Request throws on `mode`); trpc.test.ts checks
-   * the middleware reads its options as own properties there.
+   * the middleware reads its options as own properties there. A refusal's status: one tRPC has an error code
+   * for (403, 429, 503; another is a ConfigError).
    */
-  capabilities: { concurrency: false, slowDown: false, stream: false, servesPollutedPrototype: false },
+  capabilities: { concurrency: false, slowDown: false, stream: false, servesPollutedPrototype: false, anyRefusalStatus: false },
   denialBody: trpcDenialBody,
   async makeApp(spec) {
     // isDev false, as a production server: an error's shape carries no stack.

@@ -1,4 +1,5 @@
-import { conformance } from '@floodgate/testing';
+import { conformance, policyConformance } from '@floodgate/testing';
 import { trpcFactory } from './app-factory';
 
 conformance(trpcFactory);
+policyConformance(trpcFactory);
