@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { connect as netConnect } from 'node:net';
 import { NextRequest } from 'next/server.js';
 import { resetWarnings } from '@floodgate/core/adapter';
 import { settled } from '@floodgate/core/testing';
@@ -177,6 +178,39 @@ test('the peer stamp: a client that sends the peer header itself is overwritten 
     const res = await fetch(`http://127.0.0.1:${port}/`, { headers: { [PEER_HEADER]: '6.6.6.6' } });
     expect(await res.text()).toMatch(/^(::ffff:)?127\.0\.0\.1$/);
   } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+test('the peer stamp: a client that resets right after its request, on a connection the server accepted, is still known', async () => {
+  const stamped: string[] = [];
+  let all!: () => void;
+  const arrived = new Promise<void>((resolve) => (all = resolve));
+  const server: Server = createServer((req, res) => {
+    stamped.push(String(req.headers[PEER_HEADER]));
+    if (stamped.length === 20) all();
+    res.end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const { port } = server.address() as { port: number };
+    // 250 ms after the client's connect the server has accepted it, even on a loaded machine; then the whole
+    // request and a reset (RST) at once. Node reads a peer's address lazily: read at the request, it was gone.
+    for (let i = 0; i < 20; i++) {
+      const socket = netConnect({ host: '127.0.0.1', port });
+      socket.on('error', () => undefined);
+      socket.on('connect', () =>
+        setTimeout(() => {
+          socket.write('GET / HTTP/1.1\r\nHost: localhost\r\n\r\n');
+          socket.resetAndDestroy();
+        }, 250),
+      );
+    }
+    await arrived;
+    // Before: 20 empty stamps (every one of them ip:unknown).
+    expect(stamped.filter((peer) => !/^(::ffff:)?127\.0\.0\.1$/.test(peer))).toEqual([]);
+  } finally {
+    server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   }
 });
