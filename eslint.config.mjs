@@ -57,9 +57,10 @@ export default tseslint.config(
     languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly', Buffer: 'readonly' } },
     rules: { 'no-console': 'off' },
   },
-  // Next.js apps in plain JavaScript: packages/next/test/app (built and served by next-app.test.ts) and examples/next.
+  // Next.js apps in plain JavaScript: packages/next/test/app (built and served by next-app.test.ts), packages/next/test/suite-app
+  // (the shared suites' app, suite-server.ts) and examples/next.
   {
-    files: ['packages/next/test/app/**', 'examples/next/*.js', 'examples/next/app/**'],
+    files: ['packages/next/test/app/**', 'packages/next/test/suite-app/**', 'examples/next/*.js', 'examples/next/app/**'],
     languageOptions: {
       globals: {
         process: 'readonly',

@@ -121,6 +121,15 @@ const SECOND_TIER = [
   'packages/cli/test/cluster.test.ts',
   // A real Next.js app: `next build` (minutes on a small machine), then `next start`.
   'packages/next/test/next-app.test.ts',
+  // The shared suites in a real Next.js server (packages/next/test/suite-factory.ts): a `next build` of their
+  // app first (about 40 s, minutes on a loaded machine; kept for the next files and runs), so whole files here.
+  'packages/next/test/conformance.test.ts',
+  'packages/next/test/conformance-limits.test.ts',
+  'packages/next/test/adversarial.test.ts',
+  'packages/next/test/budget-conformance.test.ts',
+  // The budget suite on tRPC: none of its contract tests is defined there (each reads GET /stream, which
+  // tRPC's factory does not serve: Capabilities.stream), and a file of no test fails, so its rest runs whole here.
+  'packages/trpc/test/budget-conformance.test.ts',
   // What a user gets: the built packages, the tarballs, a fresh clone, the examples, the docs and migration guides.
   'test/api-reference.test.ts',
   'test/docs.test.ts',
@@ -147,6 +156,8 @@ const SHARED_SUITES = ['conformance', 'adversarial', 'conformance-limits', 'budg
 const SPLIT = [
   ...['fastify', 'koa', 'hono'].flatMap((p) => SHARED_SUITES.map((s) => `packages/${p}/test/${s}.test.ts`)),
   ...['express', 'fastify'].flatMap((platform) => SHARED_SUITES.map((s) => `packages/nestjs/test/${s}-${platform}.test.ts`)),
+  // tRPC's procedures behind a real tRPC server (packages/trpc/test/app-factory.ts); its budget file is in SECOND_TIER above.
+  ...SHARED_SUITES.filter((s) => s !== 'budget-conformance').map((s) => `packages/trpc/test/${s}.test.ts`),
   'packages/express/test/conformance-express4.test.ts',
   'packages/koa/test/conformance-koa2.test.ts',
 ];

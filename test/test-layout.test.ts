@@ -65,7 +65,7 @@ test('every test file runs in npm test or npm run test:all; only the split share
   // In both: a shared suite split in two parts, or a file npm test runs whole that test:all reruns per client
   // or on Nest 11 (the project 'nestjs (Nest 11)': every file of packages/nestjs).
   const both = quick.filter((file) => rest.includes(file));
-  const shared = /^packages\/(fastify|koa|hono|nestjs|express)\/test\/(conformance|adversarial|budget-conformance)/;
+  const shared = /^packages\/(fastify|koa|hono|nestjs|express|trpc)\/test\/(conformance|adversarial|budget-conformance)/;
   const rerun = (file: string): boolean => file.startsWith('packages/core/test/') || file.startsWith('packages/nestjs/test/');
   expect(both.filter((file) => !shared.test(file) && !rerun(file))).toEqual([]);
 }, 60_000);

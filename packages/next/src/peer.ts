@@ -13,6 +13,20 @@ import { subscribe } from 'node:diagnostics_channel';
 export const PEER_HEADER = 'x-floodgate-peer';
 const STAMPING = Symbol.for('floodgate.next.peer-stamp');
 
+interface ServerSocket {
+  socket: { remoteAddress?: string };
+}
+
+/**
+ * Reads a new connection's peer address on accept (Node's `net.server.socket` channel), into Node's cache.
+ * Node reads it lazily, on first use: a client that sends its request and resets the connection at once has
+ * left nothing to read by the time the request starts, and would be `ip:unknown` (docs/security.md, "Unknown
+ * client address"). What this cannot catch, a reset that beat the accept, still is.
+ */
+function remember(message: unknown): void {
+  void (message as ServerSocket).socket?.remoteAddress;
+}
+
 interface RequestStart {
   request: { headers: Record<string, string | string[] | undefined> };
   socket: { remoteAddress?: string };
@@ -24,7 +38,8 @@ function stamp(message: unknown): void {
 }
 
 /**
- * Writes each request's peer address where Floodgate reads it, for every HTTP server of this process.
+ * Writes each request's peer address where Floodgate reads it, for every HTTP server of this process (the
+ * address read when its connection was accepted).
  * Called when this package is loaded, and by `@floodgate/next/register` when Node starts (Next loads the
  * app's code, config and instrumentation.ts included, only once its first request has arrived). Idempotent.
  */
@@ -32,6 +47,7 @@ export function stampPeers(): void {
   const flags = globalThis as { [STAMPING]?: true };
   if (flags[STAMPING]) return;
   flags[STAMPING] = true;
+  subscribe('net.server.socket', remember);
   subscribe('http.server.request.start', stamp);
 }
 

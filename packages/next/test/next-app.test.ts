@@ -1,13 +1,13 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import request from 'supertest';
 import { createLimiter, errorBody } from '@floodgate/core/adapter';
 import { connect, eventually, freePort, testRedisUrl, uniquePrefix, TEST_DEADLINE } from '@floodgate/testing';
+import { builtApp } from './build-app';
 
 /*
- * @floodgate/next in a real Next.js app (test/app): built once with `next build`, then served by
+ * @floodgate/next in a real Next.js app (test/app): built once with `next build` (build-app.ts), then served by
  * `next start` twice, each a real server on a real socket: one with no trustProxy (a client straight on
  * the socket), one behind a "proxy" on loopback (trustProxy: 'loopback'), where each test picks its client
  * with X-Forwarded-For. Second tier (jest.config.ts): the build takes minutes.
@@ -46,15 +46,7 @@ async function start(env: Record<string, string>): Promise<string> {
 let direct = '';
 let proxied = '';
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'floodgate-next-'));
-  cpSync(join(__dirname, 'app'), dir, { recursive: true });
-  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
-  const built = spawnSync(join(ROOT, 'node_modules', '.bin', 'next'), ['build', '--webpack'], {
-    cwd: dir,
-    encoding: 'utf8',
-    env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1' },
-  });
-  if (built.status !== 0) throw new Error(`next build failed:\n${built.stdout}\n${built.stderr}`);
+  dir = await builtApp(join(__dirname, 'app'));
   [direct, proxied] = await Promise.all([
     start({ FG_PREFIX: prefixes.direct }),
     start({ FG_PREFIX: prefixes.proxied, FG_TRUST_PROXY: 'loopback' }),
@@ -65,7 +57,6 @@ afterAll(async () => {
   await Promise.all(
     servers.map((server) => new Promise((resolve) => (server.exitCode === null ? server.once('exit', resolve).kill() : resolve(null)))),
   );
-  rmSync(dir, { recursive: true, force: true });
   await redis.quit();
 });
 

@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { connect as netConnect } from 'node:net';
 import { NextRequest } from 'next/server.js';
 import { resetWarnings } from '@floodgate/core/adapter';
 import { settled } from '@floodgate/core/testing';
@@ -181,6 +182,39 @@ test('the peer stamp: a client that sends the peer header itself is overwritten 
   }
 });
 
+test('the peer stamp: a client that resets right after its request, on a connection the server accepted, is still known', async () => {
+  const stamped: string[] = [];
+  let all!: () => void;
+  const arrived = new Promise<void>((resolve) => (all = resolve));
+  const server: Server = createServer((req, res) => {
+    stamped.push(String(req.headers[PEER_HEADER]));
+    if (stamped.length === 20) all();
+    res.end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const { port } = server.address() as { port: number };
+    // 250 ms after the client's connect the server has accepted it, even on a loaded machine; then the whole
+    // request and a reset (RST) at once. Node reads a peer's address lazily: read at the request, it was gone.
+    for (let i = 0; i < 20; i++) {
+      const socket = netConnect({ host: '127.0.0.1', port });
+      socket.on('error', () => undefined);
+      socket.on('connect', () =>
+        setTimeout(() => {
+          socket.write('GET / HTTP/1.1\r\nHost: localhost\r\n\r\n');
+          socket.resetAndDestroy();
+        }, 250),
+      );
+    }
+    await arrived;
+    // Before: 20 empty stamps (every one of them ip:unknown).
+    expect(stamped.filter((peer) => !/^(::ffff:)?127\.0\.0\.1$/.test(peer))).toEqual([]);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
 test.each([
   [{ matcher: 'api' }, 'matcher'],
   [{ matcher: ['/ok', 3] }, 'matcher[1]'],
@@ -228,4 +262,23 @@ test("a proxy's handler answers a denial in its own way, with Floodgate's header
     'http://localhost/slow-down?ms=later',
     true,
   ]);
+});
+
+test('a polluted Object.prototype cannot switch the proxy or a route off: options are read as own properties', async () => {
+  // Next cannot serve under it (its Fetch Request reads `mode` off the prototype and throws): the requests are made first.
+  const proxy = closing(rateLimit({ redis, prefix: uniquePrefix('nxpp'), limits: { limit: 3, window: '1m' }, logger, timeoutMs }));
+  const limit = closing(routeRateLimit({ redis, prefix: uniquePrefix('nxpp'), limits: { limit: 3, window: '1m' }, logger, timeoutMs }));
+  const route = limit(() => Response.json({ ok: true }));
+  const requests = Array.from({ length: 8 }, () => from('192.0.2.20'));
+  const proto = Object.prototype as Record<string, unknown>;
+  const polluted = { mode: 'shadow', unidentified: 'allow', skip: () => true, penalty: 'yes', blockCache: 'no' };
+  Object.assign(proto, polluted);
+  try {
+    const statuses = [];
+    for (const request of requests.slice(0, 4)) statuses.push((await proxy(request)).status);
+    for (const request of requests.slice(4)) statuses.push((await route(request, {})).status);
+    expect(statuses).toEqual([200, 200, 200, 429, 200, 200, 200, 429]);
+  } finally {
+    for (const key of Object.keys(polluted)) delete proto[key];
+  }
 });

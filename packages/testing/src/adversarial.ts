@@ -6,14 +6,14 @@ import { join } from 'node:path';
 import request from 'supertest';
 import { resetWarnings, type Logger } from '@floodgate/core/adapter';
 import { closeClients, connect, uniquePrefix } from './clients';
-import type { AdapterFactory, AppSpec, NeutralOptions, TestApp } from './conformance';
+import { capabilitiesOf, type AdapterFactory, type AppSpec, type NeutralOptions, type TestApp } from './conformance';
 import { refundsAttacks } from './attacks/refunds';
 import { plansAttacks } from './attacks/plans';
 import { listsAttacks } from './attacks/lists';
 import { recipesAttacks } from './attacks/recipes';
 import { lockoutsAttacks } from './attacks/lockouts';
 import { openFloodAttacks } from './attacks/open-flood';
-import { contract, test } from './suite-part';
+import { contract, given, test } from './suite-part';
 import { deadlineFactory } from './deadline';
 
 /*
@@ -121,22 +121,25 @@ export function adversarial(anyFactory: AdapterFactory): void {
       expect(await settledHits(app)).toBe(3);
     });
 
-    contract('unix socket (no client IP): one shared budget by default, denied or let through only as configured', async () => {
-      const shared = await start({ global: base(), socketPath: socketPath() });
-      const got = [];
-      for (let i = 0; i < 5; i++) got.push(await getOverSocket(shared.socketPath!, '/'));
-      expect(got).toEqual([200, 200, 200, 429, 429]);
-      expect(shared.hits()).toBe(3);
-      expect(warnings.filter((w) => w.includes('[unknown-ip]'))).toHaveLength(1);
+    given(capabilitiesOf(factory).unixSocket, contract)(
+      'unix socket (no client IP): one shared budget by default, denied or let through only as configured',
+      async () => {
+        const shared = await start({ global: base(), socketPath: socketPath() });
+        const got = [];
+        for (let i = 0; i < 5; i++) got.push(await getOverSocket(shared.socketPath!, '/'));
+        expect(got).toEqual([200, 200, 200, 429, 429]);
+        expect(shared.hits()).toBe(3);
+        expect(warnings.filter((w) => w.includes('[unknown-ip]'))).toHaveLength(1);
 
-      const deny = await start({ global: base({ unidentified: 'deny' }), socketPath: socketPath() });
-      expect(await getOverSocket(deny.socketPath!, '/')).toBe(429);
-      expect(deny.hits()).toBe(0);
+        const deny = await start({ global: base({ unidentified: 'deny' }), socketPath: socketPath() });
+        expect(await getOverSocket(deny.socketPath!, '/')).toBe(429);
+        expect(deny.hits()).toBe(0);
 
-      const allow = await start({ global: base({ unidentified: 'allow' }), socketPath: socketPath() });
-      for (let i = 0; i < 5; i++) expect(await getOverSocket(allow.socketPath!, '/')).toBe(200);
-      expect(warnings.some((w) => w.includes('[no-identifier]'))).toBe(true);
-    });
+        const allow = await start({ global: base({ unidentified: 'allow' }), socketPath: socketPath() });
+        for (let i = 0; i < 5; i++) expect(await getOverSocket(allow.socketPath!, '/')).toBe(200);
+        expect(warnings.some((w) => w.includes('[no-identifier]'))).toBe(true);
+      },
+    );
 
     test('identify() giving nothing usable (a missing API-key header, junk) falls back to the default identifiers', async () => {
       const junk: Record<string, unknown> = { missing: undefined, empty: '', number: 42, object: {}, list: [], blanks: ['', null] };
@@ -168,17 +171,20 @@ export function adversarial(anyFactory: AdapterFactory): void {
       expect(await settledHits(app)).toBe(20);
     });
 
-    test('a polluted Object.prototype cannot switch limiting off (options are read as own properties)', async () => {
-      const proto = Object.prototype as Record<string, unknown>;
-      const polluted = { mode: 'shadow', unidentified: 'allow', skip: () => true, penalty: 'yes', blockCache: 'no' };
-      Object.assign(proto, polluted);
-      try {
-        const app = await start({ global: base() });
-        expect(await statuses(app, 4)).toEqual([200, 200, 200, 429]);
-      } finally {
-        for (const key of Object.keys(polluted)) delete proto[key];
-      }
-    });
+    given(capabilitiesOf(factory).servesPollutedPrototype, test)(
+      'a polluted Object.prototype cannot switch limiting off (options are read as own properties)',
+      async () => {
+        const proto = Object.prototype as Record<string, unknown>;
+        const polluted = { mode: 'shadow', unidentified: 'allow', skip: () => true, penalty: 'yes', blockCache: 'no' };
+        Object.assign(proto, polluted);
+        try {
+          const app = await start({ global: base() });
+          expect(await statuses(app, 4)).toEqual([200, 200, 200, 429]);
+        } finally {
+          for (const key of Object.keys(polluted)) delete proto[key];
+        }
+      },
+    );
   });
   refundsAttacks(factory);
   plansAttacks(factory);

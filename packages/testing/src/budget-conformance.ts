@@ -4,8 +4,8 @@ import { createLimiter, type Limiter, type RedisClient, type SettleFailedEvent }
 import { resetWarnings, type Logger } from '@floodgate/core/adapter';
 import { settled } from '@floodgate/core/testing';
 import { closeClients, connect, keysUnder, storeClient, uniquePrefix } from './clients';
-import type { AdapterFactory, AppSpec, NeutralOptions, TestApp } from './conformance';
-import { contract, restDescribe, test } from './suite-part';
+import { capabilitiesOf, type AdapterFactory, type AppSpec, type NeutralOptions, type TestApp } from './conformance';
+import { contract, given, restDescribe, test } from './suite-part';
 import { deadlineFactory } from './deadline';
 
 /*
@@ -66,6 +66,8 @@ function seeded(seed: number): (lo: number, hi: number) => number {
 
 export function budgetConformance(anyFactory: AdapterFactory): void {
   const factory = deadlineFactory(anyFactory);
+  // A test that reads GET /stream is defined where the adapter serves one (Capabilities.stream).
+  const streaming = capabilitiesOf(factory).stream;
   describe(`${factory.name} conformance: budgets (cost per unit, settle)`, () => {
     const redis = connect();
     let store: RedisClient;
@@ -112,39 +114,42 @@ export function budgetConformance(anyFactory: AdapterFactory): void {
     const estimate = { cost: () => ({ requests: 1, tokens: ESTIMATE }), identify: () => 'key:budget' };
     const options = (extra: object): NeutralOptions => ({ ...estimate, ...extra }) as unknown as NeutralOptions;
 
-    contract('the estimate is counted at once, and a streamed response settles when it ends, giving back what it did not use', async () => {
-      const limiter = budget();
-      const answers: { produced: number }[] = [];
-      const produced = new Map<string, number>();
-      const app = await start({
-        global: options({
-          limiter,
-          settle: (req: Req) => {
-            const n = produced.get(String(req.headers['x-id'])) ?? 0;
-            answers.push({ produced: n });
-            return { requests: 1, tokens: 10 * n };
-          },
-        }),
-        stream: (headers, n) => produced.set(String(headers['x-id']), n),
-      });
-      let during: { requests: number; tokens: number } | undefined;
-      const first = new Promise<void>((resolve) => {
-        void readStream(app.url, { 'x-id': 'a', 'x-events': '20', 'x-every-ms': '15' }, Infinity, () => {
-          void counted(limiter.prefix).then((c) => {
-            during = c;
-            resolve();
+    given(streaming, contract)(
+      'the estimate is counted at once, and a streamed response settles when it ends, giving back what it did not use',
+      async () => {
+        const limiter = budget();
+        const answers: { produced: number }[] = [];
+        const produced = new Map<string, number>();
+        const app = await start({
+          global: options({
+            limiter,
+            settle: (req: Req) => {
+              const n = produced.get(String(req.headers['x-id'])) ?? 0;
+              answers.push({ produced: n });
+              return { requests: 1, tokens: 10 * n };
+            },
+          }),
+          stream: (headers, n) => produced.set(String(headers['x-id']), n),
+        });
+        let during: { requests: number; tokens: number } | undefined;
+        const first = new Promise<void>((resolve) => {
+          void readStream(app.url, { 'x-id': 'a', 'x-events': '20', 'x-every-ms': '15' }, Infinity, () => {
+            void counted(limiter.prefix).then((c) => {
+              during = c;
+              resolve();
+            });
           });
         });
-      });
-      await first;
-      expect(during).toEqual({ requests: 1, tokens: ESTIMATE });
-      expect(answers).toEqual([]);
-      // settled(): the stream has ended and its settle has reached Redis.
-      await settled();
-      // Settled once, after the last event: 20 events, 200 tokens; 100 of the estimate given back.
-      expect(answers).toEqual([{ produced: 20 }]);
-      expect(await counted(limiter.prefix)).toEqual({ requests: 1, tokens: 200 });
-    });
+        await first;
+        expect(during).toEqual({ requests: 1, tokens: ESTIMATE });
+        expect(answers).toEqual([]);
+        // settled(): the stream has ended and its settle has reached Redis.
+        await settled();
+        // Settled once, after the last event: 20 events, 200 tokens; 100 of the estimate given back.
+        expect(answers).toEqual([{ produced: 20 }]);
+        expect(await counted(limiter.prefix)).toEqual({ requests: 1, tokens: 200 });
+      },
+    );
 
     test('an own limiter with settle is made refundable; a settle above the estimate charges past the limit and denies the next', async () => {
       const prefix = uniquePrefix(`${factory.name}-budget-own`);
@@ -173,34 +178,37 @@ export function budgetConformance(anyFactory: AdapterFactory): void {
       expect(app.hits()).toBe(1);
     });
 
-    contract('a client that resets mid-stream is still settled, at what settle says: nothing given back beyond it', async () => {
-      const limiter = budget();
-      const produced = new Map<string, number>();
-      const answers: number[] = [];
-      const app = await start({
-        global: options({
-          limiter,
-          settle: (req: Req) => {
-            const tokens = 10 * (produced.get(String(req.headers['x-id'])) ?? 0);
-            answers.push(tokens);
-            return { requests: 1, tokens };
-          },
-        }),
-        stream: (headers, n) => produced.set(String(headers['x-id']), n),
-      });
-      const read = await readStream(app.url, { 'x-id': 'r', 'x-events': '200', 'x-every-ms': '10' }, 3);
-      expect(read).toEqual({ status: 200, events: 3 });
-      // settled(): the server has seen the reset, and the settle it set off has reached Redis.
-      await settled();
-      expect(answers).toHaveLength(1);
-      const [answer] = answers;
-      // Settled at what was produced when the connection closed: some, far from the 200 events asked for.
-      expect(answer).toBeGreaterThanOrEqual(30);
-      expect(answer).toBeLessThan(ESTIMATE);
-      expect(await counted(limiter.prefix)).toEqual({ requests: 1, tokens: answer });
-    });
+    given(streaming, contract)(
+      'a client that resets mid-stream is still settled, at what settle says: nothing given back beyond it',
+      async () => {
+        const limiter = budget();
+        const produced = new Map<string, number>();
+        const answers: number[] = [];
+        const app = await start({
+          global: options({
+            limiter,
+            settle: (req: Req) => {
+              const tokens = 10 * (produced.get(String(req.headers['x-id'])) ?? 0);
+              answers.push(tokens);
+              return { requests: 1, tokens };
+            },
+          }),
+          stream: (headers, n) => produced.set(String(headers['x-id']), n),
+        });
+        const read = await readStream(app.url, { 'x-id': 'r', 'x-events': '200', 'x-every-ms': '10' }, 3);
+        expect(read).toEqual({ status: 200, events: 3 });
+        // settled(): the server has seen the reset, and the settle it set off has reached Redis.
+        await settled();
+        expect(answers).toHaveLength(1);
+        const [answer] = answers;
+        // Settled at what was produced when the connection closed: some, far from the 200 events asked for.
+        expect(answer).toBeGreaterThanOrEqual(30);
+        expect(answer).toBeLessThan(ESTIMATE);
+        expect(await counted(limiter.prefix)).toEqual({ requests: 1, tokens: answer });
+      },
+    );
 
-    test.each([
+    given(streaming, test).each([
       [
         'throws',
         () => {
@@ -280,60 +288,64 @@ export function budgetConformance(anyFactory: AdapterFactory): void {
       });
     });
 
-    test(`the bound: 100 concurrent streamed requests estimating ${ESTIMATE} tokens, settling in [50, 400] while 100 more race them, against ${REQUESTS} requests and ${TOKENS} tokens`, async () => {
-      const limiter = budget();
-      const random = seeded(7);
-      const actual = new Map<string, number>();
-      const settledAt = new Map<string, number>();
-      // The first wave's settles wait for the gate: its admissions are all made before any settle.
-      let open!: () => void;
-      const gate = new Promise<void>((resolve) => (open = resolve));
-      const app = await start({
-        global: options({
-          limiter,
-          settle: async (req: Req) => {
-            const id = String(req.headers['x-id']);
-            if (id.startsWith('1-')) await gate;
-            const tokens = actual.get(id)!;
-            settledAt.set(id, tokens);
-            return { requests: 1, tokens };
-          },
-        }),
-      });
-      const wave = async (w: number): Promise<string[]> => {
-        const ids = Array.from({ length: 100 }, (_, i) => `${w}-${i}`);
-        for (const id of ids) actual.set(id, random(50, 400));
-        const done = await Promise.all(ids.map((id) => readStream(app.url, { 'x-id': id, 'x-events': '5', 'x-every-ms': '10' })));
-        expect(done.every((d) => d.status === 200 || d.status === 429)).toBe(true);
-        return ids.filter((_, i) => done[i]!.status === 200);
-      };
-      const first = await wave(1);
-      // Admitted estimates, with nothing settled yet: as many as fit, never past the limit.
-      expect(first.length * ESTIMATE).toBeLessThanOrEqual(TOKENS);
-      expect(first).toHaveLength(Math.floor(TOKENS / ESTIMATE));
-      expect(await counted(limiter.prefix)).toEqual({ requests: first.length, tokens: first.length * ESTIMATE });
-      // The first wave settles while a second wave of 100 races the settles.
-      open();
-      const second = await wave(2);
-      const admitted = [...first, ...second];
-      await settled();
-      expect(settledAt.size).toBe(admitted.length);
-      const excess = admitted.reduce((sum, id) => sum + Math.max(actual.get(id)! - ESTIMATE, 0), 0);
-      const sum = admitted.reduce((s, id) => s + actual.get(id)!, 0);
-      // What is counted is exactly what the admitted requests settled at: within the limit plus their excess.
-      const total = await counted(limiter.prefix);
-      expect(total.tokens).toBe(sum);
-      expect(total.requests).toBe(admitted.length);
-      expect(total.requests).toBeLessThanOrEqual(REQUESTS);
-      expect(total.tokens).toBeLessThanOrEqual(TOKENS + excess);
-      if (process.env.FLOODGATE_BUDGET_FIGURES === '1') {
-        process.stdout.write(
-          `${factory.name} budget bound: 200 requests, ${admitted.length} admitted (${first.length} before any settle, ` +
-            `${first.length * ESTIMATE} tokens of estimates), ${total.tokens} tokens counted at the end ` +
-            `(limit ${TOKENS}, settled excess of admitted ${excess}), ${total.requests} requests counted (limit ${REQUESTS})\n`,
-        );
-      }
-    }, 20_000);
+    given(streaming, test)(
+      `the bound: 100 concurrent streamed requests estimating ${ESTIMATE} tokens, settling in [50, 400] while 100 more race them, against ${REQUESTS} requests and ${TOKENS} tokens`,
+      async () => {
+        const limiter = budget();
+        const random = seeded(7);
+        const actual = new Map<string, number>();
+        const settledAt = new Map<string, number>();
+        // The first wave's settles wait for the gate: its admissions are all made before any settle.
+        let open!: () => void;
+        const gate = new Promise<void>((resolve) => (open = resolve));
+        const app = await start({
+          global: options({
+            limiter,
+            settle: async (req: Req) => {
+              const id = String(req.headers['x-id']);
+              if (id.startsWith('1-')) await gate;
+              const tokens = actual.get(id)!;
+              settledAt.set(id, tokens);
+              return { requests: 1, tokens };
+            },
+          }),
+        });
+        const wave = async (w: number): Promise<string[]> => {
+          const ids = Array.from({ length: 100 }, (_, i) => `${w}-${i}`);
+          for (const id of ids) actual.set(id, random(50, 400));
+          const done = await Promise.all(ids.map((id) => readStream(app.url, { 'x-id': id, 'x-events': '5', 'x-every-ms': '10' })));
+          expect(done.every((d) => d.status === 200 || d.status === 429)).toBe(true);
+          return ids.filter((_, i) => done[i]!.status === 200);
+        };
+        const first = await wave(1);
+        // Admitted estimates, with nothing settled yet: as many as fit, never past the limit.
+        expect(first.length * ESTIMATE).toBeLessThanOrEqual(TOKENS);
+        expect(first).toHaveLength(Math.floor(TOKENS / ESTIMATE));
+        expect(await counted(limiter.prefix)).toEqual({ requests: first.length, tokens: first.length * ESTIMATE });
+        // The first wave settles while a second wave of 100 races the settles.
+        open();
+        const second = await wave(2);
+        const admitted = [...first, ...second];
+        await settled();
+        expect(settledAt.size).toBe(admitted.length);
+        const excess = admitted.reduce((sum, id) => sum + Math.max(actual.get(id)! - ESTIMATE, 0), 0);
+        const sum = admitted.reduce((s, id) => s + actual.get(id)!, 0);
+        // What is counted is exactly what the admitted requests settled at: within the limit plus their excess.
+        const total = await counted(limiter.prefix);
+        expect(total.tokens).toBe(sum);
+        expect(total.requests).toBe(admitted.length);
+        expect(total.requests).toBeLessThanOrEqual(REQUESTS);
+        expect(total.tokens).toBeLessThanOrEqual(TOKENS + excess);
+        if (process.env.FLOODGATE_BUDGET_FIGURES === '1') {
+          process.stdout.write(
+            `${factory.name} budget bound: 200 requests, ${admitted.length} admitted (${first.length} before any settle, ` +
+              `${first.length * ESTIMATE} tokens of estimates), ${total.tokens} tokens counted at the end ` +
+              `(limit ${TOKENS}, settled excess of admitted ${excess}), ${total.requests} requests counted (limit ${REQUESTS})\n`,
+          );
+        }
+      },
+      20_000,
+    );
 
     /** Requests then tokens, on a clock the test moves (held still unless it does). */
     let now = NOW;

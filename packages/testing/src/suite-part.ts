@@ -50,3 +50,15 @@ export const test: jest.It = onlyIn('rest', () => globalThis.test);
  * tests is jest's own `describe`, registered in both parts.)
  */
 export const restDescribe: jest.Describe = onlyIn('rest', () => globalThis.describe);
+
+/**
+ * `declare` (contract, test, restDescribe, describe) where the adapter has what it tests (Capabilities in
+ * conformance.ts), else a declaration that registers nothing: a test of a feature the adapter does not offer
+ * is not defined for it, never skipped.
+ */
+export function given<T extends jest.It | jest.Describe>(has: boolean, declare: T): T {
+  if (has) return declare;
+  const none = (() => undefined) as unknown as T;
+  none.each = (() => () => undefined) as unknown as T['each'];
+  return none;
+}

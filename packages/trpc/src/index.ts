@@ -127,9 +127,13 @@ export function rateLimit<TContext = Record<string, unknown>, TMeta = unknown>(
     if (outcome.action === 'deny') throw refusal(outcome);
     const result = await opts.next({ ctx: { rateLimit: outcome.decision ?? previous } });
     // Refunds and settle: the call is over once its procedure returned (a subscription: once its stream began).
-    // `settle(call, result)` and `requestWasSuccessful(call, result)` read what the procedure answered.
+    // `settle(call, result)` and `requestWasSuccessful(call, result)` read what the procedure answered. A call
+    // whose client left first (its signal aborted: the connection closed before the answer) was never
+    // answered, and is never judged: it stays counted, whatever its procedure returned (docs/security.md,
+    // "Refunds bought by resetting the connection"); a settle still settles it.
     if (outcome.own !== undefined) {
-      http.completed(outcome, true, result.ok ? 200 : getHTTPStatusCodeFromError(result.error), [opts, result]);
+      const answered = opts.signal?.aborted !== true;
+      http.completed(outcome, answered, result.ok ? 200 : getHTTPStatusCodeFromError(result.error), [opts, result]);
     }
     return result;
   };

@@ -10,9 +10,8 @@ import { rateLimit, rateLimitContext, rateLimitResponseMeta, type RateLimitBaseO
 import { makeRouter, serveRouter, type Context, type Meta } from './app';
 
 /*
- * The tRPC equivalents of the shared suites' HTTP checks (packages/testing/src/conformance.ts and
- * adversarial.ts), whose routes and JSON bodies tRPC does not have: each refusal is a TRPCError, its status
- * tRPC's for that code.
+ * Policies through tRPC's own client-facing shapes (the shared suites run through app-factory.ts, with its
+ * REST paths mapped to procedures): each refusal is a TRPCError, its status tRPC's for that code.
  */
 
 const redis = connect();

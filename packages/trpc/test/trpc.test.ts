@@ -189,3 +189,31 @@ test('invalid options throw at construction, naming the option', () => {
   expect(() => rateLimit({ limiter, identifyy: () => 'x' } as never)).toThrow(expect.objectContaining({ option: 'identifyy' }));
   expect(() => rateLimit({ limiter, statusCode: 503 })).not.toThrow();
 });
+
+test('a polluted Object.prototype cannot switch limiting off: options are read as own properties (over HTTP, and `mode` through a caller)', async () => {
+  const proto = Object.prototype as Record<string, unknown>;
+  // What tRPC's Node adapter serves under: `mode` on the prototype breaks its Fetch Request (a 500 before any middleware).
+  const served = { unidentified: 'allow', skip: () => true, penalty: 'yes', blockCache: 'no' };
+  Object.assign(proto, served);
+  try {
+    const app = await serve({ limits: { limit: 3, window: '1m' } });
+    const statuses = [];
+    for (let i = 0; i < 4; i++) statuses.push((await get(app.url, ['hit'])).status);
+    expect(statuses).toEqual([200, 200, 200, 429]);
+    expect(app.counts.hit).toBe(3);
+  } finally {
+    for (const key of Object.keys(served)) delete proto[key];
+  }
+  proto.mode = 'shadow';
+  try {
+    const limit = closing(rateLimit<Context, Meta>(base({ limits: { limit: 2, window: '1m' } })));
+    const { router, counts } = makeRouter(limit);
+    const t = initTRPC.context<Context>().meta<Meta>().create();
+    const caller = t.createCallerFactory(router)({ clientAddress: '192.0.2.9' });
+    const results = await Promise.allSettled([caller.hit(), caller.hit(), caller.hit()]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
+    expect(counts.hit).toBe(2);
+  } finally {
+    delete proto.mode;
+  }
+});

@@ -2,10 +2,10 @@ import { connect as netConnect } from 'node:net';
 import request from 'supertest';
 import type { Limiter } from '@floodgate/core';
 import { settled } from '@floodgate/core/testing';
-import type { AdapterFactory, NeutralOptions } from '../conformance';
+import { capabilitiesOf, type AdapterFactory, type NeutralOptions } from '../conformance';
 import { gate } from '../held';
 import { suiteResources } from './suite';
-import { restDescribe, test } from '../suite-part';
+import { given, restDescribe, test } from '../suite-part';
 import { deadlineFactory } from '../deadline';
 
 /*
@@ -82,7 +82,7 @@ export function refundsAttacks(anyFactory: AdapterFactory): void {
       expect(await honest).toBe(429);
     });
 
-    test.each([
+    given(capabilitiesOf(factory).slowDown, test).each([
       ['slowDown, then rateLimit', false],
       ['rateLimit, then slowDown', true],
     ])('one refundable limiter behind %s: leaving during the delay stays counted, a 500 is given back', async (_order, first) => {

@@ -1,0 +1,4 @@
+import { adversarial } from '@floodgate/testing';
+import { nextFactory } from './suite-factory';
+
+adversarial(nextFactory);

@@ -1,0 +1,4 @@
+import { budgetConformance } from '@floodgate/testing';
+import { nextFactory } from './suite-factory';
+
+budgetConformance(nextFactory);

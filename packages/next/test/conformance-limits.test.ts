@@ -1,0 +1,4 @@
+import { limitsConformance } from '@floodgate/testing';
+import { nextFactory } from './suite-factory';
+
+limitsConformance(nextFactory);

@@ -1,0 +1,5 @@
+import { conformance, policyConformance } from '@floodgate/testing';
+import { nextFactory } from './suite-factory';
+
+conformance(nextFactory);
+policyConformance(nextFactory);

@@ -1,0 +1,4 @@
+import { adversarial } from '@floodgate/testing';
+import { trpcFactory } from './app-factory';
+
+adversarial(trpcFactory);

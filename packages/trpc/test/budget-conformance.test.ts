@@ -1,0 +1,4 @@
+import { budgetConformance } from '@floodgate/testing';
+import { trpcFactory } from './app-factory';
+
+budgetConformance(trpcFactory);

@@ -1,0 +1,4 @@
+import { limitsConformance } from '@floodgate/testing';
+import { trpcFactory } from './app-factory';
+
+limitsConformance(trpcFactory);

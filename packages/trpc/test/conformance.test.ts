@@ -1,0 +1,5 @@
+import { conformance, policyConformance } from '@floodgate/testing';
+import { trpcFactory } from './app-factory';
+
+conformance(trpcFactory);
+policyConformance(trpcFactory);
