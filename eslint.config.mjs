@@ -57,9 +57,9 @@ export default tseslint.config(
     languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly', Buffer: 'readonly' } },
     rules: { 'no-console': 'off' },
   },
-  // Next.js apps in plain JavaScript: packages/next/test/app (built and served by next-app.test.ts) and examples/next.
+  // Next.js apps in plain JavaScript: packages/next/test/app (built and served by next-app.test.ts), examples/next and bench/next-app.
   {
-    files: ['packages/next/test/app/**', 'examples/next/*.js', 'examples/next/app/**'],
+    files: ['packages/next/test/app/**', 'examples/next/*.js', 'examples/next/app/**', 'bench/next-app/**'],
     languageOptions: {
       globals: {
         process: 'readonly',

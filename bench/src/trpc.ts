@@ -90,6 +90,7 @@ async function main(): Promise<void> {
     for (const n of [1, 10, 100]) perBatch[String(n)] = await redisCallsPerBatch(limited.url, bench.cli, n);
     limited.close();
     const result = {
+      date: new Date().toISOString(),
       host: thisHost(),
       seconds: SECONDS,
       batch: BATCH,

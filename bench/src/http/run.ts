@@ -6,6 +6,7 @@ import { LOAD_CORE, pin, startBenchRedis } from '../lib/machine';
 import { envInt } from '../lib/stats';
 import { ALL_SHAPES, SHAPES, isOptIn, runs, type ShapeName } from './shapes';
 import { FRAMEWORKS, factoryOf } from './frameworks';
+import { buildNextApp } from './apps-next';
 import { printTables, type VariantResult } from './report-tables';
 import { mergeRefusal, mergeRun, type HttpMeta } from './merge';
 import { thisHost } from '../lib/host';
@@ -86,7 +87,11 @@ async function main(): Promise<void> {
       },
       { env: 'BENCH_SLOW_REDIS_MS', default: '1', what: 'the slow Redis: ms added to every reply (latency phase, at 50% load)' },
       { env: 'BENCH_CONNECTIONS', default: '50', what: "wrk's open connections" },
-      { env: 'BENCH_FRAMEWORKS', default: 'all', what: `a comma list of ${Object.keys(FRAMEWORKS).join(', ')}` },
+      {
+        env: 'BENCH_FRAMEWORKS',
+        default: 'all',
+        what: `a comma list of ${Object.keys(FRAMEWORKS).join(', ')} (next: its app is built once, then cached in bench/next-app/.next)`,
+      },
       { env: 'BENCH_SHAPES', default: SHAPES.join(','), what: `a comma list of ${ALL_SHAPES.join(', ')}` },
       {
         env: 'BENCH_VARIANTS',
@@ -120,6 +125,9 @@ async function main(): Promise<void> {
       if (refused !== undefined) throw new Error(refused);
     }
   if (PHASES.includes('latency')) openLoopBinary(); // a missing C compiler fails now, not after the throughput phase
+  const frameworks = pick('BENCH_FRAMEWORKS', Object.keys(FRAMEWORKS));
+  // Next.js: `next build` of bench/next-app, unless its build is of the same sources (before pinning: it takes both cores).
+  if (frameworks.includes('next')) buildNextApp((line) => process.stderr.write(`${line}\n`));
   pin(process.pid, LOAD_CORE);
   const r = await startBenchRedis();
   const admin = new Redis(r.url);
@@ -128,7 +136,7 @@ async function main(): Promise<void> {
   const started = Date.now();
   const log = (line: string): boolean => process.stderr.write(`${line}\n`);
   try {
-    for (const framework of pick('BENCH_FRAMEWORKS', Object.keys(FRAMEWORKS))) {
+    for (const framework of frameworks) {
       const all = Object.keys(FRAMEWORKS[framework]!).filter((v) => v !== 'baseline');
       const wanted = listed('BENCH_VARIANTS');
       const variants = wanted

@@ -162,6 +162,8 @@ export const ALGORITHM_VARIANTS = ['fixed-window', 'token-bucket'] as const;
 export const PER_ALGORITHM_SHAPES: ShapeName[] = ['equal', '3x2'];
 /** `floodgate:headers-off`: `headers: false` (Express, equal), beside rate-limiter-flexible's header-less middleware. */
 export const HEADERS_OFF = 'headers-off';
+/** A hand-written denial with no limiter: `429`, or `429-<where>` (Next.js: `429-route`, in a route handler). */
+export const isHand429 = (variant: string): boolean => variant === '429' || variant.startsWith('429-');
 export const isOptIn = (variant: string): boolean => variant.startsWith('floodgate+') || variant.startsWith('floodgate@');
 export const SETTLE_FRAMEWORKS = ['express', 'fastify', 'koa', 'hono'];
 const RLF = 'rate-limiter-flexible';
@@ -170,6 +172,6 @@ export function runs(framework: string, variant: string, shape: ShapeName): bool
   if (variant === RLF) return framework === 'express';
   if (variant === `floodgate:${HEADERS_OFF}`) return framework === 'express' && shape === 'equal';
   if (variant.startsWith('floodgate:')) return framework === 'express' && PER_ALGORITHM_SHAPES.includes(shape);
-  if (variant === '429') return shape === 'hot';
+  if (isHand429(variant)) return shape === 'hot';
   return true;
 }
