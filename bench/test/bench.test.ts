@@ -381,6 +381,7 @@ describe('the benchmarks answer --help with their settings, and refuse an argume
       'BENCH_LOAD_CORE',
       // Next.js among the frameworks, with where its build is kept.
       'next (next: its app is built once, then cached in bench/next-app/.next)',
+      'BENCH_NEXT_WARMUP (5 (smoke 2))',
     ])
       expect(r.stdout).toContain(setting);
     expect(r.stdout).not.toContain('npm run-script'); // npm's own help

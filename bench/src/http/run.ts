@@ -54,6 +54,12 @@ const LATENCY: LatencySettings = {
   warmupSeconds: 1,
   quick: SMOKE,
 };
+/*
+ * Next.js's servers warm up longer: each route's code loads on its first request, and a request runs
+ * through far more JavaScript than on the other frameworks, at a tenth of their rate, so 1 s of load
+ * leaves its JIT cold (server CPU per request still falling over the first 10-20 s on a loaded machine).
+ */
+const NEXT_WARMUP = envInt('BENCH_NEXT_WARMUP', SMOKE ? 2 : 5);
 const PHASES = (process.env.BENCH_PHASES ?? 'throughput,latency').split(',');
 for (const p of PHASES) if (p !== 'throughput' && p !== 'latency') throw new Error(`BENCH_PHASES lists throughput and latency; got ${p}`);
 const RESULTS = join(__dirname, '..', '..', 'results', ...(SMOKE ? ['smoke'] : []));
@@ -87,6 +93,11 @@ async function main(): Promise<void> {
       },
       { env: 'BENCH_SLOW_REDIS_MS', default: '1', what: 'the slow Redis: ms added to every reply (latency phase, at 50% load)' },
       { env: 'BENCH_CONNECTIONS', default: '50', what: "wrk's open connections" },
+      {
+        env: 'BENCH_NEXT_WARMUP',
+        default: '5 (smoke 2)',
+        what: 'seconds of load each Next.js server takes before it is measured (1 on the others)',
+      },
       {
         env: 'BENCH_FRAMEWORKS',
         default: 'all',
@@ -137,6 +148,8 @@ async function main(): Promise<void> {
   const log = (line: string): boolean => process.stderr.write(`${line}\n`);
   try {
     for (const framework of frameworks) {
+      const warm = <S extends { warmupSeconds: number }>(settings: S): S =>
+        framework === 'next' ? { ...settings, warmupSeconds: NEXT_WARMUP } : settings;
       const all = Object.keys(FRAMEWORKS[framework]!).filter((v) => v !== 'baseline');
       const wanted = listed('BENCH_VARIANTS');
       const variants = wanted
@@ -145,12 +158,12 @@ async function main(): Promise<void> {
       if (PHASES.includes('throughput'))
         for (const shapeName of pick('BENCH_SHAPES', ALL_SHAPES, SHAPES)) {
           const here = variants.filter((v) => runs(framework, v, shapeName));
-          if (here.length > 0) results.push(...(await throughputShape(framework, shapeName, here, r, admin, THROUGHPUT, log)));
+          if (here.length > 0) results.push(...(await throughputShape(framework, shapeName, here, r, admin, warm(THROUGHPUT), log)));
         }
       const timed = latencyVariants(framework, variants);
       if (PHASES.includes('latency') && timed.length > 0) {
         await admin.flushall();
-        latency.push(...(await latencyPhase(framework, timed, r, LATENCY, log)));
+        latency.push(...(await latencyPhase(framework, timed, r, warm(LATENCY), log)));
       }
     }
   } finally {
