@@ -130,7 +130,8 @@ async function main(): Promise<void> {
   // A merge that would be refused at the end is refused before the run, not after it.
   const out = join(RESULTS, process.env.BENCH_OUT ?? 'http.json');
   const latencyOut = join(RESULTS, process.env.BENCH_LATENCY_OUT ?? 'latency.json');
-  for (const file of [out, latencyOut])
+  // Only the files this run writes: a phase's file measured on another machine is left alone.
+  for (const file of [...(PHASES.includes('throughput') ? [out] : []), ...(PHASES.includes('latency') ? [latencyOut] : [])])
     if (merge && existsSync(file)) {
       const refused = mergeRefusal(readJson<{ meta: HttpMeta }>(file).meta.host, thisHost());
       if (refused !== undefined) throw new Error(refused);

@@ -153,6 +153,8 @@ export function peerGroups(shape: Shape): PeerRule[][] {
  * Opt-in variants (BENCH_VARIANTS only): `floodgate+autopipeline` (ioredis enableAutoPipelining on the client), `floodgate@before` (the build in BENCH_BEFORE, for an
  * interleaved A/B against a change: bench/scripts/snapshot-before.sh; `floodgate@<build>` from BENCH_BUILDS).
  * `429` (hot only, by default): a hand-written denial with no limiter, what the framework's own 429 costs.
+ * Next.js (apps-next.ts): `floodgate` is the proxy's `rateLimit()`, `floodgate-route` the route handler's
+ * `routeRateLimit()`, and `429` / `429-route` the hand-written denial in each of those places.
  * `settle` runs Floodgate and rate-limiter-flexible (its settle middleware) on Express, Fastify, Koa and
  * Hono; `rate-limiter-flexible` runs every shape on Express and only `settle` elsewhere (each other
  * framework's own peer runs the rest, and none of those can settle a cost after the response).
