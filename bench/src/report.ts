@@ -168,7 +168,7 @@ function trpcSection(t: TrpcResult): string {
     f.get('trpc-batch-table')!,
     '',
     `Target: at most 1 Redis call per HTTP request, a batch of N calls included: ${Object.entries(t.redisScriptCallsPerBatch)
-      .map(([n, calls]) => `a batch of ${n}, ${calls} (${calls <= 1 ? 'met' : 'missed'})`)
+      .map(([n, calls]) => `a batch of ${fmt(Number(n))}, ${calls} (${calls <= 1 ? 'met' : 'missed'})`)
       .join('; ')}.`,
     '',
   ].join('\n');

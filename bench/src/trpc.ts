@@ -90,7 +90,7 @@ async function main(): Promise<void> {
     const limited = await serve(true, redis, 'bench-trpc');
     const withLimiter = await throughput(limited.url);
     const perBatch: Record<string, number> = {};
-    for (const n of [1, 10, 100]) perBatch[String(n)] = await redisCallsPerBatch(limited.url, bench.cli, n);
+    for (const n of [1, 10, 100, 1_000]) perBatch[String(n)] = await redisCallsPerBatch(limited.url, bench.cli, n);
     limited.close();
     const result = {
       date: new Date().toISOString(),

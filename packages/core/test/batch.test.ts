@@ -8,6 +8,8 @@ import { ruleArgs, runFrame } from '../src/scripts/frame';
 import { Forever } from './fixtures/forever-storage';
 import { adapterOf, scriptOf } from '../src/stores/clients';
 import { BATCH_MAX, Batcher } from '../src/stores/batch';
+import { keepWhole, type FloodgateLimiter } from '../src/engine/limiter';
+import { createHttpLimiter } from '../src/http/http-limiter';
 import type { Reply } from '../src/scripts/reply';
 import { onlyOptionsOf } from './fixtures/rule-options';
 
@@ -300,6 +302,52 @@ describe('batches', () => {
     const again = await Promise.all(Array.from({ length: 40 }, (_, i) => limiter.check(`user:fresh${i % 4}`)));
     expect(again.filter((d) => d.allowed)).toHaveLength(40);
     expect(again.every((d) => d.source === 'redis')).toBe(true);
+    await limiter.close();
+  });
+
+  test('a turn asked to keep its batches whole sends its 100 checks in one call; the next turn splits at BATCH_MAX again', async () => {
+    // A server of its own: INFO commandstats counts every client's calls.
+    const server = await startRedis();
+    const client = connect(server.url);
+    const limiter = createLimiter({
+      redis: client,
+      prefix: uniquePrefix('whole'),
+      limits: { limit: 1_000, window: '1m' },
+      timeoutMs: 5_000,
+    });
+    const scriptCalls = async (): Promise<number> => {
+      const s = await commandStats(client);
+      return (s.evalsha ?? 0) + (s.eval ?? 0);
+    };
+    const checks = (n: number, from: number) => Array.from({ length: n }, (_, i) => limiter.check(`user:u${from + i}`));
+    // Warm-up: connected, the registry written, the batch script loaded.
+    await Promise.all(checks(2, 0));
+    let before = await scriptCalls();
+    (limiter as FloodgateLimiter)[keepWhole]();
+    const whole = await Promise.all(checks(100, 100));
+    expect(whole.every((d) => d.allowed && d.source === 'redis')).toBe(true);
+    expect((await scriptCalls()) - before).toBe(1);
+    before = await scriptCalls();
+    await Promise.all(checks(100, 200));
+    expect((await scriptCalls()) - before).toBe(Math.ceil(100 / BATCH_MAX));
+    // Through the HTTP layer the adapters use: the same.
+    const http = createHttpLimiter<{ id: string }>({ limiter, identify: (req) => `user:${req.id}` });
+    before = await scriptCalls();
+    http.keepWhole();
+    const outcomes = await Promise.all(Array.from({ length: 100 }, (_, i) => http.run({ id: `h${i}` }, '192.0.2.1')));
+    expect(outcomes.every((o) => o.action === 'next')).toBe(true);
+    expect((await scriptCalls()) - before).toBe(1);
+    await limiter.close();
+    await server.stop();
+  });
+
+  test('a memory store has nothing to keep whole: asking changes nothing', async () => {
+    const limiter = createLimiter({ prefix: uniquePrefix('whole-memory'), limits: { limit: 3, window: '1m' } });
+    const http = createHttpLimiter<{ id: string }>({ limiter, identify: (req) => `user:${req.id}` });
+    http.keepWhole();
+    (limiter as FloodgateLimiter)[keepWhole]();
+    const decisions = await Promise.all(Array.from({ length: 5 }, () => limiter.check('user:a')));
+    expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, false, false]);
     await limiter.close();
   });
 });

@@ -169,6 +169,9 @@ interface Checked {
 }
 
 /** A key as the split frame snapshots it (items as fg_enc writes them), for comparing with Redis itself. */
+/** TIME in ms and the key's PTTL, read together by Redis. */
+const EXPIRY =
+  "local t = redis.call('TIME') return { tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), redis.call('PTTL', KEYS[1]) }";
 async function stored(key: string): Promise<{ type: string; items: string[]; expireAt: number; pttl: number }> {
   const c = connect();
   const type = await c.type(key);
@@ -179,10 +182,12 @@ async function stored(key: string): Promise<{ type: string; items: string[]; exp
     [...b]
       .map((x) => (/[A-Za-z0-9:.-]/.test(String.fromCharCode(x)) ? String.fromCharCode(x) : `%${x.toString(16).padStart(2, '0')}`))
       .join('');
-  const pttl = await c.pttl(key);
-  // Date.now() + PTTL: as exact as the time between the PTTL reply and this line, which a loaded machine (a
-  // slower client, other suites in parallel) stretches to tens of ms; the comparisons below allow 250 ms.
-  return { type, items: raw.map(enc), expireAt: pttl < 0 ? -1 : Date.now() + pttl, pttl };
+  // The expiry as the split script reads it (Redis's TIME in ms plus PTTL), in one script: on Redis's clock,
+  // whatever this process's scheduling. (Date.now() after a PTTL reply was off by the time between them,
+  // which a loaded machine stretched past 358 ms.) The comparisons below allow 250 ms for a Redis that a
+  // busy machine pauses between its TIME and its PTTL, both here and in the split script.
+  const [clock, pttl] = (await c.eval(EXPIRY, 1, key)) as [number, number];
+  return { type, items: raw.map(enc), expireAt: pttl < 0 ? -1 : clock + pttl, pttl };
 }
 
 const available = (evals: Reply) => evals.filter((_, i) => i % 3 === 0);

@@ -182,6 +182,9 @@ export class ScriptedStore extends seam.GuardedStore implements seam.Store {
     return this.call(() => this.serve(() => this.twin.settle(program, keys, argv, ctx)), ctx.budgetMs);
   }
 
+  /** Each command is its own here, never batched: nothing to keep whole. */
+  keepWhole(): void {}
+
   /** A command as the server receives it: treated as its cue says. */
   private serve<T>(execute: () => T): Promise<T> {
     this.received++;

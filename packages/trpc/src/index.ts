@@ -66,8 +66,9 @@ export interface RateLimitContextOut {
 /** What the middleware answers: tRPC's middleware result, which carries `rateLimit` into the context after it. */
 type MiddlewareResult = Awaited<ReturnType<TRPCMiddlewareFunction<object, unknown, object, RateLimitContextOut, unknown>>>;
 
-/** tRPC's middleware options: the call, and `next`. */
+/** tRPC's middleware options: the call, its index in its batch (0 when not batched), and `next`. */
 type MiddlewareOptions<TContext, TMeta> = ProcedureCall<TContext, TMeta> & {
+  batchIndex?: number;
   next(opts: { ctx: RateLimitContextOut }): Promise<MiddlewareResult>;
 };
 
@@ -91,7 +92,8 @@ const fromContext = (call: ProcedureCall<unknown>): [string | undefined, string 
 
 /**
  * A tRPC middleware: `t.procedure.use(rateLimit({ limiter }))`. Each call is one check (a batch of N calls
- * is N checks, each its own cost); a refused call throws TRPCError TOO_MANY_REQUESTS and fails alone.
+ * is N checks, each its own cost, sent to Redis together: one script call for up to 1,000); a refused call
+ * throws TRPCError TOO_MANY_REQUESTS and fails alone.
  */
 export function rateLimit<TContext = Record<string, unknown>, TMeta = unknown>(
   options: RateLimitOptions<TContext, TMeta>,
@@ -113,6 +115,9 @@ export function rateLimit<TContext = Record<string, unknown>, TMeta = unknown>(
     own.clientAddress ?? ((call: ProcedureCall<TContext, TMeta>): string | undefined => behindProxies(...fromContext(call)));
 
   const middleware = async (opts: MiddlewareOptions<TContext, TMeta>): Promise<MiddlewareResult> => {
+    // A batch's calls start in one turn: the second asks that their checks go to Redis in one script call
+    // (up to 1,000 a call) rather than in calls of 16 (the first's check is still in the open one).
+    if (opts.batchIndex !== undefined && opts.batchIndex > 0) http.keepWhole();
     const previous = (opts.ctx as Partial<RateLimitContextOut> | undefined)?.rateLimit;
     const pending = http.decide(opts, addressOf(opts), previous);
     const outcome = pending instanceof Promise ? await pending : pending;

@@ -58,6 +58,13 @@ export const listCheck: unique symbol = Symbol('floodgate.listCheck');
 export const reserveAt: unique symbol = Symbol('floodgate.reserveAt');
 export const currentLists: unique symbol = Symbol('floodgate.currentLists');
 
+/**
+ * Internal: `limiter[keepWhole]()` asks the limiter's store to send the checks this turn starts in as few
+ * script calls as it can (up to 1,000 checks a call, not BATCH_MAX: stores/turn-batches.ts), for a request
+ * that carries many checks (the HTTP layer's keepWhole(), a tRPC batch). Until the end of the turn.
+ */
+export const keepWhole: unique symbol = Symbol('floodgate.keepWhole');
+
 export function createLimiter(options: LimiterOptions): Limiter {
   return new FloodgateLimiter(resolveOptions(options));
 }
@@ -182,6 +189,11 @@ export class FloodgateLimiter implements Limiter {
    */
   [ruleSetPlan](limits: readonly RuleInput[]): RuleSetHandle {
     return this.ruleSets.plan(resolveExtraRules(this.opts, limits, 'limits'), 'request');
+  }
+
+  /** This turn's checks in whole batches (see keepWhole). */
+  [keepWhole](): void {
+    this.store.keepWhole();
   }
 
   /** The list decision for these identifiers and address (see listCheck), or undefined. */

@@ -11,6 +11,7 @@ import {
   checkNow,
   createLimiter,
   currentLists,
+  keepWhole,
   listCheck,
   type Cost,
   type Limiter,
@@ -69,6 +70,14 @@ export interface HttpLimiter<Req> {
    * more admissions).
    */
   completed(outcome: HttpOutcome, finished: boolean, status: number, args: readonly unknown[]): void;
+  /**
+   * For a request that carries many checks (a tRPC batch): the checks this turn starts go to Redis in as few
+   * script calls as they can, up to 1,000 checks a call, instead of leaving in calls of BATCH_MAX (16) as the turn goes on
+   * (stores/turn-batches.ts). Lasts until the end of the turn; call it before the request's checks. Nothing to
+   * do on a memory store, with batching off (FLOODGATE_BATCH_MAX=1), or for a shared `limiter` of your own
+   * making (an object with a check() that is not a Floodgate limiter, nor a wrapper of one).
+   */
+  keepWhole(): void;
 }
 
 /** The limiter a rateLimit() checks: its own (refundable when its refund options or `settle` ask), or the shared one. */
@@ -319,10 +328,13 @@ export function createHttpLimiter<Req>(
   }
 
   const refund = refunder(limiter, refunds, warn);
+  // Through the object given, as the lists are, when it carries a limiter's store.
+  const whole = typeof (limiter as Partial<FloodgateLimiter>)[keepWhole] === 'function';
   return {
     limiter,
     warn,
     decide,
+    keepWhole: whole ? () => (limiter as FloodgateLimiter)[keepWhole]() : () => undefined,
     completed:
       reserved === undefined
         ? refund

@@ -16,7 +16,8 @@ export { BATCH_MAX } from './turn-batches';
  * checks sent one after another would be, but the EVALSHA dispatch, the client's per-command work, the
  * reply's framing and a promise per command are paid once per batch, on both sides of the wire.
  *
- * A batch leaves at the end of the turn, or as soon as it holds BATCH_MAX checks (stores/turn-batches.ts).
+ * A batch leaves at the end of the turn, or as soon as it holds BATCH_MAX checks (WHOLE_MAX in a turn whose
+ * batches were asked to stay whole: keepWhole(), stores/turn-batches.ts).
  * A batch of one is sent as the program's own script. An error in one check (a wrong-type key, say) is that
  * check's error alone: the others' replies stand. The deadline stays per check (stores/redis.ts); a batch
  * sent late because this process was busy is seen as such (its Flush says when it left).
@@ -194,6 +195,11 @@ export class Batcher {
     });
     const flush = this.batches.add(program, this.slotOf === undefined ? -1 : this.slotOf(keys[0]!), item, deadlineAt);
     return { reply, flush };
+  }
+
+  /** This turn's batches leave whole: at the end of the turn, or at WHOLE_MAX checks (stores/turn-batches.ts). */
+  keepWhole(): void {
+    this.batches.keepWhole();
   }
 
   private send(program: Program, { items, deadlineAt }: OutgoingBatch<Pending>): void {

@@ -116,6 +116,9 @@ export class MemoryStore implements Store, FrameStorage {
     indexTwin(this, index, key, undefined, at, pad);
   }
 
+  /** Nothing to keep whole: a check here is answered at once, never batched. */
+  keepWhole(): void {}
+
   /** Forgets every key (resetPrefix, between tests). */
   clear(): void {
     this.states.clear();

@@ -106,6 +106,14 @@ export class RedisStore extends GuardedStore implements Store {
     return reply;
   }
 
+  /**
+   * This turn's batches of checks leave whole: at the end of the turn, or at WHOLE_MAX checks
+   * (stores/turn-batches.ts); on a Cluster, per slot. Nothing with batching off.
+   */
+  keepWhole(): void {
+    this.batcher?.keepWhole();
+  }
+
   /** The open batches of this store's checks (undefined with batching off). */
   private readonly batcher: Batcher | undefined;
   /** The open batches of this store's settles (stores/script-batch.ts; undefined with batching off). */

@@ -9,6 +9,12 @@ import type { Flush } from './coalesce';
  * items, so Redis starts on the first of a busy turn while this process is still parsing the rest (an
  * idle Redis while the server works, then an idle server while Redis works, is what a whole-turn batch
  * would cost).
+ *
+ * Unless a caller asks for whole batches in this turn (keepWhole(): an adapter whose one request carries many
+ * checks, a tRPC batch): then the turn's batches leave at its end, or as soon as they hold WHOLE_MAX items,
+ * so a request of many checks is one call, and a request of very many cannot make one script call that holds
+ * Redis up for long (a script runs alone). The ask lasts until the end of the turn, when every open batch
+ * leaves anyway; the next turn splits at BATCH_MAX again unless asked again.
  */
 
 /**
@@ -23,6 +29,12 @@ function batchMax(env: string | undefined): number {
   const n = Number(env);
   return env !== undefined && Number.isInteger(n) && n >= 1 && n <= 1_000 ? n : 16;
 }
+
+/**
+ * The most items one batch call carries in a turn asked to keep its batches whole (keepWhole()): the upper
+ * bound FLOODGATE_BATCH_MAX accepts, so one script call never runs more checks than it could be set to.
+ */
+export const WHOLE_MAX = 1_000;
 
 /** A batch as it leaves: its items in arrival order, and the earliest deadline among them. */
 export interface OutgoingBatch<Item> {
@@ -62,6 +74,8 @@ export class TurnBatches<Kind extends object, Item> {
   /** The lanes a batch opened in this turn (a lane whose batch left full and opened again is listed twice). */
   private readonly opened: Lane<Kind, Item>[] = [];
   private scheduled = false;
+  /** The most items a batch of this turn holds before it leaves: BATCH_MAX, or WHOLE_MAX once keepWhole() asked. */
+  private max = BATCH_MAX;
 
   /** `dispatch` sends a batch (when it leaves: its Flush's `at` is set first, on `runtime`'s clock). */
   constructor(
@@ -89,22 +103,37 @@ export class TurnBatches<Kind extends object, Item> {
       batch = new Batch<Item>();
       lane.open = batch;
       this.opened.push(lane);
-      if (!this.scheduled) {
-        this.scheduled = true;
-        this.runtime.afterTurn(() => this.endOfTurn());
-      }
+      this.schedule();
     }
     if (deadlineAt < batch.deadlineAt) batch.deadlineAt = deadlineAt;
     batch.items.push(item);
-    if (batch.items.length >= BATCH_MAX) {
+    if (batch.items.length >= this.max) {
       lane.open = undefined;
       this.send(kind, batch);
     }
     return batch.flush;
   }
 
+  /**
+   * Keeps this turn's batches whole: they leave at the end of the turn, or once they hold WHOLE_MAX items
+   * (a batch already open grows on; one that left full is gone). Until the end of the turn.
+   */
+  keepWhole(): void {
+    if (this.max === WHOLE_MAX) return;
+    this.max = WHOLE_MAX;
+    // Cleared at the end of the turn, which comes even when no batch opens in this one.
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    this.runtime.afterTurn(() => this.endOfTurn());
+  }
+
   private endOfTurn(): void {
     this.scheduled = false;
+    this.max = BATCH_MAX;
     const n = this.opened.length;
     for (let i = 0; i < n; i++) {
       const lane = this.opened[i]!;

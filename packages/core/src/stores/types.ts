@@ -44,4 +44,10 @@ export interface Store {
    * Never sent twice.
    */
   settle(program: Program, keys: string[], argv: (string | number)[], ctx: RunContext): Promise<void> | void;
+  /**
+   * Asks that the checks this turn sends leave in as few calls as they can: one per program (per hash slot on
+   * a Cluster) of up to 1,000 checks, instead of calls of BATCH_MAX (stores/turn-batches.ts), for a request
+   * that carries many checks (a tRPC batch). Until the end of the turn; nothing to do for a memory store.
+   */
+  keepWhole(): void;
 }
