@@ -58,9 +58,15 @@ export default tseslint.config(
     rules: { 'no-console': 'off' },
   },
   // Next.js apps in plain JavaScript: packages/next/test/app (built and served by next-app.test.ts), packages/next/test/suite-app
-  // (the shared suites' app, suite-server.ts) and examples/next.
+  // (the shared suites' app, suite-server.ts), examples/next and bench/next-app.
   {
-    files: ['packages/next/test/app/**', 'packages/next/test/suite-app/**', 'examples/next/*.js', 'examples/next/app/**'],
+    files: [
+      'packages/next/test/app/**',
+      'packages/next/test/suite-app/**',
+      'examples/next/*.js',
+      'examples/next/app/**',
+      'bench/next-app/**',
+    ],
     languageOptions: {
       globals: {
         process: 'readonly',

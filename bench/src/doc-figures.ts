@@ -6,6 +6,7 @@ import type { LatencyRow } from './http/latency';
 import { latencyTable, type LatencyMeta } from './http/latency-table';
 import { fmt, markdownTable } from './lib/stats';
 import { targets } from './targets';
+import { isHand429 } from './http/shapes';
 
 /*
  * The benchmark figures the docs quote, made from bench/results/*.json, so that none is copied by hand.
@@ -22,6 +23,20 @@ export interface Results {
   core: { meta: CoreMeta; rows: CoreRow[]; capacity?: CapacityRow[] };
   /** The latency phase of `npm run bench` (results/latency.json), once it has run. */
   latency?: { meta: LatencyMeta; rows: LatencyRow[] };
+  /** `npm run bench:trpc` (results/trpc.json), once it has run. */
+  trpc?: TrpcResult;
+}
+
+/** What `npm run bench:trpc` writes (bench/src/trpc.ts). */
+export interface TrpcResult {
+  /** When it ran (runs before this field existed have none). */
+  date?: string;
+  seconds: number;
+  batch: number;
+  clients: number;
+  callsPerSecond: { noLimiter: number; floodgate: number };
+  /** Redis script calls (EVALSHA, EVAL) one batch of N calls took, by N. */
+  redisScriptCallsPerBatch: Record<string, number>;
 }
 
 export function readResults(dir = RESULTS): Results {
@@ -30,6 +45,7 @@ export function readResults(dir = RESULTS): Results {
     http: read('http'),
     core: read('core'),
     ...(existsSync(join(dir, 'latency.json')) ? { latency: read<NonNullable<Results['latency']>>('latency') } : {}),
+    ...(existsSync(join(dir, 'trpc.json')) ? { trpc: read<TrpcResult>('trpc') } : {}),
   };
 }
 
@@ -40,6 +56,7 @@ const FRAMEWORKS: Record<string, string> = {
   hono: 'Hono',
   'nestjs-express': 'NestJS (Express)',
   'nestjs-fastify': 'NestJS (Fastify)',
+  next: 'Next.js',
 };
 const range = (values: number[], digits: number, unit: string): string => {
   const lo = fmt(Math.min(...values), digits);
@@ -48,9 +65,11 @@ const range = (values: number[], digits: number, unit: string): string => {
 };
 
 /** Every figure a doc may quote, by name. */
-export function figures({ http, core, latency }: Results): Map<string, string> {
+export function figures({ http, core, latency, trpc }: Results): Map<string, string> {
   const out = new Map<string, string>();
   if (latency !== undefined) latencyFigures(latency, out);
+  if (trpc !== undefined) for (const [k, v] of trpcFigures(trpc)) out.set(k, v);
+  nextFigures(http.results, out);
   if (core.capacity !== undefined && core.capacity.length > 0) {
     out.set('core-capacity-table', capacityMarkdown(core.capacity));
     for (const c of core.capacity) {
@@ -66,7 +85,7 @@ export function figures({ http, core, latency }: Results): Map<string, string> {
     { framework: fw, variant: 'floodgate' },
     ...[
       ...new Set(
-        results.filter((r) => r.framework === fw && !r.variant.startsWith('floodgate') && r.variant !== '429').map((r) => r.variant),
+        results.filter((r) => r.framework === fw && !r.variant.startsWith('floodgate') && !isHand429(r.variant)).map((r) => r.variant),
       ),
     ].map((variant) => ({ framework: fw, variant })),
   ]);
@@ -151,6 +170,81 @@ function latencyFigures({ meta, rows }: NonNullable<Results['latency']>, out: Ma
     if (r.redis === 'loopback') out.set(`latency-p99-${id}-${Math.round(100 * r.load)}`, ms(r.added.p99));
     else out.set(`latency-slow-p999-${id}`, `${fmt(r.run.p999 / 1000, 2)} ms`);
   }
+}
+
+/** The Next.js variants of `npm run bench` (bench/src/http/apps-next.ts), as the docs name them. */
+const NEXT_VARIANTS: [variant: string, label: string][] = [
+  ['floodgate', 'Floodgate in the proxy (`rateLimit()`)'],
+  ['floodgate-route', 'Floodgate around the route handler (`routeRateLimit()`)'],
+  ['429', 'a hand-written 429 in the proxy, no limiter'],
+  ['429-route', 'a hand-written 429 in the route handler, no limiter'],
+];
+
+/**
+ * next-table: every Next.js row of the HTTP run, each limiter's throughput against the same app with no
+ * limiter, its denied share, server CPU and Redis commands per request (a run without Next.js says so).
+ */
+function nextFigures(results: readonly VariantResult[], out: Map<string, string>): void {
+  const rows = results.filter((r) => r.framework === 'next');
+  if (rows.length === 0) {
+    out.set('next-table', 'Not measured in the latest run: `BENCH_FRAMEWORKS=next BENCH_MERGE=1 npm run bench` adds its rows to it.');
+    return;
+  }
+  const order = (r: VariantResult): number => NEXT_VARIANTS.findIndex(([v]) => v === r.variant);
+  const wire = (r: VariantResult): number => Object.values(r.wirePerReq).reduce((a, b) => a + b, 0);
+  out.set(
+    'next-table',
+    markdownTable(
+      ['shape', 'server', 'x no limiter', 'denied', 'server CPU µs/request (no limiter)', 'Redis commands/request'],
+      [...new Set(rows.map((r) => r.shape))].flatMap((shape) =>
+        rows
+          .filter((r) => r.shape === shape && order(r) >= 0)
+          .sort((a, b) => order(a) - order(b))
+          .map((r) => [
+            shape,
+            NEXT_VARIANTS[order(r)]![1],
+            fmt(r.ratio, 2),
+            `${fmt(100 * r.non2xxShare, 0)}%`,
+            `${fmt(r.cpuUsPerReq, 0)} (${fmt(r.baseCpuUsPerReq, 0)})`,
+            fmt(wire(r), 2),
+          ]),
+      ),
+    ),
+  );
+}
+
+/**
+ * `npm run bench:trpc`'s figures: trpc-table (calls/s with no limiter and with @floodgate/trpc),
+ * trpc-batch-table and trpc-batch-<N> (the Redis script calls a batch of N calls took), trpc-ratio.
+ */
+export function trpcFigures(t: TrpcResult): Map<string, string> {
+  const out = new Map<string, string>();
+  const { noLimiter, floodgate } = t.callsPerSecond;
+  out.set(
+    'trpc-table',
+    markdownTable(
+      ['server', 'calls/s', 'of no limiter'],
+      [
+        ['tRPC, no limiter', fmt(noLimiter), '1'],
+        ['tRPC + `@floodgate/trpc`', fmt(floodgate), fmt(floodgate / noLimiter, 2)],
+      ],
+    ),
+  );
+  out.set('trpc-ratio', `${fmt(floodgate / noLimiter, 2)}x`);
+  const sizes = Object.keys(t.redisScriptCallsPerBatch).sort((a, b) => Number(a) - Number(b));
+  out.set(
+    'trpc-batch-table',
+    markdownTable(
+      ['calls in one batch', ...sizes.map((n) => fmt(Number(n)))],
+      [['Redis script calls', ...sizes.map((n) => fmt(t.redisScriptCallsPerBatch[n]!))]],
+    ),
+  );
+  for (const n of sizes) out.set(`trpc-batch-${n}`, fmt(t.redisScriptCallsPerBatch[n]!));
+  out.set(
+    'trpc-setup',
+    `${t.clients} clients, batches of ${t.batch} calls, ${t.seconds} s per measurement${t.date === undefined ? '' : `, ${t.date.slice(0, 10)}`}`,
+  );
+  return out;
 }
 
 const REGION = /<!-- bench:([a-z0-9-]+) -->([\s\S]*?)<!-- \/bench -->/g;

@@ -2,9 +2,10 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { capacityTable, coreTable, type CapacityRow, type CoreMeta, type CoreRow } from './core-table';
-import { updateDocs } from './doc-figures';
+import { trpcFigures, updateDocs, type TrpcResult } from './doc-figures';
 import { targets, us } from './targets';
 import { printTables, type VariantResult } from './http/report-tables';
+import { isHand429 } from './http/shapes';
 import type { HttpMeta } from './http/merge';
 import { describeHost, machineLine, type Host } from './lib/host';
 import { fmt, markdownTable } from './lib/stats';
@@ -35,6 +36,7 @@ const PACKAGES = [
   'hono-rate-limiter',
   '@nestjs/throttler',
   '@nest-lab/throttler-storage-redis',
+  'next',
   'ioredis',
 ];
 
@@ -68,7 +70,7 @@ function scriptCost(): string {
 function redisPerCheck(http: readonly VariantResult[]): string {
   const rows: string[][] = [];
   for (const fw of [...new Set(http.map((r) => r.framework))])
-    for (const variant of [...new Set(http.filter((r) => r.framework === fw && r.variant !== '429').map((r) => r.variant))]) {
+    for (const variant of [...new Set(http.filter((r) => r.framework === fw && !isHand429(r.variant)).map((r) => r.variant))]) {
       const e = http.find((r) => r.framework === fw && r.shape === 'equal' && r.variant === variant);
       const t = http.find((r) => r.framework === fw && r.shape === '3x2' && r.variant === variant);
       if (!e && !t) continue;
@@ -153,6 +155,25 @@ function policiesTable(): string {
   ].join('\n');
 }
 
+/** `npm run bench:trpc` (results/trpc.json): calls/s with and without the limiter, and Redis script calls per batch. */
+function trpcSection(t: TrpcResult): string {
+  const f = trpcFigures(t);
+  return [
+    '## tRPC',
+    '',
+    `\`npm run bench:trpc\` (${f.get('trpc-setup')!}): tRPC's standalone server and its client in one process, so compare the two lines with each other, not with the HTTP tables.`,
+    '',
+    f.get('trpc-table')!,
+    '',
+    f.get('trpc-batch-table')!,
+    '',
+    `Target: at most 1 Redis call per HTTP request, a batch of N calls included: ${Object.entries(t.redisScriptCallsPerBatch)
+      .map(([n, calls]) => `a batch of ${fmt(Number(n))}, ${calls} (${calls <= 1 ? 'met' : 'missed'})`)
+      .join('; ')}.`,
+    '',
+  ].join('\n');
+}
+
 function main(): void {
   const httpFile = join(__dirname, '..', 'results', 'http.json');
   const coreFile = join(__dirname, '..', 'results', 'core.json');
@@ -169,6 +190,8 @@ function main(): void {
   const latency = existsSync(latencyFile)
     ? (JSON.parse(readFileSync(latencyFile, 'utf8')) as { meta: LatencyMeta; rows: LatencyRow[] })
     : undefined;
+  const trpcFile = join(__dirname, '..', 'results', 'trpc.json');
+  const trpc = existsSync(trpcFile) ? (JSON.parse(readFileSync(trpcFile, 'utf8')) as TrpcResult) : undefined;
   const lines = [
     '# Floodgate benchmarks',
     '',
@@ -205,13 +228,15 @@ function main(): void {
       : '',
     core ? `## Core\n${coreTable(core.meta, core.rows)}${capacityTable(core.capacity ?? [])}` : '',
     policiesTable(),
+    trpc ? trpcSection(trpc) : '',
     scriptCost(),
     abRuns(),
   ];
   writeFileSync(join(__dirname, '..', 'RESULTS.md'), `${lines.join('\n')}\n`);
   if (http) {
     const bars = http.results
-      .filter((r) => !/[:@+]/.test(r.variant) && r.variant !== '429')
+      // Floodgate's default variant and the peers (Next.js's route-handler variant stays in the tables).
+      .filter((r) => !/[:@+]/.test(r.variant) && !isHand429(r.variant) && (r.variant === 'floodgate' || !r.variant.startsWith('floodgate')))
       .map((r) => ({ shape: r.shape, framework: r.framework, variant: r.variant, ratio: r.ratio }));
     writeFileSync(
       join(ROOT, 'docs', 'benchmarks.svg'),
@@ -223,7 +248,7 @@ function main(): void {
     );
   }
   // The figures README.md and docs/*.md quote (<!-- bench:NAME --> regions), when both runs are there.
-  const docs = http && core ? updateDocs(ROOT, { http, core, ...(latency ? { latency } : {}) }) : [];
+  const docs = http && core ? updateDocs(ROOT, { http, core, ...(latency ? { latency } : {}), ...(trpc ? { trpc } : {}) }) : [];
   process.stdout.write(
     `wrote bench/RESULTS.md and docs/benchmarks.svg${docs.length > 0 ? `, and the figures in ${docs.join(', ')}` : ''}\n`,
   );

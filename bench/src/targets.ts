@@ -1,6 +1,7 @@
 import type { CoreRow } from './core-table';
 import type { VariantResult } from './http/report-tables';
 import { fmt, median } from './lib/stats';
+import { isHand429 } from './http/shapes';
 
 /* Where each target stands, from bench/results/*.json: RESULTS.md (report.ts) prints it; doc-figures.ts makes it quotable. */
 export type Check = [target: string, measured: string, status: string];
@@ -48,7 +49,7 @@ export function targets(http: readonly VariantResult[], core: readonly CoreRow[]
   const get = (fw: string, shape: string, variant = 'floodgate'): VariantResult | undefined =>
     http.find((r) => r.framework === fw && r.shape === shape && r.variant === variant);
   const peers = (fw: string, shape: string): VariantResult[] =>
-    http.filter((r) => r.framework === fw && r.shape === shape && !r.variant.startsWith('floodgate') && r.variant !== '429');
+    http.filter((r) => r.framework === fw && r.shape === shape && !r.variant.startsWith('floodgate') && !isHand429(r.variant));
   const best = (fw: string, shape: string): VariantResult | undefined => peers(fw, shape).sort((a, b) => b.ratio - a.ratio)[0];
   const denied = (...rs: VariantResult[]): string => rs.map((r) => `${fmt(100 * r.non2xxShare, 1)}%`).join(' / ');
   const added = (r: VariantResult): string => fmt(r.cpuUsPerReq - r.baseCpuUsPerReq, 0);
@@ -120,7 +121,6 @@ export function targets(http: readonly VariantResult[], core: readonly CoreRow[]
         '-',
       ]);
     const h = get(fw, 'hot');
-    const hand = get(fw, 'hot', '429');
     const hb = best(fw, 'hot');
     if (h && hb) {
       const q = paired(h, hb);
@@ -130,24 +130,40 @@ export function targets(http: readonly VariantResult[], core: readonly CoreRow[]
         verdict(q, 1),
       ]);
     }
-    if (h && hand)
-      // A hand-written 429 is what a denial costs the framework itself: the bound for any limiter's denial.
-      out.push([
-        `${fw} hot against no limiter and a hand-written 429 (no target: the framework's own cost of a denial)`,
-        `${spread(paired(h))} of no limiter; ${spread(paired(h, hand))} of the hand-written 429 (server CPU per request ${fmt(h.cpuUsPerReq, 0)} vs ${fmt(hand.cpuUsPerReq, 0)} µs)`,
-        '-',
-      ]);
-    if (e) {
-      const wire = Object.values(e.wirePerReq).reduce((a, b) => a + b, 0);
-      out.push([
-        `${fw}: at most 1 Redis command per allowed check (the checks of a turn share batched calls)`,
-        `${fmt(wire, 2)} (${Object.keys(e.wirePerReq).join(', ')})`,
-        wire > 0 && wire < 1.02 ? 'met' : 'missed',
-      ]);
-    }
-    if (h) {
-      const wire = Object.values(h.wirePerReq).reduce((a, b) => a + b, 0);
-      out.push([`${fw} hot: 0 commands for a cached blocked client`, `${fmt(wire, 2)} per request`, wire < 0.02 ? 'met' : 'missed']);
+    // Floodgate's variants and where each denies: Next.js limits in the proxy (`floodgate`) or around a
+    // route handler (`floodgate-route`), each beside a 429 written by hand in the same place.
+    for (const [variant, hand429, where] of [
+      ['floodgate', '429', ''],
+      ['floodgate-route', '429-route', ' (route handler)'],
+    ] as const) {
+      const fe = get(fw, 'equal', variant);
+      const fh = get(fw, 'hot', variant);
+      const hand = get(fw, 'hot', hand429);
+      if (fh && hand) {
+        // A hand-written 429 is what a denial costs the framework itself: the bound for any limiter's denial.
+        const q = paired(fh, hand);
+        out.push([
+          `5. ${fw}${where} hot (the denied path): >= a hand-written 429 in the same place (no limiter, no Redis)`,
+          `${spread(q)} (${fmt(fh.ratio, 2)} vs ${fmt(hand.ratio, 2)} of no limiter; server CPU per request ${fmt(fh.cpuUsPerReq, 0)} vs ${fmt(hand.cpuUsPerReq, 0)} µs; denied ${denied(fh, hand)})`,
+          verdict(q, 1),
+        ]);
+      }
+      if (fe) {
+        const wire = Object.values(fe.wirePerReq).reduce((a, b) => a + b, 0);
+        out.push([
+          `${fw}${where}: at most 1 Redis command per allowed check (the checks of a turn share batched calls)`,
+          `${fmt(wire, 2)} (${Object.keys(fe.wirePerReq).join(', ')})`,
+          wire > 0 && wire < 1.02 ? 'met' : 'missed',
+        ]);
+      }
+      if (fh) {
+        const wire = Object.values(fh.wirePerReq).reduce((a, b) => a + b, 0);
+        out.push([
+          `${fw}${where} hot: 0 commands for a cached blocked client`,
+          `${fmt(wire, 2)} per request`,
+          wire < 0.02 ? 'met' : 'missed',
+        ]);
+      }
     }
   }
   for (const r of core)

@@ -1,9 +1,11 @@
 // `npm run bench:trpc`: tRPC on its standalone server with no limiter and with @floodgate/trpc, and the
-// Redis calls a batch costs. Writes bench/results/trpc.json. The server and the load share one process
-// (tRPC's client is the load): compare the two lines of one run, not the figures with npm run bench's.
-//   BENCH_TRPC_SECONDS=5 (per measurement), BENCH_TRPC_BATCH=10 (calls per HTTP request), BENCH_TRPC_CLIENTS=16
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+// Redis calls a batch costs. Writes bench/results/trpc.json (BENCH_TRPC_OUT), which `npm run bench:report`
+// quotes in docs/performance.md and docs/trpc.md. The server and the load share one process (tRPC's
+// client is the load): compare the two lines of one run, not the figures with npm run bench's.
+//   BENCH_TRPC_SECONDS=5 (per measurement), BENCH_TRPC_BATCH=10 (calls per HTTP request), BENCH_TRPC_CLIENTS=16,
+//   BENCH_TRPC_OUT=trpc.json (in bench/results)
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { initTRPC } from '@trpc/server';
 import { createHTTPServer } from '@trpc/server/adapters/standalone';
@@ -75,6 +77,7 @@ async function main(): Promise<void> {
       { env: 'BENCH_TRPC_SECONDS', default: '5', what: 'seconds per measurement' },
       { env: 'BENCH_TRPC_BATCH', default: '10', what: 'calls per HTTP request (httpBatchLink)' },
       { env: 'BENCH_TRPC_CLIENTS', default: '16', what: 'client loops sending batches' },
+      { env: 'BENCH_TRPC_OUT', default: 'trpc.json', what: 'the results file in bench/results (the docs quote trpc.json)' },
     ],
     'BENCH_TRPC_SECONDS=2 npm run bench:trpc',
   );
@@ -90,6 +93,7 @@ async function main(): Promise<void> {
     for (const n of [1, 10, 100, 1_000]) perBatch[String(n)] = await redisCallsPerBatch(limited.url, bench.cli, n);
     limited.close();
     const result = {
+      date: new Date().toISOString(),
       host: thisHost(),
       seconds: SECONDS,
       batch: BATCH,
@@ -97,7 +101,9 @@ async function main(): Promise<void> {
       callsPerSecond: { noLimiter: Math.round(without), floodgate: Math.round(withLimiter) },
       redisScriptCallsPerBatch: perBatch,
     };
-    writeFileSync(join(__dirname, '..', 'results', 'trpc.json'), `${JSON.stringify(result, null, 2)}\n`);
+    const out = join(__dirname, '..', 'results', process.env.BENCH_TRPC_OUT ?? 'trpc.json');
+    mkdirSync(dirname(out), { recursive: true });
+    writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
     console.log(JSON.stringify(result, null, 2));
   } finally {
     redis.disconnect();

@@ -5,7 +5,8 @@ import { markdownTable, median } from '../src/lib/stats';
 import { parseMonitorLine } from '../src/http/load';
 import { printTables, type VariantResult } from '../src/http/report-tables';
 import { FRAMEWORKS } from '../src/http/frameworks';
-import { ALL_SHAPES, SHAPE, SHAPES, floodgateLimits, isOptIn, peerGroups, runs } from '../src/http/shapes';
+import { ALL_SHAPES, SHAPE, SHAPES, floodgateLimits, isHand429, isOptIn, peerGroups, runs } from '../src/http/shapes';
+import { latencyVariants } from '../src/http/latency';
 import { renderRatioChart } from '../src/ratio-chart';
 import { paired, targets, verdict } from '../src/targets';
 import type { CoreMeta } from '../src/core-table';
@@ -116,6 +117,92 @@ test('NestJS runs on both platforms: no limiter, Floodgate, @nestjs/throttler on
       'floodgate',
       'floodgate+autopipeline',
     ]);
+});
+
+test('Next.js: no limiter, Floodgate in the proxy and around a route handler, a hand-written 429 in each place; no peer', () => {
+  expect(Object.keys(FRAMEWORKS.next ?? {}).sort()).toEqual([
+    '429',
+    '429-route',
+    'baseline',
+    'floodgate',
+    'floodgate+autopipeline',
+    'floodgate-route',
+  ]);
+  for (const shape of SHAPES) expect(runs('next', 'floodgate-route', shape)).toBe(true);
+  expect(runs('next', '429-route', 'hot')).toBe(true);
+  expect(runs('next', '429-route', 'equal')).toBe(false);
+  expect(runs('next', 'floodgate', 'settle')).toBe(false);
+  expect(isHand429('429-route') && isHand429('429') && !isHand429('floodgate')).toBe(true);
+  // Both of Floodgate's places take the latency phase; the hand-written 429s do not.
+  expect(latencyVariants('next', Object.keys(FRAMEWORKS.next!))).toEqual(['floodgate', 'floodgate-route']);
+});
+
+test("Next.js's rows: targets against the hand-written 429 in the same place, its table, and a run without it says so", () => {
+  const row = (shape: string, variant: string, ratio: number, denied = 0, wire: Record<string, number> = {}): VariantResult =>
+    ({
+      framework: 'next',
+      shape,
+      variant,
+      ratio,
+      ratios: [ratio],
+      cpuUsPerReq: 300,
+      baseCpuUsPerReq: 250,
+      non2xxShare: denied,
+      wirePerReq: wire,
+    }) as VariantResult;
+  const http = [
+    row('equal', 'floodgate', 0.8, 0, { evalsha: 1 }),
+    row('equal', 'floodgate-route', 0.85, 0, { evalsha: 1 }),
+    row('hot', 'floodgate', 1.1, 1),
+    row('hot', 'floodgate-route', 0.9, 1, { evalsha: 0.001 }),
+    row('hot', '429', 1.0, 1),
+    row('hot', '429-route', 1.0, 1),
+  ];
+  const checks = targets(http, []);
+  expect(checks.find((c) => c[0].startsWith('5. next hot'))?.[2]).toBe('met');
+  expect(checks.find((c) => c[0].startsWith('5. next (route handler) hot'))?.[2]).toBe('missed by 10%');
+  expect(checks.find((c) => c[0] === 'next (route handler) hot: 0 commands for a cached blocked client')?.[2]).toBe('met');
+  // No peer ran: nothing compares with one, and the table has no peer's column.
+  expect(checks.some((c) => /^[124]\. next/.test(c[0]))).toBe(false);
+  const core = { meta: { date: '2026-01-01' } as CoreMeta, rows: [] };
+  const f = figures({ http: { meta: { date: '2026-01-01' }, results: http }, core });
+  expect(f.get('http-table')!.split('\n')[0]).toBe('| shape | Next.js: Floodgate |');
+  const table = f.get('next-table')!.split('\n');
+  expect(table[2]).toBe('| equal | Floodgate in the proxy (`rateLimit()`) | 0.80 | 0% | 300 (250) | 1.00 |');
+  expect(table.slice(4).map((l) => l.split(' | ')[1])).toEqual([
+    'Floodgate in the proxy (`rateLimit()`)',
+    'Floodgate around the route handler (`routeRateLimit()`)',
+    'a hand-written 429 in the proxy, no limiter',
+    'a hand-written 429 in the route handler, no limiter',
+  ]);
+  expect(figures({ http: { meta: { date: '2026-01-01' }, results: [] }, core }).get('next-table')).toMatch(
+    /^Not measured in the latest run: `BENCH_FRAMEWORKS=next BENCH_MERGE=1 npm run bench`/,
+  );
+});
+
+test("tRPC's figures come from its results file: calls/s with and without the limiter, script calls per batch", () => {
+  const trpc = {
+    seconds: 5,
+    batch: 10,
+    clients: 16,
+    callsPerSecond: { noLimiter: 5000, floodgate: 4500 },
+    redisScriptCallsPerBatch: { '1': 1, '10': 1, '100': 7 },
+  };
+  const f = figures({
+    http: { meta: { date: '2026-01-01' }, results: [] },
+    core: { meta: { date: '2026-01-01' } as CoreMeta, rows: [] },
+    trpc,
+  });
+  expect(f.get('trpc-table')).toBe(
+    '| server | calls/s | of no limiter |\n| --- | --- | --- |\n| tRPC, no limiter | 5,000 | 1 |\n| tRPC + `@floodgate/trpc` | 4,500 | 0.90 |',
+  );
+  expect(f.get('trpc-batch-table')!.split('\n')).toEqual([
+    '| calls in one batch | 1 | 10 | 100 |',
+    '| --- | --- | --- | --- |',
+    '| Redis script calls | 1 | 1 | 7 |',
+  ]);
+  expect([f.get('trpc-batch-1'), f.get('trpc-batch-10'), f.get('trpc-batch-100'), f.get('trpc-ratio')]).toEqual(['1', '1', '7', '0.90x']);
+  expect(f.get('trpc-setup')).toBe('16 clients, batches of 10 calls, 5 s per measurement');
 });
 
 test('tables and the chart render a result', () => {
@@ -292,6 +379,9 @@ describe('the benchmarks answer --help with their settings, and refuse an argume
       'BENCH_NODE_FLAGS',
       'BENCH_LATENCY_OUT',
       'BENCH_LOAD_CORE',
+      // Next.js among the frameworks, with where its build is kept.
+      'next (next: its app is built once, then cached in bench/next-app/.next)',
+      'BENCH_NEXT_WARMUP (5 (smoke 2))',
     ])
       expect(r.stdout).toContain(setting);
     expect(r.stdout).not.toContain('npm run-script'); // npm's own help
@@ -301,6 +391,7 @@ describe('the benchmarks answer --help with their settings, and refuse an argume
     ['bench:graphql', 'BENCH_CONCURRENCY (32)'],
     ['bench:mcp', 'BENCH_WARMUP (3000)'],
     ['bench:trpc', 'BENCH_TRPC_BATCH (10)'],
+    ['bench:trpc', 'BENCH_TRPC_OUT (trpc.json)'],
   ])(
     'npm run %s -- --help lists its settings',
     (script, setting) => {

@@ -4,6 +4,7 @@ import { fastifyApps } from './apps-fastify';
 import { honoApps } from './apps-hono';
 import { koaApps } from './apps-koa';
 import { nestjsExpressApps, nestjsFastifyApps } from './apps-nestjs';
+import { nextApps } from './apps-next';
 
 /** Every framework's variants; 'baseline' is the app with no limiter. */
 export const FRAMEWORKS: Record<string, Record<string, AppFactory>> = {
@@ -13,6 +14,7 @@ export const FRAMEWORKS: Record<string, Record<string, AppFactory>> = {
   hono: honoApps,
   'nestjs-express': nestjsExpressApps,
   'nestjs-fastify': nestjsFastifyApps,
+  next: nextApps,
 };
 
 /**

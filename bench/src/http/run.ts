@@ -6,6 +6,7 @@ import { LOAD_CORE, pin, startBenchRedis } from '../lib/machine';
 import { envInt } from '../lib/stats';
 import { ALL_SHAPES, SHAPES, isOptIn, runs, type ShapeName } from './shapes';
 import { FRAMEWORKS, factoryOf } from './frameworks';
+import { buildNextApp } from './apps-next';
 import { printTables, type VariantResult } from './report-tables';
 import { mergeRefusal, mergeRun, type HttpMeta } from './merge';
 import { thisHost } from '../lib/host';
@@ -53,6 +54,12 @@ const LATENCY: LatencySettings = {
   warmupSeconds: 1,
   quick: SMOKE,
 };
+/*
+ * Next.js's servers warm up longer: each route's code loads on its first request, and a request runs
+ * through far more JavaScript than on the other frameworks, at a tenth of their rate, so 1 s of load
+ * leaves its JIT cold (server CPU per request still falling over the first 10-20 s on a loaded machine).
+ */
+const NEXT_WARMUP = envInt('BENCH_NEXT_WARMUP', SMOKE ? 2 : 5);
 const PHASES = (process.env.BENCH_PHASES ?? 'throughput,latency').split(',');
 for (const p of PHASES) if (p !== 'throughput' && p !== 'latency') throw new Error(`BENCH_PHASES lists throughput and latency; got ${p}`);
 const RESULTS = join(__dirname, '..', '..', 'results', ...(SMOKE ? ['smoke'] : []));
@@ -86,7 +93,16 @@ async function main(): Promise<void> {
       },
       { env: 'BENCH_SLOW_REDIS_MS', default: '1', what: 'the slow Redis: ms added to every reply (latency phase, at 50% load)' },
       { env: 'BENCH_CONNECTIONS', default: '50', what: "wrk's open connections" },
-      { env: 'BENCH_FRAMEWORKS', default: 'all', what: `a comma list of ${Object.keys(FRAMEWORKS).join(', ')}` },
+      {
+        env: 'BENCH_NEXT_WARMUP',
+        default: '5 (smoke 2)',
+        what: 'seconds of load each Next.js server takes before it is measured (1 on the others)',
+      },
+      {
+        env: 'BENCH_FRAMEWORKS',
+        default: 'all',
+        what: `a comma list of ${Object.keys(FRAMEWORKS).join(', ')} (next: its app is built once, then cached in bench/next-app/.next)`,
+      },
       { env: 'BENCH_SHAPES', default: SHAPES.join(','), what: `a comma list of ${ALL_SHAPES.join(', ')}` },
       {
         env: 'BENCH_VARIANTS',
@@ -114,12 +130,16 @@ async function main(): Promise<void> {
   // A merge that would be refused at the end is refused before the run, not after it.
   const out = join(RESULTS, process.env.BENCH_OUT ?? 'http.json');
   const latencyOut = join(RESULTS, process.env.BENCH_LATENCY_OUT ?? 'latency.json');
-  for (const file of [out, latencyOut])
+  // Only the files this run writes: a phase's file measured on another machine is left alone.
+  for (const file of [...(PHASES.includes('throughput') ? [out] : []), ...(PHASES.includes('latency') ? [latencyOut] : [])])
     if (merge && existsSync(file)) {
       const refused = mergeRefusal(readJson<{ meta: HttpMeta }>(file).meta.host, thisHost());
       if (refused !== undefined) throw new Error(refused);
     }
   if (PHASES.includes('latency')) openLoopBinary(); // a missing C compiler fails now, not after the throughput phase
+  const frameworks = pick('BENCH_FRAMEWORKS', Object.keys(FRAMEWORKS));
+  // Next.js: `next build` of bench/next-app, unless its build is of the same sources (before pinning: it takes both cores).
+  if (frameworks.includes('next')) buildNextApp((line) => process.stderr.write(`${line}\n`));
   pin(process.pid, LOAD_CORE);
   const r = await startBenchRedis();
   const admin = new Redis(r.url);
@@ -128,7 +148,9 @@ async function main(): Promise<void> {
   const started = Date.now();
   const log = (line: string): boolean => process.stderr.write(`${line}\n`);
   try {
-    for (const framework of pick('BENCH_FRAMEWORKS', Object.keys(FRAMEWORKS))) {
+    for (const framework of frameworks) {
+      const warm = <S extends { warmupSeconds: number }>(settings: S): S =>
+        framework === 'next' ? { ...settings, warmupSeconds: NEXT_WARMUP } : settings;
       const all = Object.keys(FRAMEWORKS[framework]!).filter((v) => v !== 'baseline');
       const wanted = listed('BENCH_VARIANTS');
       const variants = wanted
@@ -137,12 +159,12 @@ async function main(): Promise<void> {
       if (PHASES.includes('throughput'))
         for (const shapeName of pick('BENCH_SHAPES', ALL_SHAPES, SHAPES)) {
           const here = variants.filter((v) => runs(framework, v, shapeName));
-          if (here.length > 0) results.push(...(await throughputShape(framework, shapeName, here, r, admin, THROUGHPUT, log)));
+          if (here.length > 0) results.push(...(await throughputShape(framework, shapeName, here, r, admin, warm(THROUGHPUT), log)));
         }
       const timed = latencyVariants(framework, variants);
       if (PHASES.includes('latency') && timed.length > 0) {
         await admin.flushall();
-        latency.push(...(await latencyPhase(framework, timed, r, LATENCY, log)));
+        latency.push(...(await latencyPhase(framework, timed, r, warm(LATENCY), log)));
       }
     }
   } finally {

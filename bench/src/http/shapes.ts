@@ -153,6 +153,8 @@ export function peerGroups(shape: Shape): PeerRule[][] {
  * Opt-in variants (BENCH_VARIANTS only): `floodgate+autopipeline` (ioredis enableAutoPipelining on the client), `floodgate@before` (the build in BENCH_BEFORE, for an
  * interleaved A/B against a change: bench/scripts/snapshot-before.sh; `floodgate@<build>` from BENCH_BUILDS).
  * `429` (hot only, by default): a hand-written denial with no limiter, what the framework's own 429 costs.
+ * Next.js (apps-next.ts): `floodgate` is the proxy's `rateLimit()`, `floodgate-route` the route handler's
+ * `routeRateLimit()`, and `429` / `429-route` the hand-written denial in each of those places.
  * `settle` runs Floodgate and rate-limiter-flexible (its settle middleware) on Express, Fastify, Koa and
  * Hono; `rate-limiter-flexible` runs every shape on Express and only `settle` elsewhere (each other
  * framework's own peer runs the rest, and none of those can settle a cost after the response).
@@ -162,6 +164,8 @@ export const ALGORITHM_VARIANTS = ['fixed-window', 'token-bucket'] as const;
 export const PER_ALGORITHM_SHAPES: ShapeName[] = ['equal', '3x2'];
 /** `floodgate:headers-off`: `headers: false` (Express, equal), beside rate-limiter-flexible's header-less middleware. */
 export const HEADERS_OFF = 'headers-off';
+/** A hand-written denial with no limiter: `429`, or `429-<where>` (Next.js: `429-route`, in a route handler). */
+export const isHand429 = (variant: string): boolean => variant === '429' || variant.startsWith('429-');
 export const isOptIn = (variant: string): boolean => variant.startsWith('floodgate+') || variant.startsWith('floodgate@');
 export const SETTLE_FRAMEWORKS = ['express', 'fastify', 'koa', 'hono'];
 const RLF = 'rate-limiter-flexible';
@@ -170,6 +174,6 @@ export function runs(framework: string, variant: string, shape: ShapeName): bool
   if (variant === RLF) return framework === 'express';
   if (variant === `floodgate:${HEADERS_OFF}`) return framework === 'express' && shape === 'equal';
   if (variant.startsWith('floodgate:')) return framework === 'express' && PER_ALGORITHM_SHAPES.includes(shape);
-  if (variant === '429') return shape === 'hot';
+  if (isHand429(variant)) return shape === 'hot';
   return true;
 }

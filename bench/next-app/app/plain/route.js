@@ -1,0 +1,6 @@
+// No limiter: the baseline.
+export const dynamic = 'force-dynamic';
+
+export function GET() {
+  return new Response('ok');
+}
