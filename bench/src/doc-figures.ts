@@ -7,6 +7,8 @@ import { latencyTable, type LatencyMeta } from './http/latency-table';
 import { fmt, markdownTable } from './lib/stats';
 import { targets } from './targets';
 import { isHand429 } from './http/shapes';
+import type { HttpMeta } from './http/merge';
+import { describeHost, type Host } from './lib/host';
 
 /*
  * The benchmark figures the docs quote, made from bench/results/*.json, so that none is copied by hand.
@@ -25,6 +27,12 @@ export interface Results {
   latency?: { meta: LatencyMeta; rows: LatencyRow[] };
   /** `npm run bench:trpc` (results/trpc.json), once it has run. */
   trpc?: TrpcResult;
+  /**
+   * The Next.js rows of `npm run bench` in a file of their own (results/next.json, `BENCH_FRAMEWORKS=next
+   * BENCH_OUT=next.json`), when they were measured apart from http.json (on another machine, which a merge
+   * into it refuses); the Next.js table reads it before http.json's rows.
+   */
+  next?: { meta: HttpMeta; results: VariantResult[] };
 }
 
 /** What `npm run bench:trpc` writes (bench/src/trpc.ts). */
@@ -46,6 +54,7 @@ export function readResults(dir = RESULTS): Results {
     core: read('core'),
     ...(existsSync(join(dir, 'latency.json')) ? { latency: read<NonNullable<Results['latency']>>('latency') } : {}),
     ...(existsSync(join(dir, 'trpc.json')) ? { trpc: read<TrpcResult>('trpc') } : {}),
+    ...(existsSync(join(dir, 'next.json')) ? { next: read<NonNullable<Results['next']>>('next') } : {}),
   };
 }
 
@@ -65,11 +74,11 @@ const range = (values: number[], digits: number, unit: string): string => {
 };
 
 /** Every figure a doc may quote, by name. */
-export function figures({ http, core, latency, trpc }: Results): Map<string, string> {
+export function figures({ http, core, latency, trpc, next }: Results): Map<string, string> {
   const out = new Map<string, string>();
   if (latency !== undefined) latencyFigures(latency, out);
   if (trpc !== undefined) for (const [k, v] of trpcFigures(trpc)) out.set(k, v);
-  nextFigures(http.results, out);
+  nextFigures(next ?? http, out);
   if (core.capacity !== undefined && core.capacity.length > 0) {
     out.set('core-capacity-table', capacityMarkdown(core.capacity));
     for (const c of core.capacity) {
@@ -184,12 +193,17 @@ const NEXT_VARIANTS: [variant: string, label: string][] = [
  * next-table: every Next.js row of the HTTP run, each limiter's throughput against the same app with no
  * limiter, its denied share, server CPU and Redis commands per request (a run without Next.js says so).
  */
-function nextFigures(results: readonly VariantResult[], out: Map<string, string>): void {
+function nextFigures(
+  { meta, results }: { meta: { date: string; host?: Host }; results: readonly VariantResult[] },
+  out: Map<string, string>,
+): void {
   const rows = results.filter((r) => r.framework === 'next');
   if (rows.length === 0) {
     out.set('next-table', 'Not measured in the latest run: `BENCH_FRAMEWORKS=next BENCH_MERGE=1 npm run bench` adds its rows to it.');
+    out.set('next-setup', 'not measured yet');
     return;
   }
+  out.set('next-setup', `${meta.date.slice(0, 10)}, ${meta.host === undefined ? 'machine not recorded' : describeHost(meta.host)}`);
   const order = (r: VariantResult): number => NEXT_VARIANTS.findIndex(([v]) => v === r.variant);
   const wire = (r: VariantResult): number => Object.values(r.wirePerReq).reduce((a, b) => a + b, 0);
   out.set(
