@@ -9,6 +9,9 @@ import type { Circus } from '@jest/types';
  * caused them and printed only when it fails, under its name, to explain it; any other warning prints as
  * usual.
  */
+/** The global a test file's code holds a line with, until its test fails (then printed) or passes (then dropped). */
+const HOLD = Symbol.for('floodgate.test.hold');
+
 type EmitWarning = (warning: string | Error, ...rest: unknown[]) => void;
 
 /** The code of an emitWarning call: emitWarning(warning, { code }) or emitWarning(warning, type, code). */
@@ -30,6 +33,9 @@ export default class QuietEnvironment extends NodeEnvironment {
       if (codeOf(rest) === 'FLOODGATE') this.held.push(warning instanceof Error ? warning.message : String(warning));
       else emitWarning.call(process, warning, ...rest);
     };
+    // HOLD: what a test file's own code holds the same way (a framework's server that logs the errors a
+    // test provokes on purpose, packages/next/test/suite-server.ts): printed only if its test fails.
+    (this.global as Record<symbol, unknown>)[HOLD] = (line: string) => void this.held.push(line);
   }
 
   handleTestEvent(event: Circus.Event): void {
@@ -40,7 +46,7 @@ export default class QuietEnvironment extends NodeEnvironment {
       names.unshift(block.name);
     const lines = this.held.map((w) => `  ${w}`).join('\n');
     globalThis.process.stderr.write(
-      `[FLOODGATE] warnings during the failing test "${[...names, event.test.name].join(' > ')}":\n${lines}\n`,
+      `[FLOODGATE] warnings and held output during the failing test "${[...names, event.test.name].join(' > ')}":\n${lines}\n`,
     );
     this.held = [];
   }

@@ -20,6 +20,8 @@ function filesOf(dir: string): string[] {
 /** The build's folder: one per content of the app and version of Next. */
 function buildDir(source: string): string {
   const hash = createHash('sha256');
+  // The checkout too: a build refers to the node_modules it was built beside, which another checkout may not keep.
+  hash.update(ROOT);
   hash.update(readFileSync(join(ROOT, 'node_modules', 'next', 'package.json')));
   for (const file of filesOf(source).sort()) hash.update(`${relative(source, file)}\0`).update(readFileSync(file));
   return join(tmpdir(), `floodgate-next-build-${hash.digest('hex').slice(0, 16)}`);
