@@ -194,7 +194,7 @@ const NEXT_VARIANTS: [variant: string, label: string][] = [
  * limiter, its denied share, server CPU and Redis commands per request (a run without Next.js says so).
  */
 function nextFigures(
-  { meta, results }: { meta: { date: string; host?: Host }; results: readonly VariantResult[] },
+  { meta, results }: { meta: { date: string; host?: Host; merged?: string[] }; results: readonly VariantResult[] },
   out: Map<string, string>,
 ): void {
   const rows = results.filter((r) => r.framework === 'next');
@@ -203,7 +203,10 @@ function nextFigures(
     out.set('next-setup', 'not measured yet');
     return;
   }
-  out.set('next-setup', `${meta.date.slice(0, 10)}, ${meta.host === undefined ? 'machine not recorded' : describeHost(meta.host)}`);
+  // When the rows were rerun into the file (BENCH_MERGE=1), the date of that rerun, not the file's.
+  const rerun = meta.merged?.filter((m) => /(: |, )next /.test(m)).at(-1);
+  const date = (rerun ?? meta.date).slice(0, 10);
+  out.set('next-setup', `${date}, ${meta.host === undefined ? 'machine not recorded' : describeHost(meta.host)}`);
   const order = (r: VariantResult): number => NEXT_VARIANTS.findIndex(([v]) => v === r.variant);
   const wire = (r: VariantResult): number => Object.values(r.wirePerReq).reduce((a, b) => a + b, 0);
   out.set(
