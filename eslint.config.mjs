@@ -90,6 +90,15 @@ export default tseslint.config(
     languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly' } },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
+  // The bench servers' preload probe (bench/scripts/loop-monitor.cjs): CommonJS, loaded with node -r.
+  {
+    files: ['bench/scripts/*.cjs'],
+    languageOptions: {
+      sourceType: 'commonjs',
+      globals: { require: 'readonly', process: 'readonly', setInterval: 'readonly', __dirname: 'readonly' },
+    },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
   // test/pack.test.ts's consumers: programs as a user writes them (the CommonJS ones with require()).
   {
     files: ['test/pack-consumer/**'],
