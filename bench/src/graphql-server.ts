@@ -12,7 +12,7 @@ import { DIRECTIVE_SDL, RedisStore, useRateLimiter } from '@envelop/rate-limiter
  * a limited field (100 selections per operation), with no limits, with @floodgate/graphql, or with
  * @envelop/rate-limiter on its Redis store. Limits no client reaches: every operation does the full work.
  * `GET /commands` answers how many commands this process has sent to Redis (scripts' own commands are not
- * sent, so they are not counted). argv: <case> <redis url>; prints `port <n>` once listening.
+ * sent, so they are not counted); `GET /cpu`, the CPU time this process has used (user + system, µs). argv: <case> <redis url>; prints `port <n>` once listening.
  */
 const [kind = 'none', url = 'redis://127.0.0.1:6379'] = process.argv.slice(2);
 const posts = Array.from({ length: 100 }, (_, i) => ({ id: String(i), author: { name: `a${i % 7}` } }));
@@ -61,6 +61,10 @@ if (kind === 'floodgate') {
 const yoga = createYoga({ schema: createSchema({ typeDefs, resolvers }), plugins, logging: false });
 const server = createServer((req, res) => {
   if (req.url === '/commands') return void res.end(String(sent));
+  if (req.url === '/cpu') {
+    const { user, system } = process.cpuUsage();
+    return void res.end(String(user + system));
+  }
   void yoga(req, res);
 });
 server.listen(0, '127.0.0.1', () => console.log(`port ${(server.address() as AddressInfo).port}`));

@@ -29,10 +29,10 @@ async function load(port: number, seconds: number): Promise<{ ops: number; faile
   return { ops: r.requests - r.non2xx - r.errors, failed: r.non2xx + r.errors };
 }
 
-/** Commands the server has sent to Redis so far (graphql-server.ts counts them). */
-function commandsSent(port: number): Promise<number> {
+/** A number the server answers at `path`: `/commands` sent to Redis so far, `/cpu` µs used (graphql-server.ts). */
+function serverCounter(port: number, path: '/commands' | '/cpu'): Promise<number> {
   return new Promise((resolve, reject) => {
-    request({ host: '127.0.0.1', port, path: '/commands' }, (res) => {
+    request({ host: '127.0.0.1', port, path }, (res) => {
       let body = '';
       res.on('data', (d: Buffer) => (body += d.toString()));
       res.on('end', () => resolve(Number(body)));
@@ -54,22 +54,25 @@ async function main(): Promise<void> {
     'BENCH_SECONDS=2 BENCH_REPS=1 npm run bench:graphql',
   );
   const redis = await startBenchRedis();
-  const rows: Record<string, { opsPerSecond: number[]; redisCallsPerOp: number[]; failed: number }> = {};
+  const rows: Record<string, { opsPerSecond: number[]; cpuPerOp: number[]; redisCallsPerOp: number[]; failed: number }> = {};
   try {
     for (let rep = 0; rep < REPS; rep++) {
       for (const kind of CASES) {
         const server = await startPinnedServer(join(__dirname, 'graphql-server.ts'), [kind, redis.url]);
         await load(server.port, 3); // warm-up: JIT, connections, scripts loaded (1 s left the JIT of a 1,500 ops/s server cold)
-        const before = await commandsSent(server.port);
+        const before = await serverCounter(server.port, '/commands');
+        const cpuBefore = await serverCounter(server.port, '/cpu');
         const { ops, failed } = await load(server.port, SECONDS);
-        const calls = (await commandsSent(server.port)) - before;
+        const cpu = (await serverCounter(server.port, '/cpu')) - cpuBefore;
+        const calls = (await serverCounter(server.port, '/commands')) - before;
         server.child.kill('SIGTERM');
-        const row = (rows[kind] ??= { opsPerSecond: [], redisCallsPerOp: [], failed: 0 });
+        const row = (rows[kind] ??= { opsPerSecond: [], cpuPerOp: [], redisCallsPerOp: [], failed: 0 });
         row.opsPerSecond.push(ops / SECONDS);
+        row.cpuPerOp.push(ops > 0 ? cpu / ops : 0);
         row.redisCallsPerOp.push(ops > 0 ? calls / ops : 0);
         row.failed += failed;
         console.log(
-          `rep ${rep + 1} ${kind}: ${fmt(ops / SECONDS)} ops/s, ${fmt(ops > 0 ? calls / ops : 0, 2)} Redis calls per op${failed ? `, ${failed} failed` : ''}`,
+          `rep ${rep + 1} ${kind}: ${fmt(ops / SECONDS)} ops/s, ${fmt(ops > 0 ? cpu / ops : 0)} µs of server CPU per op, ${fmt(ops > 0 ? calls / ops : 0, 2)} Redis calls per op${failed ? `, ${failed} failed` : ''}`,
         );
       }
     }
@@ -84,6 +87,10 @@ async function main(): Promise<void> {
     // for the same server in one run).
     vsNone: Number(median(rows[kind]!.opsPerSecond.map((ops, rep) => ops / rows['none']!.opsPerSecond[rep]!)).toFixed(3)),
     vsNoneReps: rows[kind]!.opsPerSecond.map((ops, rep) => Number((ops / rows['none']!.opsPerSecond[rep]!).toFixed(3))),
+    // The server's own CPU per operation (user + system, µs): what the limiter costs the server's core,
+    // whatever wrk and Redis do on the other one; its ratio to no limits is the slowdown a saturated server sees.
+    serverCpuUsPerOp: Math.round(median(rows[kind]!.cpuPerOp)),
+    cpuVsNone: Number(median(rows[kind]!.cpuPerOp.map((us, rep) => us / rows['none']!.cpuPerOp[rep]!)).toFixed(3)),
     redisCallsPerOp: Number(median(rows[kind]!.redisCallsPerOp).toFixed(2)),
     failed: rows[kind]!.failed,
   }));

@@ -43,6 +43,10 @@ export interface PlannedField<Context> {
   readonly children: PlannedField<Context>[] | undefined;
   /** Whether it or a field below it costs or counts against a limit: a tally skips a field that does not. */
   readonly counted: boolean;
+  /** The children that are counted (undefined when none is): what a tally of a result walks. */
+  readonly tallied: PlannedField<Context>[] | undefined;
+  /** The name of `on` when it is an object type (a result's `__typename` is compared with it). */
+  readonly onObject: string | undefined;
 }
 
 /** Fields planned per operation before it is refused as too costly: a plan is never larger. */
@@ -156,7 +160,9 @@ function plan<C>(
       const children = isCompositeType(named) ? plan(ctx, named, childSets, listDepth === 0 ? asked : undefined) : undefined;
       const info = ctx.limits.field(variantOn as never, name);
       const counted = info.cost > 0 || info.limited.length > 0 || (children?.some((c) => c.counted) ?? false);
-      out.push({ key, on: variantOn, info, listDepth, size, children, counted });
+      const tallied = children?.filter((c) => c.counted);
+      const onObject = isObjectType(variantOn) ? variantOn.name : undefined;
+      out.push({ key, on: variantOn, info, listDepth, size, children, counted, tallied: tallied?.length ? tallied : undefined, onObject });
     }
   }
   return out;

@@ -1,4 +1,4 @@
-import { isAbstractType, isObjectType, type GraphQLCompositeType, type GraphQLSchema } from 'graphql';
+import { isAbstractType, isObjectType, type GraphQLSchema } from 'graphql';
 import type { PlannedField } from './operation-plan';
 
 /*
@@ -49,10 +49,11 @@ function itemsOf(value: unknown, depth: number, out: unknown[]): unknown[] {
   return out;
 }
 
-/** Whether an object whose type is `typename` (when the client asked for it) can hold a field selected on `on`. */
-function applies(schema: GraphQLSchema, on: GraphQLCompositeType, typename: unknown): boolean {
-  if (typeof typename !== 'string') return true; // not asked for: count every variant (never under the truth)
-  if (isObjectType(on)) return on.name === typename;
+/** Whether an object whose type is `typename` (when the client asked for it) can hold `field`. */
+function applies(schema: GraphQLSchema, field: PlannedField<unknown>, typename: string | undefined): boolean {
+  if (typename === undefined) return true; // not asked for: count every variant (never under the truth)
+  if (field.onObject !== undefined) return field.onObject === typename;
+  const on = field.on;
   const type = schema.getType(typename);
   return isAbstractType(on) && isObjectType(type) && schema.isSubType(on, type);
 }
@@ -68,21 +69,51 @@ export function actual(
   data: unknown,
   tally: Tally = { cost: 0, counts: new Map() },
 ): Tally {
-  if (typeof data !== 'object' || data === null) return tally;
-  const object = data as Record<string, unknown>;
-  const typename = object['__typename'];
-  const runtime = typeof typename === 'string' ? typename : undefined;
-  for (const field of fields) {
-    if (!field.counted || !(field.key in object) || !applies(schema, field.on, typename)) continue;
-    const value = object[field.key];
-    if (field.listDepth === 0) {
-      count(tally, field, 1, 1, runtime);
-      if (field.children && value !== null && value !== undefined) actual(schema, field.children, value, tally);
-      continue;
-    }
-    const items = itemsOf(value, field.listDepth, []);
-    count(tally, field, 1, items.length, runtime);
-    if (field.children) for (const item of items) actual(schema, field.children, item, tally);
-  }
+  walk(schema, fields, [data], tally);
   return tally;
+}
+
+/**
+ * actual() over the objects of one level of the result that `fields` were selected on (every item of a list
+ * at once): a field's calls and values are summed over them and counted once, then the level below is walked
+ * the same way. Only the fields that count are walked (a field that does not has nothing below that does).
+ */
+function walk(schema: GraphQLSchema, fields: readonly PlannedField<unknown>[], objects: readonly unknown[], tally: Tally): void {
+  const calls = new Array<number>(fields.length).fill(0);
+  const values = new Array<number>(fields.length).fill(0);
+  const below: unknown[][] = [];
+  for (let o = 0; o < objects.length; o++) {
+    const object = objects[o] as Record<string, unknown>;
+    if (typeof object !== 'object' || object === null) continue;
+    const typename = object['__typename'];
+    const runtime = typeof typename === 'string' ? typename : undefined;
+    for (let f = 0; f < fields.length; f++) {
+      const field = fields[f]!;
+      if (!field.counted) continue;
+      const value = object[field.key];
+      if ((value === undefined && !(field.key in object)) || !applies(schema, field, runtime)) continue;
+      const next = field.tallied ? (below[f] ??= []) : undefined;
+      let n = 1;
+      if (field.listDepth === 0) next?.push(value);
+      else {
+        const items = field.listDepth === 1 && Array.isArray(value) ? (value as unknown[]) : itemsOf(value, field.listDepth, []);
+        n = 0;
+        for (let i = 0; i < items.length; i++) {
+          if (items[i] === null || items[i] === undefined) continue;
+          n++;
+          next?.push(items[i]);
+        }
+      }
+      // An object that names its type counts against that type's limits only: counted on its own.
+      if (runtime !== undefined) count(tally, field, 1, n, runtime);
+      else {
+        calls[f]! += 1;
+        values[f]! += n;
+      }
+    }
+  }
+  for (let f = 0; f < fields.length; f++) {
+    if (calls[f]! > 0) count(tally, fields[f]!, calls[f]!, values[f]!);
+    if (below[f]?.length) walk(schema, fields[f]!.tallied!, below[f]!, tally);
+  }
 }

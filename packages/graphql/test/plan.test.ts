@@ -63,6 +63,17 @@ test('lists of lists multiply by defaultListSize per level; fragments on a union
   expect(est).toEqual({ cost: 100 * 100, counts: { 'User-id': 100 * 100 } });
 });
 
+test('a list is tallied item by item: an item naming its type counts for that type only, one that does not for every variant, nulls not at all', () => {
+  const { act } = tallies('{ feed(first: 5) { ... on User { id } ... on Bot { id } } grid { ... on User { id } } }', {
+    feed: [{ __typename: 'User', id: 'u' }, { id: 'x' }, { __typename: 'Bot', id: 'b' }, null],
+    grid: [[{ id: '1' }, null], [], [{ __typename: 'Bot' }, { __typename: 'User', id: '2' }]],
+  });
+  // feed: User-id for the User and the item without __typename; grid: the item without it and the User.
+  expect(act!.counts).toEqual({ 'User-id': 4 });
+  // Objects of a list cost 1 each (null items are no values): feed 3, grid 3; the ids are free.
+  expect(act!.cost).toBe(6);
+});
+
 test('the directive is read strictly: a limit without a window, an identity it does not know, a definition missing', () => {
   const build = (sdl: string) => () => new SchemaLimits(buildSchema(sdl, { assumeValidSDL: true }), resolveOptions({}));
   expect(build(`${rateLimitDirective} type Query { a: Int @rateLimit(limit: 1) }`)).toThrow(ConfigError);

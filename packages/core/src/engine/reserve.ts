@@ -2,7 +2,7 @@ import type { Decision } from '../kernel/decision';
 import { ArgumentError, ConfigError, describeValue } from '../kernel/errors';
 import type { PlanState } from './plan';
 import type { Refunds } from './refund';
-import type { CallCost } from './units';
+import { atLeastOne, type CallCost } from './units';
 
 /*
  * Reservations (docs/budgets.md): a check at an estimate, settled later at the actual cost. The check is
@@ -45,12 +45,8 @@ export interface Reservation {
   cancel(): Promise<boolean>;
 }
 
-/** A reservation's estimate as counted: at least 1 of every unit (see the top of the file), in a cost's input form. */
-export function reservedCost(estimate: CallCost): Cost {
-  return typeof estimate === 'number'
-    ? Math.max(estimate, 1)
-    : Object.fromEntries(Object.entries(estimate.byUnit).map(([u, n]) => [u, Math.max(n, 1)]));
-}
+/** A reservation's estimate as counted: at least 1 of every unit (see the top of the file), read already. */
+export const reservedCost = (estimate: CallCost): CallCost => atLeastOne(estimate);
 
 /** Reservations need the refundable script: its receipts are what a settle gives back from. */
 export function assertReservable(refunds: boolean, name: string): void {

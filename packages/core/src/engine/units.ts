@@ -19,6 +19,8 @@ export interface UnitCosts {
   readonly list: readonly number[];
   /** By unit name. */
   readonly byUnit: Readonly<Record<string, number>>;
+  /** The plan's units, in order (the array readCost() was given). */
+  readonly units: readonly string[];
 }
 
 /** What a check costs: one number for every rule (a plan of one unit), or a cost per unit. */
@@ -38,12 +40,14 @@ function unitCost(value: unknown, what: string): number {
  * `what` names the value in messages ('cost', 'settle(actual)').
  */
 export function readCost(input: unknown, units: readonly string[], all: ReadonlySet<string>, what = 'cost'): CallCost {
+  // A cost this module read already: as it is for the same units, else read again from its costs by unit.
+  if (input instanceof ReadCosts) return input.units === units ? input : readCost(input.byUnit, units, all, what);
   const cost = input ?? 1;
   if (typeof cost !== 'object' || cost === null || Array.isArray(cost)) {
     const n = unitCost(cost, what);
     return units.length === 1
       ? n
-      : costsOf(
+      : new ReadCosts(
           units.map(() => n),
           units,
         );
@@ -60,11 +64,36 @@ export function readCost(input: unknown, units: readonly string[], all: Readonly
     }
     return unitCost(given[unit], `${what}.${unit}`);
   });
-  return units.length === 1 ? list[0]! : costsOf(list, units);
+  return units.length === 1 ? list[0]! : new ReadCosts(list, units);
 }
 
-function costsOf(list: number[], units: readonly string[]): UnitCosts {
-  return { arg: list.join(':'), list, byUnit: Object.fromEntries(units.map((u, k) => [u, list[k]!])) };
+/** Costs per unit as readCost() read them, for the plan's `units` (that array itself: readCost() takes it back as is). */
+class ReadCosts implements UnitCosts {
+  readonly arg: string;
+  readonly byUnit: Readonly<Record<string, number>>;
+
+  constructor(
+    readonly list: readonly number[],
+    readonly units: readonly string[],
+  ) {
+    this.arg = list.join(':');
+    const byUnit: Record<string, number> = {};
+    for (let k = 0; k < units.length; k++) byUnit[units[k]!] = list[k]!;
+    this.byUnit = byUnit;
+  }
+}
+
+/**
+ * A call cost with at least 1 of every unit (a reservation's estimate, engine/reserve.ts), itself when it has
+ * that already; still a cost readCost() takes back as is.
+ */
+export function atLeastOne(cost: CallCost): CallCost {
+  if (typeof cost === 'number') return Math.max(cost, 1);
+  if (cost.list.every((n) => n >= 1)) return cost;
+  return new ReadCosts(
+    cost.list.map((n) => Math.max(n, 1)),
+    cost.units,
+  );
 }
 
 /** A call cost as one number for messages and local decisions: the number, or the largest unit cost. */
