@@ -90,12 +90,19 @@ export default tseslint.config(
     languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly' } },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
-  // The bench servers' preload probe (bench/scripts/loop-monitor.cjs): CommonJS, loaded with node -r.
+  // The bench's probes (bench/scripts/*.cjs: loop-monitor.cjs, loaded with node -r; gc-probe.cjs, run by node): CommonJS.
   {
     files: ['bench/scripts/*.cjs'],
     languageOptions: {
       sourceType: 'commonjs',
-      globals: { require: 'readonly', process: 'readonly', setInterval: 'readonly', __dirname: 'readonly' },
+      globals: {
+        require: 'readonly',
+        process: 'readonly',
+        setInterval: 'readonly',
+        setTimeout: 'readonly',
+        console: 'readonly',
+        __dirname: 'readonly',
+      },
     },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
