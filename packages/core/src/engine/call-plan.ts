@@ -24,6 +24,18 @@ export interface Prepared {
   costs?: UnitCosts;
 }
 
+/** A prepared check (a class, not an object literal: see prepare()). */
+class PreparedCheck implements Prepared {
+  constructor(
+    readonly ids: string[],
+    readonly keys: string[],
+    readonly argv: (string | number)[],
+    readonly ruleLists: number[][],
+    readonly cost: number,
+    readonly costs: UnitCosts | undefined,
+  ) {}
+}
+
 interface KindPlan {
   mask: string;
   rules: number[];
@@ -107,36 +119,45 @@ export class CallPlanner {
 
   /** KEYS and ARGV for validated identifiers and cost (see identifiers() and cost()). */
   prepare(op: 'c' | 'p', ids: string[], callCost: CallCost): Prepared {
-    const keys: string[] = [];
-    const masks: string[] = [];
-    const lockable: string[] = [];
-    const ruleLists: number[][] = [];
-    for (const id of ids) {
+    const n = ids.length;
+    const lockout = this.opts.lockout !== undefined;
+    const keys = new Array<string>(lockout ? 4 * n : 2 * n);
+    const ruleLists = new Array<number[]>(n);
+    const ruleArgs = this.ruleArgs;
+    const base = 5 + ruleArgs.length;
+    const argv = new Array<string | number>(base + n + 1 + (lockout ? n : 0));
+    for (let i = 0; i < n; i++) {
+      const id = ids[i]!;
       const enc = encodeIdentifier(id);
-      keys.push(this.keys.state(enc), this.keys.block(enc));
+      keys[2 * i] = this.keys.state(enc);
+      keys[2 * i + 1] = this.keys.block(enc);
       const plan = this.kindPlan(id);
-      masks.push(plan.mask);
+      argv[base + i] = plan.mask;
       // `ip:unknown` is every client whose address could not be read: locking it out would lock them all.
-      lockable.push(id === UNKNOWN_IP ? '0' : plan.lockable);
-      ruleLists.push(plan.rules);
+      if (lockout) argv[base + n + 1 + i] = id === UNKNOWN_IP ? '0' : plan.lockable;
+      ruleLists[i] = plan.rules;
     }
     // The lockout keys follow all the identifiers' state and block keys, then their block index keys (a
     // lockout writes a block, and its index entry in the same call: scripts/compiler/, Program.lockout); ARGV has,
     // after the masks, whether each identifier is in the lockout's scope.
-    const lockout = this.opts.lockout !== undefined;
     if (lockout) {
-      const encs = ids.map(encodeIdentifier);
-      for (const enc of encs) keys.push(this.keys.lockout(enc));
-      for (const enc of encs) keys.push(this.keys.index(enc));
+      for (let i = 0; i < n; i++) {
+        const enc = encodeIdentifier(ids[i]!);
+        keys[2 * n + i] = this.keys.lockout(enc);
+        keys[3 * n + i] = this.keys.index(enc);
+      }
     }
-    const penalty = this.opts.penalty && this.opts.mode === 'enforce' ? '1' : '0';
     // Last, the check's incarnation: a key it creates is given it by the scripts that answer receipts ('' where
     // none can run it); then, with a lockout, whether each identifier is in its scope.
-    const arg = typeof callCost === 'number' ? callCost : callCost.arg;
-    const incarnation = this.incarnations ? newIncarnation() : '';
-    const argv = [op, arg, penalty, this.nowArg(), this.pad, ...this.ruleArgs, ...masks, incarnation, ...(lockout ? lockable : [])];
+    argv[0] = op;
+    argv[1] = typeof callCost === 'number' ? callCost : callCost.arg;
+    argv[2] = this.opts.penalty && this.opts.mode === 'enforce' ? '1' : '0';
+    argv[3] = this.nowArg();
+    argv[4] = this.pad;
+    for (let j = 0; j < ruleArgs.length; j++) argv[5 + j] = ruleArgs[j]!;
+    argv[base + n] = this.incarnations ? newIncarnation() : '';
     const cost = costScalar(callCost);
-    return typeof callCost === 'number' ? { ids, keys, argv, ruleLists, cost } : { ids, keys, argv, ruleLists, cost, costs: callCost };
+    return new PreparedCheck(ids, keys, argv, ruleLists, cost, typeof callCost === 'number' ? undefined : callCost);
   }
 
   /** A rule's mask for `id` (which rules apply to it), as prepare() sends it. */
