@@ -135,6 +135,8 @@ test('Next.js: no limiter, Floodgate in the proxy and around a route handler, a 
   expect(isHand429('429-route') && isHand429('429') && !isHand429('floodgate')).toBe(true);
   // Both of Floodgate's places take the latency phase; the hand-written 429s do not.
   expect(latencyVariants('next', Object.keys(FRAMEWORKS.next!))).toEqual(['floodgate', 'floodgate-route']);
+  // An opt-in variant only when BENCH_VARIANTS lists it (an A/B against the build before).
+  expect(latencyVariants('next', Object.keys(FRAMEWORKS.next!), ['floodgate+autopipeline'])).toContain('floodgate+autopipeline');
 });
 
 test("Next.js's rows: targets against the hand-written 429 in the same place, its table, and a run without it says so", () => {

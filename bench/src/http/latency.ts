@@ -2,7 +2,7 @@ import { median } from '../lib/stats';
 import { startSlowProxy, type SlowProxy } from '../lib/slow-proxy';
 import { openLoop, type OpenLoopResult } from './open-loop';
 import { startServers, type Server } from './servers';
-import { CLIENTS, isHand429, runs } from './shapes';
+import { CLIENTS, isHand429, isOptIn, runs } from './shapes';
 import { wrk } from './load';
 
 /*
@@ -60,10 +60,17 @@ export interface LatencySettings {
 
 /**
  * The variants the latency phase runs on a framework: Floodgate's default and every peer of that framework, and
- * an opt-in variant (`floodgate@before`, for an A/B) when BENCH_VARIANTS lists it (`all` holds it only then).
+ * an opt-in variant (`floodgate@before`, for an A/B) when `listed` (BENCH_VARIANTS) names it.
  */
-export function latencyVariants(framework: string, all: readonly string[]): string[] {
-  return all.filter((v) => v !== 'baseline' && !isHand429(v) && !v.startsWith('floodgate:') && runs(framework, v, 'equal'));
+export function latencyVariants(framework: string, all: readonly string[], listed: readonly string[] = []): string[] {
+  return all.filter(
+    (v) =>
+      v !== 'baseline' &&
+      !isHand429(v) &&
+      (!isOptIn(v) || listed.includes(v)) &&
+      !v.startsWith('floodgate:') &&
+      runs(framework, v, 'equal'),
+  );
 }
 
 const percentiles = (r: OpenLoopResult): Percentiles => ({ p50: r.p50Us, p99: r.p99Us, p999: r.p999Us });

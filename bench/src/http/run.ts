@@ -161,7 +161,7 @@ async function main(): Promise<void> {
           const here = variants.filter((v) => runs(framework, v, shapeName));
           if (here.length > 0) results.push(...(await throughputShape(framework, shapeName, here, r, admin, warm(THROUGHPUT), log)));
         }
-      const timed = latencyVariants(framework, variants);
+      const timed = latencyVariants(framework, variants, listed('BENCH_VARIANTS'));
       if (PHASES.includes('latency') && timed.length > 0) {
         await admin.flushall();
         latency.push(...(await latencyPhase(framework, timed, r, warm(LATENCY), log)));
