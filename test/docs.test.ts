@@ -14,9 +14,9 @@ import { CODE, FRAGMENT, PROGRAM_TIMEOUT_MS, blocksOf, typeCheck, type Block } f
  * every program is type-checked (one tsc run, "module": "nodenext", strict, against the built packages as a
  * user installs them), then run against a redis-server of this test's own (REDIS_URL, PORT set; the server
  * is flushed between programs) and must exit with code 0 on its own within PROGRAM_TIMEOUT_MS. Other
- * languages (sh, text, json, ...) are not checked. The README's quick starts are fragments (a server that
- * keeps listening), but a README fragment that imports what it uses is type-checked all the same, so what
- * a user reads first cannot drift from the API. And the benchmark figures the docs quote are the results
+ * languages (sh, text, json, ...) are not checked. The quick starts (the README's and docs/quick-start.md's) are
+ * fragments (a server that keeps listening), but such a fragment that imports what it uses is type-checked all
+ * the same, so what a user reads first cannot drift from the API. And the benchmark figures the docs quote are the results
  * files' (bench/src/doc-figures.ts).
  */
 const root = join(__dirname, '..');
@@ -39,9 +39,9 @@ function docFiles(): string[] {
 const files = docFiles();
 const all = files.map((file) => ({ file, ...blocksOf(root, file) }));
 const programs = all.flatMap((d) => d.blocks).filter((b) => CODE.has(b.lang) && !b.fragment);
-/** README fragments that stand alone (they import what they use): type-checked, not run. */
+/** The quick starts' fragments that stand alone (they import what they use): type-checked, not run. */
 const readmeFragments = all
-  .filter((d) => d.file === 'README.md')
+  .filter((d) => d.file === 'README.md' || d.file === join('docs', 'quick-start.md'))
   .flatMap((d) => d.blocks)
   .filter((b) => CODE.has(b.lang) && b.fragment && /^import /m.test(b.code));
 const nameOf = (b: Block): string => `${b.file.replace(/[^A-Za-z0-9]+/g, '-')}-${b.line}`;

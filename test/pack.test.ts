@@ -224,12 +224,13 @@ test('the installed `floodgate --version` prints the packed versions of @floodga
 });
 
 /*
- * What a user copies first: the README's programs, and those of the pages it sends them to (getting
+ * What a user copies first: the README's programs, and those of the pages it sends them to (the quick starts, getting
  * started per framework, the API reference, the policies and concurrency limits). They use only the
  * published packages and FROM_REGISTRY.
  */
 const FIRST_PAGES = [
   'README.md',
+  'docs/quick-start.md',
   'docs/express.md',
   'docs/fastify.md',
   'docs/hono.md',
@@ -248,7 +249,7 @@ const FIRST_PAGES = [
 
 test('every program of the README and its first pages runs from the scratch app, on the installed tarballs, against a Redis of its own', async () => {
   const programs = FIRST_PAGES.flatMap((page) => programsOf(root, page));
-  expect(programsOf(root, 'README.md').length).toBeGreaterThanOrEqual(1);
+  expect(programsOf(root, 'docs/quick-start.md').length).toBeGreaterThanOrEqual(1);
   expect(programs.length).toBeGreaterThanOrEqual(8);
   const dir = join(app, 'readme');
   mkdirSync(dir);

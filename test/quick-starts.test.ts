@@ -10,7 +10,7 @@ import { blocksOf, type Block } from './doc-blocks';
 import { npm, pinned, root } from './packing';
 
 /*
- * The README's quick starts as a new user installs them: each program in a scratch app outside the
+ * The quick starts (the README's and docs/quick-start.md's) as a new user installs them: each program in a scratch app outside the
  * repository that has exactly the packages its install line names (the README's "Install"), as the README's
  * "install them from a clone" says: `npm pack -w packages`, then the tarballs of the line's @floodgate
  * packages and of @floodgate/core, and the line's other packages at the lockfile's versions. Then it runs:
@@ -30,30 +30,32 @@ interface QuickStart {
 }
 
 const README = readFileSync(join(root, 'README.md'), 'utf8');
-const { blocks } = blocksOf(root, 'README.md');
 const lineOf = (text: string): number => README.slice(0, README.indexOf(text)).split('\n').length;
 
-const installLines: string[][] = blocks
-  .filter((b) => b.lang === 'sh' && b.line > lineOf('## Install') && b.line < lineOf('## Quick start'))
+const installLines: string[][] = blocksOf(root, 'README.md')
+  .blocks.filter((b) => b.lang === 'sh' && b.line > lineOf('## Install') && b.line < lineOf('## Quick start'))
   .flatMap((b) => b.code.split('\n'))
   .map((l) => /^npm install ([^#]+)/.exec(l)?.[1]?.trim().split(/\s+/))
   .filter((p): p is string[] => p !== undefined && p.some((x) => x.startsWith('@floodgate/')));
 
-function quickStarts(): QuickStart[] {
-  const start = lineOf('## Quick start');
-  const end =
-    start +
-    README.slice(README.indexOf('## Quick start') + 1)
-      .split('\n')
-      .findIndex((l) => l.startsWith('## '));
-  const inSection = blocks.filter((b) => b.line > start && b.line < end + 1);
-  const lines = README.split('\n');
+/**
+ * The quick starts of a page: the README's are its "Quick start" section (Express), docs/quick-start.md's the whole
+ * page (every other framework). Each is a ```ts block under a bold title line.
+ */
+function quickStarts(file: string): QuickStart[] {
+  const text = readFileSync(join(root, file), 'utf8');
+  const lines = text.split('\n');
+  const section = file === 'README.md' ? '## Quick start' : '# ';
+  const start = text.slice(0, text.indexOf(section)).split('\n').length;
+  const after = lines.slice(start).findIndex((l) => l.startsWith('## '));
+  const end = after === -1 ? lines.length : start + after;
+  const inSection = blocksOf(root, file).blocks.filter((b) => b.line > start && b.line < end + 1);
   return inSection
     .filter((b) => b.lang === 'ts')
     .map((block) => {
       const floodgate = /from '(@floodgate\/[a-z]+)'/.exec(block.code)?.[1];
       const packages = installLines.find((l) => l.includes(floodgate ?? '-'));
-      if (packages === undefined) throw new Error(`README.md:${block.line}: no install line names ${floodgate}`);
+      if (packages === undefined) throw new Error(`${file}:${block.line}: no install line of README.md names ${floodgate}`);
       // The quick start's title: the last bold line above it; its settings: a json block after that title.
       const titleLine = lines.slice(0, block.line).reduce((at, l, i) => (/^\*\*[^*]+\*\*/.test(l) ? i : at), -1);
       const json = inSection.find((b) => b.lang === 'json' && b.line > titleLine && b.line < block.line);
@@ -62,7 +64,7 @@ function quickStarts(): QuickStart[] {
     });
 }
 
-const starts = quickStarts();
+const starts = [...quickStarts('README.md'), ...quickStarts(join('docs', 'quick-start.md'))];
 let work: string;
 let tarballs: string;
 let redis: StartedRedis;
