@@ -52,7 +52,7 @@ export interface LatencySettings {
   slowMs: number;
   /** Seconds of closed-loop load that measure the capacity. */
   capacitySeconds: number;
-  /** Seconds of load each server takes before it is measured (JIT warm-up), whole seconds (wrk's -d); 0: none. */
+  /** Seconds of load each server takes before it is measured (JIT warm-up); 0: none. */
   warmupSeconds: number;
   /** The smoke run's shortcut: one baseline run per load and rep, for every limiter (not one before each). */
   quick: boolean;

@@ -49,11 +49,19 @@ function scriptFile(lua: string): string {
   return path;
 }
 
-/** wrk (one thread, on LOAD_CORE) running `lua` against `url` for `seconds` over `connections` connections. */
+/**
+ * wrk (one thread, on LOAD_CORE) running `lua` against `url` for `seconds` over `connections` connections.
+ * wrk's -d takes whole seconds; a fraction (the smoke run's) is a longer -d cut short with SIGINT, on which
+ * wrk stops and reports as at its end, its rate over the time it really ran.
+ */
 function runWrk(lua: string, url: string, seconds: number, connections: number, env: Record<string, string> = {}): Promise<LoadResult> {
-  const args = ['-c', String(LOAD_CORE), 'wrk', '-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '5s', '-s', scriptFile(lua), url];
+  const whole = Number.isInteger(seconds);
+  const d = whole ? seconds : Math.ceil(seconds) + 1;
+  const args = ['-c', String(LOAD_CORE), 'wrk', '-t1', `-c${connections}`, `-d${d}s`, '--timeout', '5s', '-s', scriptFile(lua), url];
   return new Promise((resolve, reject) => {
-    execFile('taskset', args, { env: { ...process.env, ...env }, timeout: (seconds + 20) * 1000 }, (err, stdout) => {
+    // taskset execs wrk in its own process: the signal reaches wrk.
+    const child = execFile('taskset', args, { env: { ...process.env, ...env }, timeout: (d + 20) * 1000 }, (err, stdout) => {
+      clearTimeout(cut);
       if (err) return reject(err);
       const line = stdout.split('\n').find((l) => l.startsWith('JSON '));
       if (!line) return reject(new Error(`wrk printed no summary:\n${stdout}`));
@@ -69,6 +77,7 @@ function runWrk(lua: string, url: string, seconds: number, connections: number, 
         errors: j.errors,
       });
     });
+    const cut = whole ? undefined : setTimeout(() => child.kill('SIGINT'), seconds * 1000);
   });
 }
 

@@ -1,6 +1,6 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { SERVER_CORE, freePort, pin } from '../lib/machine';
+import { SERVER_CORE, freePort, pin, unpin } from '../lib/machine';
 import type { ShapeName } from './shapes';
 
 /*
@@ -36,6 +36,7 @@ export async function startServer(framework: string, variant: string, shape: Sha
     ],
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
+  unpin(child.pid!); // its start-up on both cores; pinned to SERVER_CORE once it listens
   await new Promise<void>((resolve, reject) => {
     child.once('message', () => resolve());
     child.once('exit', (code) => reject(new Error(`${framework}/${variant} exited with ${code}`)));

@@ -21,10 +21,11 @@ export interface ThroughputSettings {
   /** Seconds of load each server takes before it is measured (JIT warm-up); 0: none. */
   warmupSeconds: number;
   /**
-   * The smoke run's shortcuts: one baseline run per rep for every variant (not one before each), and the
-   * MONITOR trace (commands per request, memory per client) taken during each server's warm-up instead of
-   * a run of its own. Never during a measured run: Redis writes every command, a script's own calls
-   * included, to the monitor, which slows it by more than any limiter's difference.
+   * The smoke run's shortcuts: one baseline run per rep for every variant (not one before each), and a
+   * shorter MONITOR trace (commands per request, memory per client). The trace is a run of its own after
+   * the measured ones, never during one (Redis writes every command, a script's own calls included, to the
+   * monitor, which slows it by more than any limiter's difference), nor in place of the warm-up: a server
+   * warmed up that slowly has its JIT colder, and a small one's (a peer's) warms sooner than a larger one's.
    */
   quick: boolean;
 }
@@ -122,15 +123,9 @@ export async function throughputShape(
       traces.set(variant, await trace.stop((await run()).requests, settleMs));
       if (shapeName !== 'hot') memory.set(variant, await keyBytes(admin, '*'));
     };
-    // Warm-up (JIT), one server at a time; in the smoke run, each limiter's is its trace.
-    if (s.warmupSeconds > 0) {
-      await wrk(base.port, s.warmupSeconds, s.connections, random);
-      for (const [variant, server] of servers) {
-        const warm = (): Promise<LoadResult> => wrk(server.port, s.warmupSeconds, s.connections, random);
-        if (s.quick) await traced(variant, warm);
-        else await warm();
-      }
-    }
+    // Warm-up (JIT), one server at a time.
+    if (s.warmupSeconds > 0)
+      for (const server of [base, ...servers.values()]) await wrk(server.port, s.warmupSeconds, s.connections, random);
     const pairs = new Map<string, { base: Measured; run: Measured }[]>(here.map((v) => [v, []]));
     for (let rep = 0; rep < s.reps; rep++) {
       let shared: Measured | undefined;
@@ -142,7 +137,7 @@ export async function throughputShape(
     for (const variant of here) {
       const server = servers.get(variant)!;
       const ps = pairs.get(variant)!;
-      if (!traces.has(variant)) await traced(variant, () => wrk(server.port, 1, 8, random));
+      await traced(variant, () => wrk(server.port, s.quick ? 0.25 : 1, 8, random));
       const trace = traces.get(variant)!;
       const mem = memory.get(variant);
       const seen = CLIENTS * (1 - Math.pow(1 - 1 / CLIENTS, trace.requests));

@@ -16,6 +16,14 @@ export function pin(pid: number, core: number): void {
   execFileSync('taskset', ['-a', '-cp', String(core), String(pid)], { stdio: 'ignore' });
 }
 
+/**
+ * Lets `pid` run on every core again: a child inherits its parent's core, and the bench's own process is
+ * pinned to LOAD_CORE, so the servers it starts at once would all load their code on that one core.
+ */
+export function unpin(pid: number): void {
+  execFileSync('taskset', ['-a', '-cp', `0-${cpus().length - 1}`, String(pid)], { stdio: 'ignore' });
+}
+
 export { freePort };
 
 export interface BenchRedis {
