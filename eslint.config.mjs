@@ -38,7 +38,7 @@ const coreLayers = [
 ];
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', '**/node_modules/**', '**/coverage/**'] },
+  { ignores: ['**/dist/**', '**/node_modules/**', '**/coverage/**', '**/.next/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
