@@ -64,11 +64,14 @@ export class BlockCache {
 
   /** A cached denial for a check of `ids` at `cost`, or undefined: ask the store. */
   lookup(ids: readonly string[], cost: number | string): Decision | undefined {
-    const now = this.now();
+    // The clock is read only for an identifier the cache holds: most checks' have no entry (a read is a
+    // call into Node's C++, on every check).
+    let now = -1;
     let best: Entry | undefined;
     for (const id of ids) {
       const e = this.entries.get(id);
       if (e === undefined) continue;
+      if (now < 0) now = this.now();
       if (e.until <= now) {
         this.entries.delete(id);
         continue;

@@ -157,6 +157,8 @@ export class InFlight {
 export class Passage<C, S> implements RunContext {
   now = 0;
   budgetMs = 0;
+  /** When it leaves for the store, on the runtime's clock: its budget counts from there. */
+  at = 0;
   readonly settled: (reply: Reply | undefined, late: boolean) => void;
   /** Whether it holds its place among the units in flight (entered, not left yet). */
   private held = false;

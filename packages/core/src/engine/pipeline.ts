@@ -146,18 +146,23 @@ export class Pipeline {
     // Consuming checks take a place among the identifiers' units in flight first (inflight.ts).
     const flight = op === 'c' && costPositive(cost) ? plan.inflight : undefined;
     const passage = new Passage(flight, ids, cost, open !== undefined, call, teachLate);
+    // When it leaves: when it started, unless it waited for its place (a clock read is a call into Node's C++).
+    let sent = started;
     if (passage.counted) {
       const entered = passage.enter(opts.timeoutMs);
-      if (entered !== true && !(await entered)) return this.enforce(failures.notSent(call, true), plan, undefined, op);
-      // While it waited, an earlier check of these identifiers may have been denied.
-      const cached = entered !== true && this.cacheFirst ? cache?.lookup(ids, cacheCost(call)) : undefined;
-      if (cached) {
-        passage.leave();
-        return this.enforce(cached, plan, undefined, op);
+      if (entered !== true) {
+        if (!(await entered)) return this.enforce(failures.notSent(call, true), plan, undefined, op);
+        sent = clock();
+        // While it waited, an earlier check of these identifiers may have been denied.
+        const cached = this.cacheFirst ? cache?.lookup(ids, cacheCost(call)) : undefined;
+        if (cached) {
+          passage.leave();
+          return this.enforce(cached, plan, undefined, op);
+        }
       }
     }
-    const sent = clock();
     passage.budgetMs = opts.timeoutMs - (sent - started);
+    passage.at = sent;
     passage.now = nowOf(opts);
     // The registry entry for the command line, when due, in the same write as this check (operator.ts).
     if (op === 'c') records?.touch();

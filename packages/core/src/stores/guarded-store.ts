@@ -75,11 +75,14 @@ export abstract class GuardedStore implements CallHost {
   /** Nothing to check by default (CallHost: the Redis stores check the eviction policy). */
   checkEviction(): void {}
 
-  /** The deadline, readiness and breaker around one command (stores/guarded-call.ts). */
-  protected call<T>(send: () => Promise<T>, budgetMs: number, settled?: Settled): Promise<T> {
+  /**
+   * The deadline, readiness and breaker around one command (stores/guarded-call.ts); `at`: when `budgetMs`
+   * was measured from on the runtime's clock, if the caller read it already (RunContext.at).
+   */
+  protected call<T>(send: () => Promise<T>, budgetMs: number, settled?: Settled, at?: number): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const call = new GuardedCall<T>(this, send, budgetMs, settled, resolve, reject);
-      const now = this.runtime.now();
+      const now = at ?? this.runtime.now();
       call.start(now);
       const readiness = this.link.readiness();
       if (readiness === 'ready') {

@@ -92,7 +92,7 @@ export class RedisStore extends GuardedStore implements Store {
    * the budget, and a check that was still waiting when it ran out is never sent.
    */
   run(program: Program, keys: string[], argv: (string | number)[], ctx: RunContext): Promise<Reply> {
-    return this.call(() => this.runNow(program, keys, argv), ctx.budgetMs, ctx.settled);
+    return this.call(() => this.runNow(program, keys, argv), ctx.budgetMs, ctx.settled, ctx.at);
   }
 
   /**

@@ -8,6 +8,11 @@ export interface RunContext {
   readonly now: number;
   /** How long a remote store may take, waiting for a first connection included (docs/design.md, invariant 6). */
   readonly budgetMs: number;
+  /**
+   * When `budgetMs` was measured from, on the limiter's runtime clock (runtime.now()): a remote store's
+   * deadline counts from it. Unset: from when the store is called.
+   */
+  readonly at?: number;
   /** A remote store calls it once the command is done with, even after the deadline (stores/redis.ts). */
   readonly settled?: (reply: Reply | undefined, late: boolean) => void;
 }
