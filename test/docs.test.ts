@@ -14,10 +14,10 @@ import { CODE, FRAGMENT, PROGRAM_TIMEOUT_MS, blocksOf, typeCheck, type Block } f
  * every program is type-checked (one tsc run, "module": "nodenext", strict, against the built packages as a
  * user installs them), then run against a redis-server of this test's own (REDIS_URL, PORT set; the server
  * is flushed between programs) and must exit with code 0 on its own within PROGRAM_TIMEOUT_MS. Other
- * languages (sh, text, json, ...) are not checked. The quick starts (the README's and docs/quick-start.md's) are
- * fragments (a server that keeps listening), but such a fragment that imports what it uses is type-checked all
- * the same, so what a user reads first cannot drift from the API. And the benchmark figures the docs quote are the results
- * files' (bench/src/doc-figures.ts).
+ * languages (sh, text, json, ...) are not checked. The quick starts (the README's and docs/quick-start.md's)
+ * are fragments (a server that keeps listening), but such a fragment that imports what it uses is
+ * type-checked all the same, so what a user reads first cannot drift from the API. And the benchmark figures
+ * the docs quote are the results files' (bench/src/doc-figures.ts).
  */
 const root = join(__dirname, '..');
 function docFiles(): string[] {

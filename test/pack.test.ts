@@ -224,8 +224,8 @@ test('the installed `floodgate --version` prints the packed versions of @floodga
 });
 
 /*
- * What a user copies first: the README's programs, and those of the pages it sends them to (the quick starts, getting
- * started per framework, the API reference, the policies and concurrency limits). They use only the
+ * What a user copies first: the README's programs, and those of the pages it sends them to (the quick
+ * starts, getting started per framework, the API reference, the policies and concurrency limits). They use only the
  * published packages and FROM_REGISTRY.
  */
 const FIRST_PAGES = [

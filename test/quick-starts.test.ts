@@ -10,9 +10,9 @@ import { blocksOf, type Block } from './doc-blocks';
 import { npm, pinned, root } from './packing';
 
 /*
- * The quick starts (the README's and docs/quick-start.md's) as a new user installs them: each program in a scratch app outside the
- * repository that has exactly the packages its install line names (the README's "Install"), as the README's
- * "install them from a clone" says: `npm pack -w packages`, then the tarballs of the line's @floodgate
+ * The quick starts (the README's and docs/quick-start.md's) as a new user installs them: each program in a
+ * scratch app outside the repository that has exactly the packages its install line names (the README's
+ * "Install"), as the README's "install them from a clone" says: `npm pack -w packages`, then the tarballs of the line's @floodgate
  * packages and of @floodgate/core, and the line's other packages at the lockfile's versions. Then it runs:
  * a server on a free port (the program's 3000 replaced), against a redis-server of this test's own, must
  * answer its route limit of 3 with 200, 200, 200, 429; a program that ends must exit 0. A quick start that is a
@@ -39,16 +39,18 @@ const installLines: string[][] = blocksOf(root, 'README.md')
   .filter((p): p is string[] => p !== undefined && p.some((x) => x.startsWith('@floodgate/')));
 
 /**
- * The quick starts of a page: the README's are its "Quick start" section (Express), docs/quick-start.md's the whole
- * page (every other framework). Each is a ```ts block under a bold title line.
+ * The quick starts of a page: the README's are its "Quick start" section (Express), docs/quick-start.md's the
+ * whole page (every other framework). Each is a ```ts block under a bold title line.
  */
 function quickStarts(file: string): QuickStart[] {
   const text = readFileSync(join(root, file), 'utf8');
   const lines = text.split('\n');
-  const section = file === 'README.md' ? '## Quick start' : '# ';
-  const start = text.slice(0, text.indexOf(section)).split('\n').length;
-  const after = lines.slice(start).findIndex((l) => l.startsWith('## '));
-  const end = after === -1 ? lines.length : start + after;
+  let start = 0;
+  let end = lines.length;
+  if (file === 'README.md') {
+    start = lineOf('## Quick start');
+    end = start + lines.slice(start).findIndex((l) => l.startsWith('## '));
+  }
   const inSection = blocksOf(root, file).blocks.filter((b) => b.line > start && b.line < end + 1);
   return inSection
     .filter((b) => b.lang === 'ts')

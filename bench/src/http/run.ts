@@ -22,9 +22,9 @@ import { printLatencyTable, type LatencyMeta } from './latency-table';
  * Latency (latency.ts): what each limiter adds to the latency of a request at 25/50/75% of the framework's
  * capacity under an open-loop load, and against a Redis that answers late. Servers on SERVER_CORE, Redis
  * and the load generators on LOAD_CORE. The settings are environment variables (`npm run bench -- --help`).
- * BENCH_SMOKE=1: the whole bench in about 8 minutes (1 rep of 0.5 s per measurement after the full run's
- * warm-up, shorter latency runs), written to bench/results/smoke/ with its tables marked indicative; the docs keep the full run's
- * figures.
+ * BENCH_SMOKE=1: the whole bench in about 8 minutes (1 rep of 0.5 s per measurement after a 2 s warm-up,
+ * shorter latency runs), written to bench/results/smoke/ with its tables marked indicative; the docs keep the
+ * full run's figures.
  */
 const SMOKE = process.env.BENCH_SMOKE === '1';
 const SECONDS = envInt('BENCH_SECONDS', SMOKE ? 0.5 : 3);
@@ -86,7 +86,11 @@ async function main(): Promise<void> {
     [
       { env: 'BENCH_SMOKE', default: '0', what: '1: the whole bench in about 8 minutes, indicative figures, into bench/results/smoke' },
       { env: 'BENCH_PHASES', default: 'throughput,latency', what: 'the phases to run: throughput, latency or both' },
-      { env: 'BENCH_SECONDS', default: '3 (smoke 0.5)', what: 'seconds of load per throughput measurement (after 2 s of warm-up)' },
+      {
+        env: 'BENCH_SECONDS',
+        default: '3 (smoke 0.5)',
+        what: 'seconds of load per throughput measurement (after a warm-up: 1 s, smoke 2 s)',
+      },
       { env: 'BENCH_REPS', default: '5 (smoke 1)', what: 'interleaved repetitions (baseline, then variant) per variant' },
       { env: 'BENCH_LATENCY_SECONDS', default: '3 (smoke 0.5)', what: 'seconds of open-loop load per latency measurement' },
       { env: 'BENCH_LATENCY_REPS', default: '3 (smoke 1)', what: 'interleaved repetitions per latency case' },

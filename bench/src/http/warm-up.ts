@@ -5,7 +5,7 @@ import type { ShapeName } from './shapes';
 
 /*
  * How a bench server warms up: each variant's rate in consecutive half seconds of load from its start, the
- * baseline first. What the bench's warm-up (2 s a server) is sized by.
+ * baseline first: what the bench's warm-up is sized by (run.ts).
  *
  *   cd bench && node -r ts-node/register/transpile-only src/http/warm-up.ts koa floodgate koa-ratelimit
  *
