@@ -1,7 +1,7 @@
 import { median } from '../lib/stats';
-import { startSlowProxy, type SlowProxy } from '../lib/slow-proxy';
 import { openLoop, type OpenLoopResult } from './open-loop';
-import { startServers, type Server } from './servers';
+import type { Server, ServerSpec } from './servers';
+import type { ServerPool } from './server-pool';
 import { CLIENTS, isHand429, isOptIn, runs } from './shapes';
 import { wrk } from './load';
 
@@ -75,28 +75,32 @@ export function latencyVariants(framework: string, all: readonly string[], liste
 
 const percentiles = (r: OpenLoopResult): Percentiles => ({ p50: r.p50Us, p99: r.p99Us, p999: r.p999Us });
 
+/** The apps the latency phase runs on: the baseline's, each variant's, then each variant's on the slow Redis (`slowUrl`). */
+export const latencyApps = (framework: string, variants: readonly string[], redisUrl: string, slowUrl: string | undefined): ServerSpec[] =>
+  [
+    { variant: 'baseline', url: redisUrl },
+    ...variants.map((variant) => ({ variant, url: redisUrl })),
+    ...(slowUrl === undefined ? [] : variants.map((variant) => ({ variant, url: slowUrl }))),
+  ].map((x) => ({ framework, variant: x.variant, shape: 'equal' as const, redisUrl: x.url }));
+
+/** `slowUrl`: the slow Redis (a proxy that delays every reply by `s.slowMs`: slow-proxy.ts), or none. */
 export async function latencyPhase(
   framework: string,
   variants: readonly string[],
-  redis: { port: number; url: string },
+  redisUrl: string,
+  slowUrl: string | undefined,
   s: LatencySettings,
+  pool: ServerPool,
   log: (line: string) => void,
 ): Promise<LatencyRow[]> {
-  const servers: Server[] = [];
-  let proxy: SlowProxy | undefined;
+  const taken = await pool.take(latencyApps(framework, variants, redisUrl, slowUrl), s.warmupSeconds);
+  const servers: Server[] = taken.servers;
   try {
-    proxy = s.slowMs > 0 ? await startSlowProxy(redis.port, s.slowMs) : undefined;
-    const specs = [
-      { variant: 'baseline', url: redis.url },
-      ...variants.map((variant) => ({ variant, url: redis.url })),
-      ...(proxy === undefined ? [] : variants.map((variant) => ({ variant, url: proxy!.url }))),
-    ];
-    servers.push(...(await startServers(specs.map((x) => ({ framework, variant: x.variant, shape: 'equal' as const, redisUrl: x.url })))));
     // JIT warm-up, one server at a time, as the throughput phase does.
-    if (s.warmupSeconds > 0) for (const server of servers) await wrk(server.port, s.warmupSeconds, s.connections, true);
+    for (const [i, server] of servers.entries()) if (taken.warmup[i]! > 0) await wrk(server.port, taken.warmup[i]!, s.connections, true);
     const base = servers[0]!;
     const fast = new Map(variants.map((v, i) => [v, servers[1 + i]!]));
-    const slow = new Map(proxy === undefined ? [] : variants.map((v, i) => [v, servers[1 + variants.length + i]!]));
+    const slow = new Map(slowUrl === undefined ? [] : variants.map((v, i) => [v, servers[1 + variants.length + i]!]));
     const capacity = (await wrk(base.port, s.capacitySeconds, s.connections, true)).rps;
 
     const cases = [
@@ -150,7 +154,6 @@ export async function latencyPhase(
       return row;
     });
   } finally {
-    for (const server of servers) server.stop();
-    await proxy?.close();
+    taken.release();
   }
 }

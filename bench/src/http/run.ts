@@ -12,8 +12,10 @@ import { mergeRefusal, mergeRun, type HttpMeta } from './merge';
 import { thisHost } from '../lib/host';
 import { openLoopBinary } from './open-loop';
 import { commandLine } from '../lib/command-line';
-import { throughputShape, type ThroughputSettings } from './throughput';
-import { latencyPhase, latencyVariants, type LatencyRow, type LatencySettings } from './latency';
+import { throughputApps, throughputShape, type ThroughputSettings } from './throughput';
+import { latencyApps, latencyPhase, latencyVariants, type LatencyRow, type LatencySettings } from './latency';
+import { ownServers, sharedServers, type ServerPool } from './server-pool';
+import { startSlowProxy, type SlowProxy } from '../lib/slow-proxy';
 import { printLatencyTable, type LatencyMeta } from './latency-table';
 
 /*
@@ -64,6 +66,11 @@ const LATENCY: LatencySettings = {
  * leaves its JIT cold (server CPU per request still falling over the first 10-20 s on a loaded machine).
  */
 const NEXT_WARMUP = envInt('BENCH_NEXT_WARMUP', SMOKE ? 2 : 5);
+/**
+ * The smoke run's servers hold every app of their variant (server-pool.ts): a process's later apps take
+ * this much warm-up, for the code their shape runs and the rest of the process does not.
+ */
+const REWARM_SECONDS = 0.5;
 const PHASES = (process.env.BENCH_PHASES ?? 'throughput,latency').split(',');
 for (const p of PHASES) if (p !== 'throughput' && p !== 'latency') throw new Error(`BENCH_PHASES lists throughput and latency; got ${p}`);
 const RESULTS = join(__dirname, '..', '..', 'results', ...(SMOKE ? ['smoke'] : []));
@@ -155,7 +162,9 @@ async function main(): Promise<void> {
   const latency: LatencyRow[] = [];
   const started = Date.now();
   const log = (line: string): boolean => process.stderr.write(`${line}\n`);
+  let proxy: SlowProxy | undefined;
   try {
+    if (PHASES.includes('latency') && LATENCY.slowMs > 0) proxy = await startSlowProxy(r.port, LATENCY.slowMs);
     for (const framework of frameworks) {
       const warm = <S extends { warmupSeconds: number }>(settings: S): S =>
         framework === 'next' ? { ...settings, warmupSeconds: NEXT_WARMUP } : settings;
@@ -164,18 +173,35 @@ async function main(): Promise<void> {
       const variants = wanted
         ? wanted.filter((v) => v !== 'baseline' && factoryOf(framework, v) !== undefined)
         : all.filter((v) => !isOptIn(v));
-      if (PHASES.includes('throughput'))
-        for (const shapeName of pick('BENCH_SHAPES', ALL_SHAPES, SHAPES)) {
-          const here = variants.filter((v) => runs(framework, v, shapeName));
-          if (here.length > 0) results.push(...(await throughputShape(framework, shapeName, here, r, admin, warm(THROUGHPUT), log)));
+      const shapes = PHASES.includes('throughput')
+        ? pick('BENCH_SHAPES', ALL_SHAPES, SHAPES)
+            .map((shape) => ({ shape, here: variants.filter((v) => runs(framework, v, shape)) }))
+            .filter((x) => x.here.length > 0)
+        : [];
+      const timed = PHASES.includes('latency') ? latencyVariants(framework, variants, listed('BENCH_VARIANTS')) : [];
+      // The smoke run starts every server of the framework's phases now, one process per variant; a full run, per phase.
+      const pool: ServerPool = SMOKE
+        ? await sharedServers(
+            [
+              ...shapes.flatMap((x) => throughputApps(framework, x.shape, x.here, r.url)),
+              ...(timed.length > 0 ? latencyApps(framework, timed, r.url, proxy?.url) : []),
+            ],
+            REWARM_SECONDS,
+          )
+        : ownServers;
+      try {
+        for (const { shape, here } of shapes)
+          results.push(...(await throughputShape(framework, shape, here, r, admin, warm(THROUGHPUT), pool, log)));
+        if (timed.length > 0) {
+          await admin.flushall();
+          latency.push(...(await latencyPhase(framework, timed, r.url, proxy?.url, warm(LATENCY), pool, log)));
         }
-      const timed = latencyVariants(framework, variants, listed('BENCH_VARIANTS'));
-      if (PHASES.includes('latency') && timed.length > 0) {
-        await admin.flushall();
-        latency.push(...(await latencyPhase(framework, timed, r, warm(LATENCY), log)));
+      } finally {
+        pool.close();
       }
     }
   } finally {
+    await proxy?.close();
     admin.disconnect();
     await r.stop();
   }

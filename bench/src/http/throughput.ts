@@ -5,7 +5,8 @@ import { keyBytes } from '../lib/memory';
 import { median } from '../lib/stats';
 import { startTrace, traceCommands, wrk, type LoadResult } from './load';
 import type { VariantResult } from './report-tables';
-import { startServers, type Server } from './servers';
+import type { Server, ServerSpec } from './servers';
+import type { ServerPool } from './server-pool';
 import { CLIENTS, SHAPE, type ShapeName } from './shapes';
 
 /*
@@ -97,6 +98,10 @@ async function measure(server: Server, r: BenchRedis, random: boolean, s: Throug
   };
 }
 
+/** The apps a shape's throughput runs on: the baseline's, then each variant's. */
+export const throughputApps = (framework: string, shape: ShapeName, here: readonly string[], redisUrl: string): ServerSpec[] =>
+  ['baseline', ...here].map((variant) => ({ framework, variant, shape, redisUrl }));
+
 export async function throughputShape(
   framework: string,
   shapeName: ShapeName,
@@ -104,13 +109,14 @@ export async function throughputShape(
   r: BenchRedis,
   admin: Redis,
   s: ThroughputSettings,
+  pool: ServerPool,
   log: (line: string) => void,
 ): Promise<VariantResult[]> {
   const results: VariantResult[] = [];
   const random = SHAPE[shapeName].random;
   await admin.flushall();
-  const started = await startServers(['baseline', ...here].map((variant) => ({ framework, variant, shape: shapeName, redisUrl: r.url })));
-  const base = started.shift()!;
+  const taken = await pool.take(throughputApps(framework, shapeName, here, r.url), s.warmupSeconds);
+  const [base, ...started] = taken.servers as [Server, ...Server[]];
   const servers = new Map<string, Server>(here.map((variant, i) => [variant, started[i]!]));
   try {
     const traces = new Map<string, Awaited<ReturnType<typeof traceCommands>>>();
@@ -124,8 +130,8 @@ export async function throughputShape(
       if (shapeName !== 'hot') memory.set(variant, await keyBytes(admin, '*'));
     };
     // Warm-up (JIT), one server at a time.
-    if (s.warmupSeconds > 0)
-      for (const server of [base, ...servers.values()]) await wrk(server.port, s.warmupSeconds, s.connections, random);
+    for (const [i, server] of taken.servers.entries())
+      if (taken.warmup[i]! > 0) await wrk(server.port, taken.warmup[i]!, s.connections, random);
     const pairs = new Map<string, { base: Measured; run: Measured }[]>(here.map((v) => [v, []]));
     for (let rep = 0; rep < s.reps; rep++) {
       let shared: Measured | undefined;
@@ -174,8 +180,7 @@ export async function throughputShape(
       );
     }
   } finally {
-    for (const server of servers.values()) server.stop();
-    base.stop();
+    taken.release();
   }
   return results;
 }
