@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-window, one rule: the batch script, the check script wrapped to run a turn's checks in one call.
--- The script as a limiter sends it to Redis (EVALSHA 417f5c3e55eda0e7b56956edead81f8b19eccec6); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 4e5772c15af4abe133f13155a95cb9f5922d90e5); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-window', limits: { limit: 10, window: '1m' } }, { script: 'batch' })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-window --limits 10/1m --batch
@@ -33,7 +33,7 @@ local PAD = tonumber(ARGV[5])
 local floor, fmt = math.floor, string.format
 
 -- per field, what depends only on NOW
-local f1_cur = floor(NOW / 6000)
+local f1_cur, f1_enc = floor(NOW / 6000), nil
 
 local out = { NOW, 0, 0 }
 local ok, blocked = true, false
@@ -161,6 +161,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           if COST > 0 then f1_y = 2 end
         end
         local ttl = 0
+        local f1_e
         do
           local left = (f1_r[1] + 11) * 6000 - NOW
           if f1_u > NOW then
@@ -170,9 +171,15 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
             f1_r[13] = nil
           end
           if left > ttl then ttl = left end
+          if f1_n <= 127 and f1_r[1] == f1_cur and f1_r[13] == nil then
+            if f1_enc == nil then f1_enc = cmsgpack.pack(f1_cur) end
+            f1_e = f1_enc .. string.char(f1_r[2], f1_r[3], f1_r[4], f1_r[5], f1_r[6], f1_r[7], f1_r[8], f1_r[9], f1_r[10], f1_r[11], f1_r[12])
+          else
+            f1_e = cmsgpack.pack(unpack(f1_r))
+          end
         end
 
-        redis.call('HSET', key, "60000:10", cmsgpack.pack(unpack(f1_r)))
+        redis.call('HSET', key, "60000:10", f1_e)
         -- other plans' rings may need the key longer than these rules do: its TTL is never shortened
         if (kept == nil or ttl > kept) and redis.call('PTTL', key) < ttl + PAD then redis.call('PEXPIRE', key, ttl + PAD) end
         do -- rule r1

@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-window, one rule, refunds: true: the refundable script, which answers undo receipts.
--- The script as a limiter sends it to Redis (EVALSHA d8b4dff0d8096c2cce1042290ccd9cc7b91ca24c); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA c9827273411e4dc1296aafb9ac23299380e55376); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-window', limits: { limit: 10, window: '1m' }, refunds: true })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-window --limits 10/1m --refunds
@@ -36,7 +36,7 @@ local NONCE = ARGV[11 + #KEYS / 2 + 1]
 if NONCE and not string.find(NONCE, '^[1-9]%d*$') then NONCE = nil end
 
 -- per field, what depends only on NOW
-local f1_cur = floor(NOW / 6000)
+local f1_cur, f1_enc = floor(NOW / 6000), nil
 
 local out = { NOW, 0, 0 }
 local ok, blocked = true, false
@@ -165,6 +165,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           if COST > 0 then f1_y = 2 end
         end
         local ttl = 0
+        local f1_e
         do
           local left = (f1_r[1] + 11) * 6000 - NOW
           if f1_u > NOW then
@@ -174,12 +175,18 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
             f1_r[13] = nil
           end
           if left > ttl then ttl = left end
+          if f1_n <= 127 and f1_r[1] == f1_cur and f1_r[13] == nil then
+            if f1_enc == nil then f1_enc = cmsgpack.pack(f1_cur) end
+            f1_e = f1_enc .. string.char(f1_r[2], f1_r[3], f1_r[4], f1_r[5], f1_r[6], f1_r[7], f1_r[8], f1_r[9], f1_r[10], f1_r[11], f1_r[12])
+          else
+            f1_e = cmsgpack.pack(unpack(f1_r))
+          end
         end
         if not inc and NONCE then
           inc = NONCE
           redis.call('HSET', key, 'i', inc)
         end
-        redis.call('HSET', key, "60000:10", cmsgpack.pack(unpack(f1_r)))
+        redis.call('HSET', key, "60000:10", f1_e)
         -- other plans' rings may need the key longer than these rules do: its TTL is never shortened
         if (kept == nil or ttl > kept) and redis.call('PTTL', key) < ttl + PAD then redis.call('PEXPIRE', key, ttl + PAD) end
         do -- rule r1

@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-window, one rule of tokens, refunds: true: the settle script of a reservation (give back part, charge past).
--- The script as a limiter sends it to Redis (EVALSHA b3b9b49e2ba3671906e9016b2466efb959b6f710); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 05febe12844bd6c3d22100e337bb0f10901de59e); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-window', limits: { limit: 1000, window: '1m', unit: 'tokens' }, refunds: true }, { script: 'settle' })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-window --limits '1000/1m unit tokens' --refunds --settle
@@ -76,7 +76,7 @@ local function fg_give(key, receipt, cost)
 end
 
 -- per field, what depends only on NOW
-local f1_cur = floor(NOW / 6000)
+local f1_cur, f1_enc = floor(NOW / 6000), nil
 
 -- every mask is one this script was made for, before anything is written
 local KNOWN = { ['1'] = true }
@@ -128,6 +128,7 @@ for i = 1, #KEYS do
         if COST > 0 then f1_y = 2 end
       end
       local ttl = 0
+      local f1_e
       do
         local left = (f1_r[1] + 11) * 6000 - NOW
         if COST > 0 then
@@ -147,12 +148,18 @@ for i = 1, #KEYS do
           f1_r[13] = nil
         end
         if left > ttl then ttl = left end
+        if f1_n <= 127 and f1_r[1] == f1_cur and f1_r[13] == nil then
+          if f1_enc == nil then f1_enc = cmsgpack.pack(f1_cur) end
+          f1_e = f1_enc .. string.char(f1_r[2], f1_r[3], f1_r[4], f1_r[5], f1_r[6], f1_r[7], f1_r[8], f1_r[9], f1_r[10], f1_r[11], f1_r[12])
+        else
+          f1_e = cmsgpack.pack(unpack(f1_r))
+        end
       end
       if not inc and NONCE then
         inc = NONCE
         redis.call('HSET', key, 'i', inc)
       end
-      redis.call('HSET', key, "60000:10@tokens", cmsgpack.pack(unpack(f1_r)))
+      redis.call('HSET', key, "60000:10@tokens", f1_e)
       -- other plans' rings may need the key longer than these rules do: its TTL is never shortened
       if (kept == nil or ttl > kept) and redis.call('PTTL', key) < ttl + PAD then redis.call('PEXPIRE', key, ttl + PAD) end
     end

@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-window, eight rules on three identifier kinds: the shared shape, a function per rule and field.
--- The script as a limiter sends it to Redis (EVALSHA 70d6c2aca2707f0dcc10a82681944a87c600b919); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA e1ef51f291fb847b555bd1f6767d53cf7c56c6c5); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-window', limits: [{ limit: 10, window: '1s' }, { limit: 100, window: '1m' }, { limit: 500, window: '1h' }, { limit: 1000, window: '1d' }, { limit: 50, window: '1m', for: 'user' }, { limit: 200, window: '1h', for: 'user' }, { limit: 50, window: '1m', for: 'key' }, { limit: 200, window: '1h', for: 'key' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-window --limits '10/1s, 100/1m, 500/1h, 1000/1d, 50/1m for user, 200/1h for user, 50/1m for key, 200/1h for key'
@@ -44,10 +44,10 @@ local PAD = tonumber(ARGV[5])
 local floor, fmt = math.floor, string.format
 
 -- per field, what depends only on NOW
-local f1_cur = floor(NOW / 100)
-local f2_cur = floor(NOW / 6000)
-local f3_cur = floor(NOW / 360000)
-local f4_cur = floor(NOW / 8640000)
+local f1_cur, f1_enc = floor(NOW / 100), nil
+local f2_cur, f2_enc = floor(NOW / 6000), nil
+local f3_cur, f3_enc = floor(NOW / 360000), nil
+local f4_cur, f4_enc = floor(NOW / 8640000), nil
 
 local out = { NOW, 0, 0 }
 local ok, blocked = true, false
@@ -575,6 +575,7 @@ function F.m1_commit(key, s, after)
   f3_r, f3_n, f3_d, f3_y, f3_u = F.f3_commit(f3_r, f3_n, f3_d, f3_y, f3_u)
   f4_r, f4_n, f4_d, f4_y, f4_u = F.f4_commit(f4_r, f4_n, f4_d, f4_y, f4_u)
   local ttl = 0
+  local f1_e, f2_e, f3_e, f4_e
   do
     local left = (f1_r[1] + 11) * 100 - NOW
     if f1_u > NOW then
@@ -584,6 +585,12 @@ function F.m1_commit(key, s, after)
       f1_r[13] = nil
     end
     if left > ttl then ttl = left end
+    if f1_n <= 127 and f1_r[1] == f1_cur and f1_r[13] == nil then
+      if f1_enc == nil then f1_enc = cmsgpack.pack(f1_cur) end
+      f1_e = f1_enc .. string.char(f1_r[2], f1_r[3], f1_r[4], f1_r[5], f1_r[6], f1_r[7], f1_r[8], f1_r[9], f1_r[10], f1_r[11], f1_r[12])
+    else
+      f1_e = cmsgpack.pack(unpack(f1_r))
+    end
   end
   do
     local left = (f2_r[1] + 11) * 6000 - NOW
@@ -594,6 +601,12 @@ function F.m1_commit(key, s, after)
       f2_r[13] = nil
     end
     if left > ttl then ttl = left end
+    if f2_n <= 127 and f2_r[1] == f2_cur and f2_r[13] == nil then
+      if f2_enc == nil then f2_enc = cmsgpack.pack(f2_cur) end
+      f2_e = f2_enc .. string.char(f2_r[2], f2_r[3], f2_r[4], f2_r[5], f2_r[6], f2_r[7], f2_r[8], f2_r[9], f2_r[10], f2_r[11], f2_r[12])
+    else
+      f2_e = cmsgpack.pack(unpack(f2_r))
+    end
   end
   do
     local left = (f3_r[1] + 11) * 360000 - NOW
@@ -604,6 +617,12 @@ function F.m1_commit(key, s, after)
       f3_r[13] = nil
     end
     if left > ttl then ttl = left end
+    if f3_n <= 127 and f3_r[1] == f3_cur and f3_r[13] == nil then
+      if f3_enc == nil then f3_enc = cmsgpack.pack(f3_cur) end
+      f3_e = f3_enc .. string.char(f3_r[2], f3_r[3], f3_r[4], f3_r[5], f3_r[6], f3_r[7], f3_r[8], f3_r[9], f3_r[10], f3_r[11], f3_r[12])
+    else
+      f3_e = cmsgpack.pack(unpack(f3_r))
+    end
   end
   do
     local left = (f4_r[1] + 11) * 8640000 - NOW
@@ -614,9 +633,15 @@ function F.m1_commit(key, s, after)
       f4_r[13] = nil
     end
     if left > ttl then ttl = left end
+    if f4_n <= 127 and f4_r[1] == f4_cur and f4_r[13] == nil then
+      if f4_enc == nil then f4_enc = cmsgpack.pack(f4_cur) end
+      f4_e = f4_enc .. string.char(f4_r[2], f4_r[3], f4_r[4], f4_r[5], f4_r[6], f4_r[7], f4_r[8], f4_r[9], f4_r[10], f4_r[11], f4_r[12])
+    else
+      f4_e = cmsgpack.pack(unpack(f4_r))
+    end
   end
 
-  redis.call('HSET', key, "1000:10", cmsgpack.pack(unpack(f1_r)), "60000:10", cmsgpack.pack(unpack(f2_r)), "3600000:10", cmsgpack.pack(unpack(f3_r)), "86400000:10", cmsgpack.pack(unpack(f4_r)))
+  redis.call('HSET', key, "1000:10", f1_e, "60000:10", f2_e, "3600000:10", f3_e, "86400000:10", f4_e)
   -- other plans' rings may need the key longer than these rules do: its TTL is never shortened
   if (kept == nil or ttl > kept) and redis.call('PTTL', key) < ttl + PAD then redis.call('PEXPIRE', key, ttl + PAD) end
   avail, reset, retry = F.r1_eval(f1_r, f1_n, f1_d, f1_y, f1_u, after)
@@ -753,6 +778,7 @@ function F.m2_commit(key, s, after)
   f3_r, f3_n, f3_d, f3_y, f3_u = F.f3_commit(f3_r, f3_n, f3_d, f3_y, f3_u)
   f4_r, f4_n, f4_d, f4_y, f4_u = F.f4_commit(f4_r, f4_n, f4_d, f4_y, f4_u)
   local ttl = 0
+  local f1_e, f2_e, f3_e, f4_e
   do
     local left = (f1_r[1] + 11) * 100 - NOW
     if f1_u > NOW then
@@ -762,6 +788,12 @@ function F.m2_commit(key, s, after)
       f1_r[13] = nil
     end
     if left > ttl then ttl = left end
+    if f1_n <= 127 and f1_r[1] == f1_cur and f1_r[13] == nil then
+      if f1_enc == nil then f1_enc = cmsgpack.pack(f1_cur) end
+      f1_e = f1_enc .. string.char(f1_r[2], f1_r[3], f1_r[4], f1_r[5], f1_r[6], f1_r[7], f1_r[8], f1_r[9], f1_r[10], f1_r[11], f1_r[12])
+    else
+      f1_e = cmsgpack.pack(unpack(f1_r))
+    end
   end
   do
     local left = (f2_r[1] + 11) * 6000 - NOW
@@ -772,6 +804,12 @@ function F.m2_commit(key, s, after)
       f2_r[13] = nil
     end
     if left > ttl then ttl = left end
+    if f2_n <= 127 and f2_r[1] == f2_cur and f2_r[13] == nil then
+      if f2_enc == nil then f2_enc = cmsgpack.pack(f2_cur) end
+      f2_e = f2_enc .. string.char(f2_r[2], f2_r[3], f2_r[4], f2_r[5], f2_r[6], f2_r[7], f2_r[8], f2_r[9], f2_r[10], f2_r[11], f2_r[12])
+    else
+      f2_e = cmsgpack.pack(unpack(f2_r))
+    end
   end
   do
     local left = (f3_r[1] + 11) * 360000 - NOW
@@ -782,6 +820,12 @@ function F.m2_commit(key, s, after)
       f3_r[13] = nil
     end
     if left > ttl then ttl = left end
+    if f3_n <= 127 and f3_r[1] == f3_cur and f3_r[13] == nil then
+      if f3_enc == nil then f3_enc = cmsgpack.pack(f3_cur) end
+      f3_e = f3_enc .. string.char(f3_r[2], f3_r[3], f3_r[4], f3_r[5], f3_r[6], f3_r[7], f3_r[8], f3_r[9], f3_r[10], f3_r[11], f3_r[12])
+    else
+      f3_e = cmsgpack.pack(unpack(f3_r))
+    end
   end
   do
     local left = (f4_r[1] + 11) * 8640000 - NOW
@@ -792,9 +836,15 @@ function F.m2_commit(key, s, after)
       f4_r[13] = nil
     end
     if left > ttl then ttl = left end
+    if f4_n <= 127 and f4_r[1] == f4_cur and f4_r[13] == nil then
+      if f4_enc == nil then f4_enc = cmsgpack.pack(f4_cur) end
+      f4_e = f4_enc .. string.char(f4_r[2], f4_r[3], f4_r[4], f4_r[5], f4_r[6], f4_r[7], f4_r[8], f4_r[9], f4_r[10], f4_r[11], f4_r[12])
+    else
+      f4_e = cmsgpack.pack(unpack(f4_r))
+    end
   end
 
-  redis.call('HSET', key, "1000:10", cmsgpack.pack(unpack(f1_r)), "60000:10", cmsgpack.pack(unpack(f2_r)), "3600000:10", cmsgpack.pack(unpack(f3_r)), "86400000:10", cmsgpack.pack(unpack(f4_r)))
+  redis.call('HSET', key, "1000:10", f1_e, "60000:10", f2_e, "3600000:10", f3_e, "86400000:10", f4_e)
   -- other plans' rings may need the key longer than these rules do: its TTL is never shortened
   if (kept == nil or ttl > kept) and redis.call('PTTL', key) < ttl + PAD then redis.call('PEXPIRE', key, ttl + PAD) end
   avail, reset, retry = F.r1_eval(f1_r, f1_n, f1_d, f1_y, f1_u, after)
@@ -939,6 +989,7 @@ function F.m3_commit(key, s, after)
   f3_r, f3_n, f3_d, f3_y, f3_u = F.f3_commit(f3_r, f3_n, f3_d, f3_y, f3_u)
   f4_r, f4_n, f4_d, f4_y, f4_u = F.f4_commit(f4_r, f4_n, f4_d, f4_y, f4_u)
   local ttl = 0
+  local f1_e, f2_e, f3_e, f4_e
   do
     local left = (f1_r[1] + 11) * 100 - NOW
     if f1_u > NOW then
@@ -948,6 +999,12 @@ function F.m3_commit(key, s, after)
       f1_r[13] = nil
     end
     if left > ttl then ttl = left end
+    if f1_n <= 127 and f1_r[1] == f1_cur and f1_r[13] == nil then
+      if f1_enc == nil then f1_enc = cmsgpack.pack(f1_cur) end
+      f1_e = f1_enc .. string.char(f1_r[2], f1_r[3], f1_r[4], f1_r[5], f1_r[6], f1_r[7], f1_r[8], f1_r[9], f1_r[10], f1_r[11], f1_r[12])
+    else
+      f1_e = cmsgpack.pack(unpack(f1_r))
+    end
   end
   do
     local left = (f2_r[1] + 11) * 6000 - NOW
@@ -958,6 +1015,12 @@ function F.m3_commit(key, s, after)
       f2_r[13] = nil
     end
     if left > ttl then ttl = left end
+    if f2_n <= 127 and f2_r[1] == f2_cur and f2_r[13] == nil then
+      if f2_enc == nil then f2_enc = cmsgpack.pack(f2_cur) end
+      f2_e = f2_enc .. string.char(f2_r[2], f2_r[3], f2_r[4], f2_r[5], f2_r[6], f2_r[7], f2_r[8], f2_r[9], f2_r[10], f2_r[11], f2_r[12])
+    else
+      f2_e = cmsgpack.pack(unpack(f2_r))
+    end
   end
   do
     local left = (f3_r[1] + 11) * 360000 - NOW
@@ -968,6 +1031,12 @@ function F.m3_commit(key, s, after)
       f3_r[13] = nil
     end
     if left > ttl then ttl = left end
+    if f3_n <= 127 and f3_r[1] == f3_cur and f3_r[13] == nil then
+      if f3_enc == nil then f3_enc = cmsgpack.pack(f3_cur) end
+      f3_e = f3_enc .. string.char(f3_r[2], f3_r[3], f3_r[4], f3_r[5], f3_r[6], f3_r[7], f3_r[8], f3_r[9], f3_r[10], f3_r[11], f3_r[12])
+    else
+      f3_e = cmsgpack.pack(unpack(f3_r))
+    end
   end
   do
     local left = (f4_r[1] + 11) * 8640000 - NOW
@@ -978,9 +1047,15 @@ function F.m3_commit(key, s, after)
       f4_r[13] = nil
     end
     if left > ttl then ttl = left end
+    if f4_n <= 127 and f4_r[1] == f4_cur and f4_r[13] == nil then
+      if f4_enc == nil then f4_enc = cmsgpack.pack(f4_cur) end
+      f4_e = f4_enc .. string.char(f4_r[2], f4_r[3], f4_r[4], f4_r[5], f4_r[6], f4_r[7], f4_r[8], f4_r[9], f4_r[10], f4_r[11], f4_r[12])
+    else
+      f4_e = cmsgpack.pack(unpack(f4_r))
+    end
   end
 
-  redis.call('HSET', key, "1000:10", cmsgpack.pack(unpack(f1_r)), "60000:10", cmsgpack.pack(unpack(f2_r)), "3600000:10", cmsgpack.pack(unpack(f3_r)), "86400000:10", cmsgpack.pack(unpack(f4_r)))
+  redis.call('HSET', key, "1000:10", f1_e, "60000:10", f2_e, "3600000:10", f3_e, "86400000:10", f4_e)
   -- other plans' rings may need the key longer than these rules do: its TTL is never shortened
   if (kept == nil or ttl > kept) and redis.call('PTTL', key) < ttl + PAD then redis.call('PEXPIRE', key, ttl + PAD) end
   avail, reset, retry = F.r1_eval(f1_r, f1_n, f1_d, f1_y, f1_u, after)

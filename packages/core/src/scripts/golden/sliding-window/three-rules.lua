@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-window, three rules on two identifier kinds (two for every identifier, one for 'user').
--- The script as a limiter sends it to Redis (EVALSHA fa12fa8a7f788e08e792079ca8a810c577e9dec1); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 8eafc466a0a2b53fa8ef0fadbfcdd3069a76db45); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-window', limits: [{ limit: 20, window: '10s' }, { limit: 500, window: '1h' }, { limit: 100, window: '1h', for: 'user' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-window --limits '20/10s, 500/1h, 100/1h for user'
@@ -36,8 +36,8 @@ local PAD = tonumber(ARGV[5])
 local floor, fmt = math.floor, string.format
 
 -- per field, what depends only on NOW
-local f1_cur = floor(NOW / 1000)
-local f2_cur = floor(NOW / 360000)
+local f1_cur, f1_enc = floor(NOW / 1000), nil
+local f2_cur, f2_enc = floor(NOW / 360000), nil
 
 local out = { NOW, 0, 0 }
 local ok, blocked = true, false
@@ -409,6 +409,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           if COST > 0 then f2_y = 2 end
         end
         local ttl = 0
+        local f1_e, f2_e
         do
           local left = (f1_r[1] + 11) * 1000 - NOW
           if f1_u > NOW then
@@ -418,6 +419,12 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
             f1_r[13] = nil
           end
           if left > ttl then ttl = left end
+          if f1_n <= 127 and f1_r[1] == f1_cur and f1_r[13] == nil then
+            if f1_enc == nil then f1_enc = cmsgpack.pack(f1_cur) end
+            f1_e = f1_enc .. string.char(f1_r[2], f1_r[3], f1_r[4], f1_r[5], f1_r[6], f1_r[7], f1_r[8], f1_r[9], f1_r[10], f1_r[11], f1_r[12])
+          else
+            f1_e = cmsgpack.pack(unpack(f1_r))
+          end
         end
         do
           local left = (f2_r[1] + 11) * 360000 - NOW
@@ -428,9 +435,15 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
             f2_r[13] = nil
           end
           if left > ttl then ttl = left end
+          if f2_n <= 127 and f2_r[1] == f2_cur and f2_r[13] == nil then
+            if f2_enc == nil then f2_enc = cmsgpack.pack(f2_cur) end
+            f2_e = f2_enc .. string.char(f2_r[2], f2_r[3], f2_r[4], f2_r[5], f2_r[6], f2_r[7], f2_r[8], f2_r[9], f2_r[10], f2_r[11], f2_r[12])
+          else
+            f2_e = cmsgpack.pack(unpack(f2_r))
+          end
         end
 
-        redis.call('HSET', key, "10000:10", cmsgpack.pack(unpack(f1_r)), "3600000:10", cmsgpack.pack(unpack(f2_r)))
+        redis.call('HSET', key, "10000:10", f1_e, "3600000:10", f2_e)
         -- other plans' rings may need the key longer than these rules do: its TTL is never shortened
         if (kept == nil or ttl > kept) and redis.call('PTTL', key) < ttl + PAD then redis.call('PEXPIRE', key, ttl + PAD) end
         do -- rule r1
@@ -548,6 +561,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           if COST > 0 then f2_y = 2 end
         end
         local ttl = 0
+        local f1_e, f2_e
         do
           local left = (f1_r[1] + 11) * 1000 - NOW
           if f1_u > NOW then
@@ -557,6 +571,12 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
             f1_r[13] = nil
           end
           if left > ttl then ttl = left end
+          if f1_n <= 127 and f1_r[1] == f1_cur and f1_r[13] == nil then
+            if f1_enc == nil then f1_enc = cmsgpack.pack(f1_cur) end
+            f1_e = f1_enc .. string.char(f1_r[2], f1_r[3], f1_r[4], f1_r[5], f1_r[6], f1_r[7], f1_r[8], f1_r[9], f1_r[10], f1_r[11], f1_r[12])
+          else
+            f1_e = cmsgpack.pack(unpack(f1_r))
+          end
         end
         do
           local left = (f2_r[1] + 11) * 360000 - NOW
@@ -567,9 +587,15 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
             f2_r[13] = nil
           end
           if left > ttl then ttl = left end
+          if f2_n <= 127 and f2_r[1] == f2_cur and f2_r[13] == nil then
+            if f2_enc == nil then f2_enc = cmsgpack.pack(f2_cur) end
+            f2_e = f2_enc .. string.char(f2_r[2], f2_r[3], f2_r[4], f2_r[5], f2_r[6], f2_r[7], f2_r[8], f2_r[9], f2_r[10], f2_r[11], f2_r[12])
+          else
+            f2_e = cmsgpack.pack(unpack(f2_r))
+          end
         end
 
-        redis.call('HSET', key, "10000:10", cmsgpack.pack(unpack(f1_r)), "3600000:10", cmsgpack.pack(unpack(f2_r)))
+        redis.call('HSET', key, "10000:10", f1_e, "3600000:10", f2_e)
         -- other plans' rings may need the key longer than these rules do: its TTL is never shortened
         if (kept == nil or ttl > kept) and redis.call('PTTL', key) < ttl + PAD then redis.call('PEXPIRE', key, ttl + PAD) end
         do -- rule r1

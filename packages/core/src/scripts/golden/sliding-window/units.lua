@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-window, two rules counting two units (requests and tokens): a cost per unit in ARGV[2].
--- The script as a limiter sends it to Redis (EVALSHA d04cb42d248346035d8ae650854adb03dc194202); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 3cd0c3f00a02ceb049ec7f81b209bcffec83604d); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-window', limits: [{ limit: 60, window: '1m' }, { limit: 10000, window: '1m', unit: 'tokens' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-window --limits '60/1m, 10000/1m unit tokens'
@@ -39,8 +39,8 @@ local PAD = tonumber(ARGV[5])
 local floor, fmt = math.floor, string.format
 
 -- per field, what depends only on NOW
-local f1_cur = floor(NOW / 6000)
-local f2_cur = floor(NOW / 6000)
+local f1_cur, f1_enc = floor(NOW / 6000), nil
+local f2_cur, f2_enc = floor(NOW / 6000), nil
 
 local out = { NOW, 0, 0 }
 local ok, blocked = true, false
@@ -243,6 +243,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           if COST2 > 0 then f2_y = 2 end
         end
         local ttl = 0
+        local f1_e, f2_e
         do
           local left = (f1_r[1] + 11) * 6000 - NOW
           if f1_u > NOW then
@@ -252,6 +253,12 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
             f1_r[13] = nil
           end
           if left > ttl then ttl = left end
+          if f1_n <= 127 and f1_r[1] == f1_cur and f1_r[13] == nil then
+            if f1_enc == nil then f1_enc = cmsgpack.pack(f1_cur) end
+            f1_e = f1_enc .. string.char(f1_r[2], f1_r[3], f1_r[4], f1_r[5], f1_r[6], f1_r[7], f1_r[8], f1_r[9], f1_r[10], f1_r[11], f1_r[12])
+          else
+            f1_e = cmsgpack.pack(unpack(f1_r))
+          end
         end
         do
           local left = (f2_r[1] + 11) * 6000 - NOW
@@ -262,9 +269,15 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
             f2_r[13] = nil
           end
           if left > ttl then ttl = left end
+          if f2_n <= 127 and f2_r[1] == f2_cur and f2_r[13] == nil then
+            if f2_enc == nil then f2_enc = cmsgpack.pack(f2_cur) end
+            f2_e = f2_enc .. string.char(f2_r[2], f2_r[3], f2_r[4], f2_r[5], f2_r[6], f2_r[7], f2_r[8], f2_r[9], f2_r[10], f2_r[11], f2_r[12])
+          else
+            f2_e = cmsgpack.pack(unpack(f2_r))
+          end
         end
 
-        redis.call('HSET', key, "60000:10", cmsgpack.pack(unpack(f1_r)), "60000:10@tokens", cmsgpack.pack(unpack(f2_r)))
+        redis.call('HSET', key, "60000:10", f1_e, "60000:10@tokens", f2_e)
         -- other plans' rings may need the key longer than these rules do: its TTL is never shortened
         if (kept == nil or ttl > kept) and redis.call('PTTL', key) < ttl + PAD then redis.call('PEXPIRE', key, ttl + PAD) end
         do -- rule r1
