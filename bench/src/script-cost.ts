@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createProgram } from '../../packages/core/src/scripts/compiler';
 import { ruleArgs } from '../../packages/core/src/scripts/frame';
 import { resolveOptions } from '../../packages/core/src/engine/options';
-import type { LimiterOptions } from '@floodgate/core';
+import type { AlgorithmName, LimiterOptions } from '@floodgate/core';
 import { SERVER_CORE, pin, startBenchRedis, type BenchRedis } from './lib/machine';
 import { ALL_ALGORITHMS, CORE_LIMITS, PICKED_ALGORITHMS } from './lib/core-rules';
 import { envInt, fmt, markdownTable, median } from './lib/stats';
@@ -24,10 +25,24 @@ import { commandLine } from './lib/command-line';
  *   peek     the whole script with op 'p': + decoding the state and the rules' Lua; no commit
  *   encode   the whole script with every write a no-op (its arguments, the encoded state, still built)
  *   full     the script as sent: + the writes
+ * and beside them the script of 1 rule (1 min) on 1 identifier, sent whole.
  * BENCH_ALGOS picks the algorithms (default: all four).
+ *
+ * BENCH_COUNT=instructions counts what redis-server executes instead of timing it: Redis runs under
+ * valgrind's callgrind, and each figure is instructions per call (callgrind's Ir over a run of BENCH_CALLS
+ * calls, the run's own redis-benchmark handshake included). On a shared VM a time moves by tens of
+ * percent from one run to the next; the count repeats to within a few percent (the calls' identifiers are
+ * random), so an A/B of a script change reads in one run. It needs valgrind (Debian: apt-get install
+ * valgrind) and runs about 50 times slower, so it makes fewer calls (3,000 on 1,000 identifiers per kind, 3
+ * reps).
  */
-const REPS = envInt('BENCH_REPS', 5);
-const CALLS = envInt('BENCH_CALLS', 60_000);
+const COUNT = process.env.BENCH_COUNT ?? 'time';
+if (COUNT !== 'time' && COUNT !== 'instructions') throw new Error(`BENCH_COUNT is time or instructions; got ${COUNT}`);
+const INSTRUCTIONS = COUNT === 'instructions';
+const REPS = envInt('BENCH_REPS', INSTRUCTIONS ? 3 : 5);
+const CALLS = envInt('BENCH_CALLS', INSTRUCTIONS ? 3_000 : 60_000);
+/** Identifiers per kind: a run calls each about 6 times (3 under callgrind), so most calls meet state a call before wrote. */
+const KEYSPACE = INSTRUCTIONS ? 1_000 : 10_000;
 const WRITES = /redis\.call\('(HSET|HINCRBY|HDEL|SET|DEL|PEXPIRE|PEXPIREAT|EXPIRE|ZADD|ZREM|ZREMRANGEBYSCORE)',\s*/g;
 
 /** The generated script's one state read per identifier (`local raw = redis.call(...)`, constant arguments). */
@@ -49,11 +64,27 @@ function variants(lua: string): [string, string][] {
   ];
 }
 
-function usPerCall(r: BenchRedis, lua: string, args: string[]): number {
+/** Where callgrind writes its dumps (BENCH_COUNT=instructions): callgrind.out.<n>, one per dump. */
+const DUMPS = join(tmpdir(), `floodgate-script-cost-${process.pid}`);
+
+/** The instructions redis-server has executed since the last zeroing: callgrind dumps them, and the dump's totals line says. */
+function instructionsSinceZero(r: BenchRedis): number {
+  execFileSync('callgrind_control', ['-d', String(r.pid)], { stdio: 'ignore' });
+  const last = readdirSync(DUMPS)
+    .map((f) => join(DUMPS, f))
+    .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
+  const totals = last === undefined ? undefined : /^(?:totals|summary):\s+(\d+)/m.exec(readFileSync(last, 'utf8'))?.[1];
+  if (totals === undefined) throw new Error(`callgrind wrote no totals into ${DUMPS}`);
+  return Number(totals);
+}
+
+/** One run of CALLS calls of `lua` with `args`: µs per call (INFO commandstats), or instructions per call. */
+function perCall(r: BenchRedis, lua: string, args: string[]): number {
   const sha = createHash('sha1').update(lua).digest('hex');
   const loaded = r.cli('SCRIPT', 'LOAD', lua);
   if (loaded !== sha) throw new Error(`SCRIPT LOAD: ${loaded}`);
   r.cli('CONFIG', 'RESETSTAT');
+  if (INSTRUCTIONS) execFileSync('callgrind_control', ['-z', String(r.pid)], { stdio: 'ignore' });
   execFileSync(
     'taskset',
     [
@@ -69,7 +100,7 @@ function usPerCall(r: BenchRedis, lua: string, args: string[]): number {
       '-P',
       '4',
       '-r',
-      '10000',
+      String(KEYSPACE),
       '-q',
       'EVALSHA',
       sha,
@@ -77,10 +108,33 @@ function usPerCall(r: BenchRedis, lua: string, args: string[]): number {
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
-  const us = /cmdstat_evalsha:.*usec_per_call=([\d.]+)/.exec(r.cli('INFO', 'commandstats'))?.[1];
-  const failed = /cmdstat_evalsha:.*failed_calls=(\d+)/.exec(r.cli('INFO', 'commandstats'))?.[1];
+  const instructions = INSTRUCTIONS ? instructionsSinceZero(r) / CALLS : undefined;
+  const stats = r.cli('INFO', 'commandstats');
+  const us = /cmdstat_evalsha:.*usec_per_call=([\d.]+)/.exec(stats)?.[1];
+  const failed = /cmdstat_evalsha:.*failed_calls=(\d+)/.exec(stats)?.[1];
   if (us === undefined || Number(failed) > 0) throw new Error(`the script failed (${failed} failed calls)`);
-  return Number(us);
+  return instructions ?? Number(us);
+}
+
+/** The limiter's script for `limits`, and its arguments for `op` with one identifier per entry of `kinds`. */
+function scriptOf(algorithm: AlgorithmName, limits: typeof CORE_LIMITS, kinds: readonly string[]) {
+  const opts = resolveOptions({ algorithm, limits } as LimiterOptions);
+  const { lua } = createProgram(opts.algorithm, opts.rules);
+  const tag = opts.algorithm.tag;
+  const mask = '1'.repeat(opts.rules.length);
+  const keys = kinds.flatMap((kind) => [`bench:rb:${tag}:{${kind}:__rand_int__}`, `bench:!b:{${kind}:__rand_int__}`]);
+  const argv = (op: string): string[] => [
+    String(keys.length),
+    ...keys,
+    op,
+    '1',
+    '0',
+    '',
+    '0',
+    ...ruleArgs(opts.rules, opts.algorithm).map(String),
+    ...kinds.map(() => mask),
+  ];
+  return { lua, argv };
 }
 
 async function main(): Promise<void> {
@@ -88,54 +142,56 @@ async function main(): Promise<void> {
     'npm run bench:script-cost',
     "where a check's time inside Redis goes, step by step, per algorithm (redis-benchmark sending the limiter's own script)",
     [
-      { env: 'BENCH_REPS', default: '5', what: 'runs per variant (the median is reported)' },
-      { env: 'BENCH_CALLS', default: '60000', what: 'script calls per run' },
+      { env: 'BENCH_COUNT', default: 'time', what: 'time (µs per call) or instructions (redis-server under callgrind; needs valgrind)' },
+      { env: 'BENCH_REPS', default: '5 (instructions 3)', what: 'runs per variant (the median is reported)' },
+      { env: 'BENCH_CALLS', default: '60000 (instructions 3000)', what: 'script calls per run' },
       { env: 'BENCH_ALGOS', default: 'all four', what: 'a comma list of fixed-window, sliding-window, token-bucket, sliding-log' },
     ],
     'BENCH_REPS=1 BENCH_CALLS=10000 npm run bench:script-cost',
   );
   pin(process.pid, SERVER_CORE);
-  const r = await startBenchRedis();
+  if (INSTRUCTIONS) {
+    for (const tool of ['valgrind', 'callgrind_control'])
+      try {
+        execFileSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' });
+      } catch {
+        throw new Error(`BENCH_COUNT=instructions needs ${tool} on the PATH (Debian: apt-get install valgrind)`);
+      }
+    mkdirSync(DUMPS, { recursive: true });
+  }
+  const r = await startBenchRedis(
+    INSTRUCTIONS ? ['valgrind', '--tool=callgrind', `--callgrind-out-file=${join(DUMPS, 'callgrind.out')}`] : [],
+    INSTRUCTIONS ? 120_000 : 10_000,
+  );
   const rows: string[][] = [];
   try {
     for (const algorithm of PICKED_ALGORITHMS) {
-      const opts = resolveOptions({ algorithm, limits: CORE_LIMITS } as LimiterOptions);
-      const { lua } = createProgram(opts.algorithm, opts.rules);
-      const tag = opts.algorithm.tag;
-      const mask = '1'.repeat(opts.rules.length);
-      const keys = [
-        `bench:rb:${tag}:{ip:__rand_int__}`,
-        'bench:!b:{ip:__rand_int__}',
-        `bench:rb:${tag}:{user:__rand_int__}`,
-        'bench:!b:{user:__rand_int__}',
-      ];
-      const argv = (op: string): string[] => [
-        '4',
-        ...keys,
-        op,
-        '1',
-        '0',
-        '',
-        '0',
-        ...ruleArgs(opts.rules, opts.algorithm).map(String),
-        mask,
-        mask,
-      ];
+      const { lua, argv } = scriptOf(algorithm, CORE_LIMITS, ['ip', 'user']);
+      const one = scriptOf(algorithm, [CORE_LIMITS[1]!], ['user']);
       const list = variants(lua);
-      const us = new Map<string, number[]>(list.map(([name]) => [name, []]));
+      const runs = new Map<string, number[]>([...list.map(([name]): [string, number[]] => [name, []]), ['1x1', []]]);
       r.cli('FLUSHALL');
-      usPerCall(r, lua, argv('c')); // every identifier's state written once: peek and encode read real state
-      for (let rep = 0; rep < REPS; rep++)
-        for (const [name, script] of list) us.get(name)!.push(usPerCall(r, script, argv(name === 'peek' ? 'p' : 'c')));
-      const mid = list.map(([name]) => median(us.get(name)!));
+      // Every identifier's state written once: peek and encode read real state.
+      perCall(r, lua, argv('c'));
+      perCall(r, one.lua, one.argv('c'));
+      for (let rep = 0; rep < REPS; rep++) {
+        for (const [name, script] of list) runs.get(name)!.push(perCall(r, script, argv(name === 'peek' ? 'p' : 'c')));
+        runs.get('1x1')!.push(perCall(r, one.lua, one.argv('c')));
+      }
+      const mid = list.map(([name]) => median(runs.get(name)!));
+      const single = median(runs.get('1x1')!);
+      const show = (v: number): string => (INSTRUCTIONS ? fmt(v / 1000, 1) : fmt(v, 1));
       rows.push([
         algorithm,
-        ...mid.map((v, i) => (i === 0 ? fmt(v, 1) : `${fmt(v, 1)} (${v >= mid[i - 1]! ? '+' : '-'}${fmt(Math.abs(v - mid[i - 1]!), 1)})`)),
+        ...mid.map((v, i) => (i === 0 ? show(v) : `${show(v)} (${v >= mid[i - 1]! ? '+' : '-'}${show(Math.abs(v - mid[i - 1]!))})`)),
+        show(single),
+        `${fmt(mid[mid.length - 1]! / single, 2)}x`,
       ]);
-      process.stderr.write(`${algorithm}: ${list.map(([name], i) => `${name} ${fmt(mid[i]!, 1)}`).join(', ')} µs\n`);
+      process.stderr.write(`${algorithm}: ${list.map(([name], i) => `${name} ${show(mid[i]!)}`).join(', ')}, 1x1 ${show(single)}\n`);
     }
   } finally {
     await r.stop();
+    if (INSTRUCTIONS) rmSync(DUMPS, { recursive: true, force: true });
   }
   const head = [
     'algorithm (3 rules x 2 identifiers)',
@@ -146,15 +202,20 @@ async function main(): Promise<void> {
     'peek: + decode, rules',
     '+ encode (writes no-ops)',
     '+ writes: full',
+    '1 x 1: full',
+    '3 x 2 / 1 x 1',
   ];
   const text = [
-    `\`npm run bench:script-cost\`, ${new Date().toISOString()}: Redis CPU per check in µs (INFO commandstats usec_per_call), median of ${REPS} runs of ${CALLS} calls per variant; each column adds to the one before (bench/src/script-cost.ts).`,
+    INSTRUCTIONS
+      ? `\`BENCH_COUNT=instructions npm run bench:script-cost\`, ${new Date().toISOString()}: thousands of instructions redis-server executes per check (valgrind's callgrind), median of ${REPS} runs of ${CALLS} calls per variant; each column of 3 x 2 adds to the one before (bench/src/script-cost.ts).`
+      : `\`npm run bench:script-cost\`, ${new Date().toISOString()}: Redis CPU per check in µs (INFO commandstats usec_per_call), median of ${REPS} runs of ${CALLS} calls per variant; each column of 3 x 2 adds to the one before (bench/src/script-cost.ts).`,
     '',
     markdownTable(head, rows),
     '',
   ].join('\n');
   // Kept beside the other results (BENCH_ALGOS runs a subset and leaves the file alone).
-  if (PICKED_ALGORITHMS.length === ALL_ALGORITHMS.length) writeFileSync(join(__dirname, '..', 'results', 'script-cost.md'), text);
+  if (PICKED_ALGORITHMS.length === ALL_ALGORITHMS.length)
+    writeFileSync(join(__dirname, '..', 'results', INSTRUCTIONS ? 'script-instructions.md' : 'script-cost.md'), text);
   process.stdout.write(text);
 }
 

@@ -409,6 +409,7 @@ describe('the benchmarks answer --help with their settings, and refuse an argume
     const r = run(['run', 'bench:script-cost', '--', '--runs', '3']);
     expect(r.status).not.toBe(0);
     expect(r.stderr).toContain("unknown argument '--runs' '3'");
-    expect(r.stderr).toContain('BENCH_CALLS (60000)');
+    expect(r.stderr).toContain('BENCH_CALLS (60000 (instructions 3000))');
+    expect(r.stderr).toContain('BENCH_COUNT (time)');
   }, 120_000);
 });

@@ -24,9 +24,9 @@ import { printLatencyTable, type LatencyMeta } from './latency-table';
  * Latency (latency.ts): what each limiter adds to the latency of a request at 25/50/75% of the framework's
  * capacity under an open-loop load, and against a Redis that answers late. Servers on SERVER_CORE, Redis
  * and the load generators on LOAD_CORE. The settings are environment variables (`npm run bench -- --help`).
- * BENCH_SMOKE=1: the whole bench in about 8 minutes (1 rep of 0.5 s per measurement after a 2 s warm-up,
- * shorter latency runs), written to bench/results/smoke/ with its tables marked indicative; the docs keep the
- * full run's figures.
+ * BENCH_SMOKE=1: the whole bench in about 5 minutes (1 rep of 0.5 s per measurement, one server process per
+ * variant for every shape, warmed up for 2 s once and 0.5 s per later shape; shorter latency runs), written
+ * to bench/results/smoke/ with its tables marked indicative; the docs keep the full run's figures.
  */
 const SMOKE = process.env.BENCH_SMOKE === '1';
 const SECONDS = envInt('BENCH_SECONDS', SMOKE ? 0.5 : 3);
@@ -91,7 +91,7 @@ async function main(): Promise<void> {
     'npm run bench',
     'HTTP throughput and added latency of every framework x shape x limiter variant against the framework without a limiter; writes bench/results, then bench:report rewrites the tables and figures',
     [
-      { env: 'BENCH_SMOKE', default: '0', what: '1: the whole bench in about 8 minutes, indicative figures, into bench/results/smoke' },
+      { env: 'BENCH_SMOKE', default: '0', what: '1: the whole bench in about 5 minutes, indicative figures, into bench/results/smoke' },
       { env: 'BENCH_PHASES', default: 'throughput,latency', what: 'the phases to run: throughput, latency or both' },
       {
         env: 'BENCH_SECONDS',

@@ -28,6 +28,8 @@ export { freePort };
 
 export interface BenchRedis {
   port: number;
+  /** The redis-server's process id (valgrind's, when it runs under one). */
+  pid: number;
   url: string;
   /** One redis-cli call; returns its stdout. */
   cli(...args: string[]): string;
@@ -46,12 +48,28 @@ function waitFor(check: () => boolean, ms: number): Promise<void> {
   });
 }
 
-/** A private redis-server on a free port, pinned to LOAD_CORE, with persistence off. Never :6379. */
-export async function startBenchRedis(): Promise<BenchRedis> {
+/**
+ * A private redis-server on a free port, pinned to LOAD_CORE, with persistence off. Never :6379. `wrapper`:
+ * a command that runs it (valgrind and its arguments), which taskset execs in the same process.
+ */
+export async function startBenchRedis(wrapper: readonly string[] = [], startMs = 10_000): Promise<BenchRedis> {
   const port = await freePort();
   const child: ChildProcess = spawn(
     'taskset',
-    ['-c', String(LOAD_CORE), 'redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    [
+      '-c',
+      String(LOAD_CORE),
+      ...wrapper,
+      'redis-server',
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+    ],
     { stdio: 'ignore' },
   );
   const cli = (...args: string[]): string =>
@@ -65,9 +83,10 @@ export async function startBenchRedis(): Promise<BenchRedis> {
     } catch {
       return false;
     }
-  }, 10_000);
+  }, startMs);
   return {
     port,
+    pid: child.pid!,
     url: `redis://127.0.0.1:${port}`,
     cli,
     stop: () =>

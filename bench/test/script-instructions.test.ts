@@ -1,0 +1,52 @@
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+
+/*
+ * `BENCH_COUNT=instructions npm run bench:script-cost` (docs/performance.md): redis-server under valgrind's
+ * callgrind, instructions per check. A short run of one algorithm (it leaves bench/results alone: only a
+ * run of every algorithm writes there).
+ */
+const bench = (env: Record<string, string>): { status: number | null; stdout: string; stderr: string } =>
+  spawnSync('npm', ['run', 'bench:script-cost'], {
+    cwd: join(__dirname, '..', '..'),
+    encoding: 'utf8',
+    env: { ...process.env, FORCE_COLOR: '0', ...env },
+  });
+
+test('BENCH_COUNT=instructions counts what redis-server executes per check, for 3 x 2 step by step and for 1 x 1', () => {
+  const r = bench({ BENCH_COUNT: 'instructions', BENCH_ALGOS: 'fixed-window', BENCH_REPS: '1', BENCH_CALLS: '200' });
+  expect(r.stderr).not.toMatch(/Error/);
+  expect(r.status).toBe(0);
+  expect(r.stdout).toContain('thousands of instructions redis-server executes per check');
+  const row = r.stdout.split('\n').find((l) => l.startsWith('| fixed-window |'));
+  expect(row).toBeDefined();
+  // call, + TIME, ..., full, 1 x 1, then the ratio: each 3 x 2 column adds to the one before.
+  const cells = row!
+    .split('|')
+    .slice(2, -1)
+    .map((c) => Number(c.trim().split(' ')[0]!.replace(/[x,]/g, '')));
+  const [call, time, blocks, reads, , , full, one, ratio] = cells as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  expect(call).toBeGreaterThan(1); // thousands: an EVALSHA of 20-odd arguments is tens of thousands
+  expect(time).toBeGreaterThan(call);
+  expect(blocks).toBeGreaterThan(time);
+  expect(reads).toBeGreaterThan(blocks);
+  expect(full).toBeGreaterThan(one);
+  expect(one).toBeGreaterThan(call);
+  expect(ratio).toBeCloseTo(full / one, 1);
+}, 240_000);
+
+test('BENCH_COUNT takes time or instructions, and names what it got', () => {
+  const r = bench({ BENCH_COUNT: 'cycles' });
+  expect(r.status).not.toBe(0);
+  expect(r.stderr).toContain('BENCH_COUNT is time or instructions; got cycles');
+}, 120_000);
