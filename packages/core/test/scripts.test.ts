@@ -182,6 +182,23 @@ describe('the script of a rule set', () => {
     expect(await redis.exists(`${prefix}:s`)).toBe(0);
   });
 
+  test('every kind of sliding-window script compiles for 32 rules over 4 kinds, at precisions 10, 90 and 1000', async () => {
+    const kinds = [undefined, 'user', 'key', 'org'];
+    for (const precision of [10, 90, 1000]) {
+      const limits = Array.from({ length: 32 }, (_, k) => ({
+        limit: 50 + k,
+        window: `${k + 1}h`,
+        precision,
+        ...(kinds[k % 4] ? { for: kinds[k % 4] } : {}),
+      }));
+      const opts = resolveOptions({ algorithm: 'sliding-window', limits } as LimiterOptions);
+      for (const kind of ['single', 'refundable', 'split', 'settle'] as const) {
+        const lua = compileScript(opts.algorithm, opts.rules, kind);
+        await expect(redis.script('LOAD', lua)).resolves.toMatch(/^[0-9a-f]{40}$/);
+      }
+    }
+  });
+
   test('grows with the rules, not with rules x scopes: 32 rules over 4 kinds, sliding-window rings of precision 1000', async () => {
     const kinds = [undefined, 'user', 'key', 'org'];
     const limits = Array.from({ length: 32 }, (_, k) => ({

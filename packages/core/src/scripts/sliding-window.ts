@@ -39,28 +39,21 @@ import { charged, chargedLua, withDebt, withDebtLua } from './debt';
  */
 
 /**
- * The most counts saveRing passes to one string.char; a larger ring takes cmsgpack: a call of many more
- * arguments is more than Lua's registers hold ("function or expression too complex").
- */
-const MAX_CHAR_COUNTS = 100;
-
-/**
  * Lua setting `e` to ring `r` as stored: its integers MessagePack-encoded one after the other, the bytes
  * `cmsgpack.pack(unpack(r))` makes. That call makes a Lua string of every integer and then joins them, about
- * half the Lua cost of a ring's check (redis-server under callgrind: 7,650 instructions a ring, against
- * 3,330 for the path below). A count from 0 to 127 is its own byte in MessagePack, and a ring's counts are
+ * a quarter of what a ring costs a check (redis-server under callgrind: 7,650 instructions a ring, against
+ * 3,270 for the path below). A count from 0 to 127 is its own byte in MessagePack, and a ring's counts are
  * never negative, so while their sum `n` is at most 127 and no debt follows them, the counts are one
  * `string.char` and `last`, when it is the current bucket (it is, once committed, unless the clock stepped
  * back), is `_enc`, encoded once per call for every identifier's ring of the field. The same bytes either
- * way (test/scripts.test.ts replays both against the twin). A ring of precision 100 or more always takes
- * cmsgpack.
+ * way (test/scripts.test.ts replays both against the twin). The counts reach string.char through unpack, not
+ * as written-out arguments, which would need a register each: a settle script of 32 rules of precision 90
+ * was more than Lua compiles ("function or expression too complex").
  */
 function saveRing(f: FieldSpec, x: Names): string {
-  if (f.precision + 1 > MAX_CHAR_COUNTS) return `${x('e')} = cmsgpack.pack(unpack(${x('r')}))`;
-  const counts = Array.from({ length: f.precision + 1 }, (_, k) => `${x('r')}[${k + 2}]`).join(', ');
   return `if ${x('n')} <= 127 and ${x('r')}[1] == ${f.id}_cur and ${x('r')}[${lit(f.precision + 3)}] == nil then
   if ${f.id}_enc == nil then ${f.id}_enc = cmsgpack.pack(${f.id}_cur) end
-  ${x('e')} = ${f.id}_enc .. string.char(${counts})
+  ${x('e')} = ${f.id}_enc .. string.char(unpack(${x('r')}, 2, ${lit(f.precision + 2)}))
 else
   ${x('e')} = cmsgpack.pack(unpack(${x('r')}))
 end`;

@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-window, one rule and a lockout (its step runs after the commit).
--- The script as a limiter sends it to Redis (EVALSHA db928159ffab52258b270f239baaf85dbea79388); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 79ffa05377c519500f4428547154d0d483849251); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-window', limits: { limit: 10, window: '1m' }, lockout: { after: 5, within: '15m', duration: '15m', scope: 'ip' } })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-window --limits 10/1m --lockout after=5,within=15m,duration=15m,scope=ip
@@ -178,7 +178,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           if left > ttl then ttl = left end
           if f1_n <= 127 and f1_r[1] == f1_cur and f1_r[13] == nil then
             if f1_enc == nil then f1_enc = cmsgpack.pack(f1_cur) end
-            f1_e = f1_enc .. string.char(f1_r[2], f1_r[3], f1_r[4], f1_r[5], f1_r[6], f1_r[7], f1_r[8], f1_r[9], f1_r[10], f1_r[11], f1_r[12])
+            f1_e = f1_enc .. string.char(unpack(f1_r, 2, 12))
           else
             f1_e = cmsgpack.pack(unpack(f1_r))
           end

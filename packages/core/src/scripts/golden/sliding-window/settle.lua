@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-window, one rule of tokens, refunds: true: the settle script of a reservation (give back part, charge past).
--- The script as a limiter sends it to Redis (EVALSHA 05febe12844bd6c3d22100e337bb0f10901de59e); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA b1946537684b456a7e8d8c1e3ab5d2a36d686819); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-window', limits: { limit: 1000, window: '1m', unit: 'tokens' }, refunds: true }, { script: 'settle' })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-window --limits '1000/1m unit tokens' --refunds --settle
@@ -150,7 +150,7 @@ for i = 1, #KEYS do
         if left > ttl then ttl = left end
         if f1_n <= 127 and f1_r[1] == f1_cur and f1_r[13] == nil then
           if f1_enc == nil then f1_enc = cmsgpack.pack(f1_cur) end
-          f1_e = f1_enc .. string.char(f1_r[2], f1_r[3], f1_r[4], f1_r[5], f1_r[6], f1_r[7], f1_r[8], f1_r[9], f1_r[10], f1_r[11], f1_r[12])
+          f1_e = f1_enc .. string.char(unpack(f1_r, 2, 12))
         else
           f1_e = cmsgpack.pack(unpack(f1_r))
         end

@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-window, eight rules on three identifier kinds: the shared shape, a function per rule and field.
--- The script as a limiter sends it to Redis (EVALSHA e1ef51f291fb847b555bd1f6767d53cf7c56c6c5); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 5ebd86d677d2dbbd269a1849b82c57548fd2f486); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-window', limits: [{ limit: 10, window: '1s' }, { limit: 100, window: '1m' }, { limit: 500, window: '1h' }, { limit: 1000, window: '1d' }, { limit: 50, window: '1m', for: 'user' }, { limit: 200, window: '1h', for: 'user' }, { limit: 50, window: '1m', for: 'key' }, { limit: 200, window: '1h', for: 'key' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-window --limits '10/1s, 100/1m, 500/1h, 1000/1d, 50/1m for user, 200/1h for user, 50/1m for key, 200/1h for key'
@@ -587,7 +587,7 @@ function F.m1_commit(key, s, after)
     if left > ttl then ttl = left end
     if f1_n <= 127 and f1_r[1] == f1_cur and f1_r[13] == nil then
       if f1_enc == nil then f1_enc = cmsgpack.pack(f1_cur) end
-      f1_e = f1_enc .. string.char(f1_r[2], f1_r[3], f1_r[4], f1_r[5], f1_r[6], f1_r[7], f1_r[8], f1_r[9], f1_r[10], f1_r[11], f1_r[12])
+      f1_e = f1_enc .. string.char(unpack(f1_r, 2, 12))
     else
       f1_e = cmsgpack.pack(unpack(f1_r))
     end
@@ -603,7 +603,7 @@ function F.m1_commit(key, s, after)
     if left > ttl then ttl = left end
     if f2_n <= 127 and f2_r[1] == f2_cur and f2_r[13] == nil then
       if f2_enc == nil then f2_enc = cmsgpack.pack(f2_cur) end
-      f2_e = f2_enc .. string.char(f2_r[2], f2_r[3], f2_r[4], f2_r[5], f2_r[6], f2_r[7], f2_r[8], f2_r[9], f2_r[10], f2_r[11], f2_r[12])
+      f2_e = f2_enc .. string.char(unpack(f2_r, 2, 12))
     else
       f2_e = cmsgpack.pack(unpack(f2_r))
     end
@@ -619,7 +619,7 @@ function F.m1_commit(key, s, after)
     if left > ttl then ttl = left end
     if f3_n <= 127 and f3_r[1] == f3_cur and f3_r[13] == nil then
       if f3_enc == nil then f3_enc = cmsgpack.pack(f3_cur) end
-      f3_e = f3_enc .. string.char(f3_r[2], f3_r[3], f3_r[4], f3_r[5], f3_r[6], f3_r[7], f3_r[8], f3_r[9], f3_r[10], f3_r[11], f3_r[12])
+      f3_e = f3_enc .. string.char(unpack(f3_r, 2, 12))
     else
       f3_e = cmsgpack.pack(unpack(f3_r))
     end
@@ -635,7 +635,7 @@ function F.m1_commit(key, s, after)
     if left > ttl then ttl = left end
     if f4_n <= 127 and f4_r[1] == f4_cur and f4_r[13] == nil then
       if f4_enc == nil then f4_enc = cmsgpack.pack(f4_cur) end
-      f4_e = f4_enc .. string.char(f4_r[2], f4_r[3], f4_r[4], f4_r[5], f4_r[6], f4_r[7], f4_r[8], f4_r[9], f4_r[10], f4_r[11], f4_r[12])
+      f4_e = f4_enc .. string.char(unpack(f4_r, 2, 12))
     else
       f4_e = cmsgpack.pack(unpack(f4_r))
     end
@@ -790,7 +790,7 @@ function F.m2_commit(key, s, after)
     if left > ttl then ttl = left end
     if f1_n <= 127 and f1_r[1] == f1_cur and f1_r[13] == nil then
       if f1_enc == nil then f1_enc = cmsgpack.pack(f1_cur) end
-      f1_e = f1_enc .. string.char(f1_r[2], f1_r[3], f1_r[4], f1_r[5], f1_r[6], f1_r[7], f1_r[8], f1_r[9], f1_r[10], f1_r[11], f1_r[12])
+      f1_e = f1_enc .. string.char(unpack(f1_r, 2, 12))
     else
       f1_e = cmsgpack.pack(unpack(f1_r))
     end
@@ -806,7 +806,7 @@ function F.m2_commit(key, s, after)
     if left > ttl then ttl = left end
     if f2_n <= 127 and f2_r[1] == f2_cur and f2_r[13] == nil then
       if f2_enc == nil then f2_enc = cmsgpack.pack(f2_cur) end
-      f2_e = f2_enc .. string.char(f2_r[2], f2_r[3], f2_r[4], f2_r[5], f2_r[6], f2_r[7], f2_r[8], f2_r[9], f2_r[10], f2_r[11], f2_r[12])
+      f2_e = f2_enc .. string.char(unpack(f2_r, 2, 12))
     else
       f2_e = cmsgpack.pack(unpack(f2_r))
     end
@@ -822,7 +822,7 @@ function F.m2_commit(key, s, after)
     if left > ttl then ttl = left end
     if f3_n <= 127 and f3_r[1] == f3_cur and f3_r[13] == nil then
       if f3_enc == nil then f3_enc = cmsgpack.pack(f3_cur) end
-      f3_e = f3_enc .. string.char(f3_r[2], f3_r[3], f3_r[4], f3_r[5], f3_r[6], f3_r[7], f3_r[8], f3_r[9], f3_r[10], f3_r[11], f3_r[12])
+      f3_e = f3_enc .. string.char(unpack(f3_r, 2, 12))
     else
       f3_e = cmsgpack.pack(unpack(f3_r))
     end
@@ -838,7 +838,7 @@ function F.m2_commit(key, s, after)
     if left > ttl then ttl = left end
     if f4_n <= 127 and f4_r[1] == f4_cur and f4_r[13] == nil then
       if f4_enc == nil then f4_enc = cmsgpack.pack(f4_cur) end
-      f4_e = f4_enc .. string.char(f4_r[2], f4_r[3], f4_r[4], f4_r[5], f4_r[6], f4_r[7], f4_r[8], f4_r[9], f4_r[10], f4_r[11], f4_r[12])
+      f4_e = f4_enc .. string.char(unpack(f4_r, 2, 12))
     else
       f4_e = cmsgpack.pack(unpack(f4_r))
     end
@@ -1001,7 +1001,7 @@ function F.m3_commit(key, s, after)
     if left > ttl then ttl = left end
     if f1_n <= 127 and f1_r[1] == f1_cur and f1_r[13] == nil then
       if f1_enc == nil then f1_enc = cmsgpack.pack(f1_cur) end
-      f1_e = f1_enc .. string.char(f1_r[2], f1_r[3], f1_r[4], f1_r[5], f1_r[6], f1_r[7], f1_r[8], f1_r[9], f1_r[10], f1_r[11], f1_r[12])
+      f1_e = f1_enc .. string.char(unpack(f1_r, 2, 12))
     else
       f1_e = cmsgpack.pack(unpack(f1_r))
     end
@@ -1017,7 +1017,7 @@ function F.m3_commit(key, s, after)
     if left > ttl then ttl = left end
     if f2_n <= 127 and f2_r[1] == f2_cur and f2_r[13] == nil then
       if f2_enc == nil then f2_enc = cmsgpack.pack(f2_cur) end
-      f2_e = f2_enc .. string.char(f2_r[2], f2_r[3], f2_r[4], f2_r[5], f2_r[6], f2_r[7], f2_r[8], f2_r[9], f2_r[10], f2_r[11], f2_r[12])
+      f2_e = f2_enc .. string.char(unpack(f2_r, 2, 12))
     else
       f2_e = cmsgpack.pack(unpack(f2_r))
     end
@@ -1033,7 +1033,7 @@ function F.m3_commit(key, s, after)
     if left > ttl then ttl = left end
     if f3_n <= 127 and f3_r[1] == f3_cur and f3_r[13] == nil then
       if f3_enc == nil then f3_enc = cmsgpack.pack(f3_cur) end
-      f3_e = f3_enc .. string.char(f3_r[2], f3_r[3], f3_r[4], f3_r[5], f3_r[6], f3_r[7], f3_r[8], f3_r[9], f3_r[10], f3_r[11], f3_r[12])
+      f3_e = f3_enc .. string.char(unpack(f3_r, 2, 12))
     else
       f3_e = cmsgpack.pack(unpack(f3_r))
     end
@@ -1049,7 +1049,7 @@ function F.m3_commit(key, s, after)
     if left > ttl then ttl = left end
     if f4_n <= 127 and f4_r[1] == f4_cur and f4_r[13] == nil then
       if f4_enc == nil then f4_enc = cmsgpack.pack(f4_cur) end
-      f4_e = f4_enc .. string.char(f4_r[2], f4_r[3], f4_r[4], f4_r[5], f4_r[6], f4_r[7], f4_r[8], f4_r[9], f4_r[10], f4_r[11], f4_r[12])
+      f4_e = f4_enc .. string.char(unpack(f4_r, 2, 12))
     else
       f4_e = cmsgpack.pack(unpack(f4_r))
     end

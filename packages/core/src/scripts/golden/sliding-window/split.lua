@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-window, one rule: the split script a Redis Cluster slot runs for a check whose identifiers span slots.
--- The script as a limiter sends it to Redis (EVALSHA e935824171d2a5145d48017788dd192757091d1e); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 2d2fac7c88114f6264b043f65c0161c712d78ffd); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-window', limits: { limit: 10, window: '1m' } }, { script: 'split' })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-window --limits 10/1m --split
@@ -218,7 +218,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           if left > ttl then ttl = left end
           if f1_n <= 127 and f1_r[1] == f1_cur and f1_r[13] == nil then
             if f1_enc == nil then f1_enc = cmsgpack.pack(f1_cur) end
-            f1_e = f1_enc .. string.char(f1_r[2], f1_r[3], f1_r[4], f1_r[5], f1_r[6], f1_r[7], f1_r[8], f1_r[9], f1_r[10], f1_r[11], f1_r[12])
+            f1_e = f1_enc .. string.char(unpack(f1_r, 2, 12))
           else
             f1_e = cmsgpack.pack(unpack(f1_r))
           end

@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-window, three rules on two identifier kinds (two for every identifier, one for 'user').
--- The script as a limiter sends it to Redis (EVALSHA 8eafc466a0a2b53fa8ef0fadbfcdd3069a76db45); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 19beca052a776ba973fffadb0bc5514562da58f7); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-window', limits: [{ limit: 20, window: '10s' }, { limit: 500, window: '1h' }, { limit: 100, window: '1h', for: 'user' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-window --limits '20/10s, 500/1h, 100/1h for user'
@@ -421,7 +421,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           if left > ttl then ttl = left end
           if f1_n <= 127 and f1_r[1] == f1_cur and f1_r[13] == nil then
             if f1_enc == nil then f1_enc = cmsgpack.pack(f1_cur) end
-            f1_e = f1_enc .. string.char(f1_r[2], f1_r[3], f1_r[4], f1_r[5], f1_r[6], f1_r[7], f1_r[8], f1_r[9], f1_r[10], f1_r[11], f1_r[12])
+            f1_e = f1_enc .. string.char(unpack(f1_r, 2, 12))
           else
             f1_e = cmsgpack.pack(unpack(f1_r))
           end
@@ -437,7 +437,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           if left > ttl then ttl = left end
           if f2_n <= 127 and f2_r[1] == f2_cur and f2_r[13] == nil then
             if f2_enc == nil then f2_enc = cmsgpack.pack(f2_cur) end
-            f2_e = f2_enc .. string.char(f2_r[2], f2_r[3], f2_r[4], f2_r[5], f2_r[6], f2_r[7], f2_r[8], f2_r[9], f2_r[10], f2_r[11], f2_r[12])
+            f2_e = f2_enc .. string.char(unpack(f2_r, 2, 12))
           else
             f2_e = cmsgpack.pack(unpack(f2_r))
           end
@@ -573,7 +573,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           if left > ttl then ttl = left end
           if f1_n <= 127 and f1_r[1] == f1_cur and f1_r[13] == nil then
             if f1_enc == nil then f1_enc = cmsgpack.pack(f1_cur) end
-            f1_e = f1_enc .. string.char(f1_r[2], f1_r[3], f1_r[4], f1_r[5], f1_r[6], f1_r[7], f1_r[8], f1_r[9], f1_r[10], f1_r[11], f1_r[12])
+            f1_e = f1_enc .. string.char(unpack(f1_r, 2, 12))
           else
             f1_e = cmsgpack.pack(unpack(f1_r))
           end
@@ -589,7 +589,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           if left > ttl then ttl = left end
           if f2_n <= 127 and f2_r[1] == f2_cur and f2_r[13] == nil then
             if f2_enc == nil then f2_enc = cmsgpack.pack(f2_cur) end
-            f2_e = f2_enc .. string.char(f2_r[2], f2_r[3], f2_r[4], f2_r[5], f2_r[6], f2_r[7], f2_r[8], f2_r[9], f2_r[10], f2_r[11], f2_r[12])
+            f2_e = f2_enc .. string.char(unpack(f2_r, 2, 12))
           else
             f2_e = cmsgpack.pack(unpack(f2_r))
           end

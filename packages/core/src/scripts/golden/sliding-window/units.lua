@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-window, two rules counting two units (requests and tokens): a cost per unit in ARGV[2].
--- The script as a limiter sends it to Redis (EVALSHA 3cd0c3f00a02ceb049ec7f81b209bcffec83604d); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA c79d03bcb515d5d296470b56b27170fa6e88f81f); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-window', limits: [{ limit: 60, window: '1m' }, { limit: 10000, window: '1m', unit: 'tokens' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-window --limits '60/1m, 10000/1m unit tokens'
@@ -255,7 +255,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           if left > ttl then ttl = left end
           if f1_n <= 127 and f1_r[1] == f1_cur and f1_r[13] == nil then
             if f1_enc == nil then f1_enc = cmsgpack.pack(f1_cur) end
-            f1_e = f1_enc .. string.char(f1_r[2], f1_r[3], f1_r[4], f1_r[5], f1_r[6], f1_r[7], f1_r[8], f1_r[9], f1_r[10], f1_r[11], f1_r[12])
+            f1_e = f1_enc .. string.char(unpack(f1_r, 2, 12))
           else
             f1_e = cmsgpack.pack(unpack(f1_r))
           end
@@ -271,7 +271,7 @@ if OP == 'c' and COST > 0 and not blocked and (ok or PENALTY) then
           if left > ttl then ttl = left end
           if f2_n <= 127 and f2_r[1] == f2_cur and f2_r[13] == nil then
             if f2_enc == nil then f2_enc = cmsgpack.pack(f2_cur) end
-            f2_e = f2_enc .. string.char(f2_r[2], f2_r[3], f2_r[4], f2_r[5], f2_r[6], f2_r[7], f2_r[8], f2_r[9], f2_r[10], f2_r[11], f2_r[12])
+            f2_e = f2_enc .. string.char(unpack(f2_r, 2, 12))
           else
             f2_e = cmsgpack.pack(unpack(f2_r))
           end
