@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, connect as netConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -149,10 +149,26 @@ export class RedisProcess {
  * dir. Without a port of the caller's, a server that exits at start (another process took the port between
  * the pick and the bind) is started again on a new one, up to 5 times.
  */
+/**
+ * A fresh directory for a test server's files, in memory (/dev/shm) where the machine has it: a Cluster node
+ * writes and fsyncs its nodes.conf as it starts, and on a busy virtual disk that fsync has held a node past
+ * its PING deadline (10 s). Nothing a test server writes needs to outlive it.
+ */
+export function serverDir(prefix: string): string {
+  let base = tmpdir();
+  try {
+    accessSync('/dev/shm', constants.W_OK);
+    base = '/dev/shm';
+  } catch {
+    // no writable /dev/shm (not Linux, or a container without it): the OS temp dir
+  }
+  return mkdtempSync(join(base, prefix));
+}
+
 export async function spawnRedis(args: string[] = [], port?: number): Promise<RedisProcess> {
   const pick = args.includes('--cluster-enabled') ? clusterNodePort : freePort;
   for (let attempt = 1; ; attempt++) {
-    const dir = mkdtempSync(join(tmpdir(), 'floodgate-redis-'));
+    const dir = serverDir('floodgate-redis-');
     const proc = new RedisProcess(port ?? (await pick()), args, dir);
     try {
       await proc.start();

@@ -1,8 +1,7 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Redis from 'ioredis';
-import { freePort, RedisProcess, spawnRedis } from './processes';
+import { freePort, RedisProcess, serverDir, spawnRedis } from './processes';
 
 export const SENTINEL_MASTER = 'floodgate';
 
@@ -45,7 +44,7 @@ export async function startSentinels(): Promise<SentinelSetup> {
   const replica = await spawnRedis(['--replicaof', '127.0.0.1', String(master.port)]);
   const sentinels: RedisProcess[] = [];
   for (let i = 0; i < 3; i++) {
-    const dir = mkdtempSync(join(tmpdir(), 'floodgate-sentinel-'));
+    const dir = serverDir('floodgate-sentinel-');
     const conf = join(dir, 'sentinel.conf');
     writeFileSync(
       conf,
