@@ -151,8 +151,9 @@ export class RedisProcess {
  */
 /**
  * A fresh directory for a test server's files, in memory (/dev/shm) where the machine has it: a Cluster node
- * writes and fsyncs its nodes.conf as it starts, and on a busy virtual disk that fsync has held a node past
- * its PING deadline (10 s). Nothing a test server writes needs to outlive it.
+ * writes and fsyncs its nodes.conf as it starts, and on a busy virtual disk that fsync can stall it (the likely
+ * cause, not reproduced, of a node that once missed its 10 s PING deadline in CI). Nothing a test server
+ * writes needs to outlive it.
  */
 export function serverDir(prefix: string): string {
   let base = tmpdir();
