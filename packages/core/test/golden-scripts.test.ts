@@ -208,8 +208,8 @@ describe('every golden file is a program Redis runs', () => {
 
 /*
  * On a redis-server of its own, whose script cache holds nothing else: a limiter with the file's options
- * loads exactly the script below the file's header (by SHA1) with its first check. The batch script needs two
- * checks in one turn; the settle script a reservation's settle; the split script needs a Cluster and a check spanning slots (Program.split, the same
+ * loads exactly the script below the file's header (by SHA1) with its first check. The batch script needs three
+ * checks in one turn (the first leaves alone, its store having nothing in flight: stores/turn-batches.ts); the settle script a reservation's settle; the split script needs a Cluster and a check spanning slots (Program.split, the same
  * text ClusterStore sends), and is left to the SCRIPT LOAD above.
  */
 describe('a limiter with the options in the header sends exactly the script below it', () => {
@@ -242,7 +242,7 @@ describe('a limiter with the options in the header sends exactly the script belo
       try {
         // The settle script: a reservation settled below its estimate.
         if (c.script === 'settle') expect(await (await limiter.reserve('user:a', { cost: 2 })).settle(1)).toBe(true);
-        const ids = c.script === 'batch' ? ['user:a', 'user:b'] : ['user:a'];
+        const ids = c.script === 'batch' ? ['user:a', 'user:b', 'user:c'] : ['user:a'];
         const decisions = await Promise.all(ids.map((id) => limiter.check(id)));
         expect(decisions.map((d) => [d.allowed, d.source])).toEqual(ids.map(() => [true, 'redis']));
       } finally {

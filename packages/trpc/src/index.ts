@@ -115,9 +115,10 @@ export function rateLimit<TContext = Record<string, unknown>, TMeta = unknown>(
     own.clientAddress ?? ((call: ProcedureCall<TContext, TMeta>): string | undefined => behindProxies(...fromContext(call)));
 
   const middleware = async (opts: MiddlewareOptions<TContext, TMeta>): Promise<MiddlewareResult> => {
-    // A batch's calls start in one turn: the second asks that their checks go to Redis in one script call
-    // (up to 1,000 a call) rather than in calls of 16 (the first's check is still in the open one).
-    if (opts.batchIndex !== undefined && opts.batchIndex > 0) http.keepWhole();
+    // A batch's calls start in one turn: each asks that their checks go to Redis in one script call (up to
+    // 1,000 a call), at the end of the turn, rather than in calls of 16 or the first alone when the store is
+    // idle. Every call asks, the first too: its index (0) does not say whether a batch follows it.
+    http.keepWhole();
     const previous = (opts.ctx as Partial<RateLimitContextOut> | undefined)?.rateLimit;
     const pending = http.decide(opts, addressOf(opts), previous);
     const outcome = pending instanceof Promise ? await pending : pending;

@@ -202,13 +202,12 @@ export class Batcher {
     this.batches.keepWhole();
   }
 
-  private send(program: Program, { items, deadlineAt }: OutgoingBatch<Pending>): void {
+  private send(program: Program, { items, deadlineAt }: OutgoingBatch<Pending>): Promise<unknown> {
     if (items.length === 1) {
       const only = items[0]!;
-      this.client
+      return this.client
         .evalScript(scriptOf(program.algorithm.tag, program.lua), only.keys, only.argv, deadlineAt)
         .then((r) => only.resolve(r as Reply), only.reject);
-      return;
     }
     const keys: string[] = [];
     const first = items[0]!.argv;
@@ -224,7 +223,7 @@ export class Batcher {
       argv.push(spec);
     }
     const perId = keysPerId(program);
-    this.client.evalScript(this.scriptOf(program), keys, argv, deadlineAt).then(
+    return this.client.evalScript(this.scriptOf(program), keys, argv, deadlineAt).then(
       (replies) => {
         const all = Array.isArray(replies) ? (replies as unknown[]) : [];
         let at = 1;

@@ -95,11 +95,10 @@ export class ScriptBatcher {
     return { done, flush };
   }
 
-  private send({ kind, lua }: ScriptKind, { items, deadlineAt }: OutgoingBatch<Pending>): void {
+  private send({ kind, lua }: ScriptKind, { items, deadlineAt }: OutgoingBatch<Pending>): Promise<unknown> {
     if (items.length === 1) {
       const only = items[0]!;
-      this.client.evalScript(scriptOf(kind, lua), only.keys, only.argv, deadlineAt).then(() => only.resolve(), only.reject);
-      return;
+      return this.client.evalScript(scriptOf(kind, lua), only.keys, only.argv, deadlineAt).then(() => only.resolve(), only.reject);
     }
     const keys: string[] = [];
     const argv: (string | number)[] = [items.length];
@@ -114,7 +113,7 @@ export class ScriptBatcher {
       text = scriptBatchLua(lua);
       this.batchTexts.set(lua, text);
     }
-    this.client.evalScript(scriptOf(`${kind}_batch`, text), keys, argv, deadlineAt).then(
+    return this.client.evalScript(scriptOf(`${kind}_batch`, text), keys, argv, deadlineAt).then(
       (replies) => {
         const all = Array.isArray(replies) ? (replies as unknown[]) : [];
         items.forEach((item, i) => {
