@@ -74,7 +74,8 @@ test('3 rules x 2 identifiers cost one EVALSHA per check sent alone, one per bat
   await settle();
   const alone = decisions.filter((d) => d.source === 'redis').length;
   expect(wire.filter((c) => c === 'evalsha')).toHaveLength(alone);
-  // Started together: at most the tightest rule's 10 in flight at once (engine/inflight.ts), in one batch.
+  // Started together: at most the tightest rule's 10 in flight at once (engine/inflight.ts), the first alone
+  // (nothing in flight: stores/turn-batches.ts), the rest in one batch.
   decisions.push(...(await Promise.all(Array.from({ length: n }, () => limiter.check(['ip:203.0.113.8', 'user:43'])))));
   await settle();
 
