@@ -371,7 +371,7 @@ describe('the benchmarks answer --help with their settings, and refuse an argume
     expect(r.status).toBe(0);
     for (const setting of [
       'BENCH_SMOKE (0)',
-      'BENCH_SECONDS (3 (smoke 0.5))',
+      'BENCH_SECONDS (3 (smoke 0.4))',
       'BENCH_REPS (5 (smoke 1))',
       'BENCH_LATENCY_LOADS',
       'BENCH_SLOW_REDIS_MS (1)',

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NEXT_APP, buildNextApp, nextAppHash } from '../src/http/apps-next';
-import { startServers, type Server } from '../src/http/servers';
+import { startProcess, startServers, type Server } from '../src/http/servers';
 import { commandCalls, startBenchRedis, type BenchRedis } from '../src/lib/machine';
 import type { ShapeName } from '../src/http/shapes';
 import { TEST_DEADLINE } from '@floodgate/testing';
@@ -92,4 +92,24 @@ test('hot: past its first 100 requests the client is denied with the same 429 as
     });
     expect(scripts() - before).toBe(0);
   }
+}, 180_000);
+
+test("one process serves several apps of a variant (the smoke run's), each with its own shape's limiter", async () => {
+  const [equal, hot] = await startProcess('next', 'floodgate', [
+    { shape: 'equal', redisUrl: redis.url },
+    { shape: 'hot', redisUrl: redis.url },
+  ]);
+  servers.push(equal!);
+  for (const [server, name] of [
+    [equal!, 'bench-equal-floodgate-1m'],
+    [hot!, 'bench-hot-floodgate-[a-z0-9]+'],
+  ] as const) {
+    const r = await get(server, 'one-process');
+    expect(r.status).toBe(200);
+    expect(r.ratelimit).toMatch(new RegExp(`^"${name}";r=\\d+;t=\\d+$`));
+  }
+  // The hot app's limit (100) is its own: the equal app's client with the same id is not denied.
+  for (let i = 0; i < 100; i++) await get(hot!, 'one-process');
+  expect((await get(hot!, 'one-process')).status).toBe(429);
+  expect((await get(equal!, 'one-process')).status).toBe(200);
 }, 180_000);

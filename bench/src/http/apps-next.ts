@@ -12,7 +12,7 @@ import { HEADER } from './shapes';
  * served by Next's own request handler in the bench server's process (a custom server, as
  * examples/next's), so its CPU time is read and its core pinned as every other framework's. The server
  * hands the app its options through a global (bench/next-app/bench.js) and sends every request (wrk asks
- * for `/`) to its variant's route:
+ * for `/`) to its variant's route, marked with the app (port) it came in on:
  *   baseline:         /plain, a route handler with no limiter (the proxy does not run there);
  *   floodgate:        /proxy behind `rateLimit()` in proxy.js (the quick start of docs/next.md);
  *   floodgate-route:  /route-floodgate, the handler wrapped with `routeRateLimit()`;
@@ -78,36 +78,59 @@ export function buildNextApp(log: (line: string) => void = () => undefined): boo
   return true;
 }
 
-/** What bench/next-app/bench.js reads: the proxy's part, Floodgate's options, the hand-written 429. */
+/** What bench/next-app/bench.js reads: the variant's part, and each app's Floodgate options (by its index). */
 interface BenchNext {
   /** A Floodgate variant: the server starts as docs/next.md says, `@floodgate/next/register` first. */
   limited: boolean;
   proxy?: 'floodgate' | '429';
-  floodgate?: ReturnType<typeof floodgateOptions<NextRequest>>;
   hand429: typeof HAND_429;
+  apps: (ReturnType<typeof floodgateOptions<NextRequest>> | undefined)[];
+}
+type Variant = Omit<BenchNext, 'apps'>;
+/** bench/next-app/bench.js's APP_HEADER: the app (port) a request came in on. */
+const APP_HEADER = 'x-floodgate-bench-app';
+
+/** The process's one Next app (its request handler), started by its first app. */
+let started: Promise<ReturnType<ReturnType<typeof import('next').default>['getRequestHandler']>> | undefined;
+
+async function startNext(
+  variant: Variant,
+  port: number,
+): Promise<ReturnType<ReturnType<typeof import('next').default>['getRequestHandler']>> {
+  if (!existsSync(STAMP)) throw new Error('bench/next-app is not built (npm run bench builds it; apps-next.ts buildNextApp)');
+  /*
+   * The peer-address stamp: loaded first in a Floodgate variant's server, as users start theirs
+   * (`--require @floodgate/next/register`). Next loads proxy.js, and with it @floodgate/next, in every
+   * server of the app; in those with no limiter the stamp's flag is set without the stamp, so they do
+   * none of its work (it subscribes to every request of the process).
+   */
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  if (variant.limited) require('@floodgate/next/register');
+  else (globalThis as { [PEER_STAMP]?: true })[PEER_STAMP] = true;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const next = require('next') as typeof import('next').default;
+  const app = next({ dev: false, dir: NEXT_APP, hostname: '127.0.0.1', port, quiet: true });
+  await app.prepare();
+  return app.getRequestHandler();
 }
 
-/** The app's request handler in this process, every request sent to `route`. */
-function nextServer(route: string, bench: BenchNext): Listen {
+/**
+ * An app of the process's Next app: its own port, every request sent to `route` and marked with the app's
+ * index, which the proxy and the limited route read their Floodgate options by (bench.js perApp). Next
+ * loads each module of the app once a process, so a process serves one variant: the smoke run gives it
+ * every shape's app (server-pool.ts), a full run one.
+ */
+function nextServer(route: string, variant: Variant, floodgate?: BenchNext['apps'][number]): Listen {
   return async (port) => {
-    if (!existsSync(STAMP)) throw new Error('bench/next-app is not built (npm run bench builds it; apps-next.ts buildNextApp)');
-    (globalThis as { [KEY]?: BenchNext })[KEY] = bench;
-    /*
-     * The peer-address stamp: loaded first in a Floodgate variant's server, as users start theirs
-     * (`--require @floodgate/next/register`). Next loads proxy.js, and with it @floodgate/next, in every
-     * server of the app; in those with no limiter the stamp's flag is set without the stamp, so they do
-     * none of its work (it subscribes to every request of the process).
-     */
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    if (bench.limited) require('@floodgate/next/register');
-    else (globalThis as { [PEER_STAMP]?: true })[PEER_STAMP] = true;
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const next = require('next') as typeof import('next').default;
-    const app = next({ dev: false, dir: NEXT_APP, hostname: '127.0.0.1', port, quiet: true });
-    await app.prepare();
-    const handle = app.getRequestHandler();
+    const g = globalThis as { [KEY]?: BenchNext };
+    const bench = (g[KEY] ??= { ...variant, apps: [] });
+    if (bench.limited !== variant.limited || bench.proxy !== variant.proxy)
+      throw new Error('bench: a Next.js server process serves the apps of one variant');
+    const index = bench.apps.push(floodgate) - 1;
+    const handle = await (started ??= startNext(variant, port));
     const server = createServer((req, res) => {
       req.url = route;
+      req.headers[APP_HEADER] = String(index);
       void handle(req, res);
     });
     server.keepAliveTimeout = 60_000;
@@ -119,23 +142,18 @@ function nextServer(route: string, bench: BenchNext): Listen {
 const headers = (req: NextRequest): Record<string, string | undefined> => ({ [HEADER]: req.headers.get(HEADER) ?? undefined });
 
 const proxied: AppFactory = (shape, redis, variant) =>
-  nextServer('/proxy', {
-    limited: true,
-    proxy: 'floodgate',
-    floodgate: floodgateOptions<NextRequest>(shape, redis, variant, headers),
-    hand429: HAND_429,
-  });
+  nextServer(
+    '/proxy',
+    { limited: true, proxy: 'floodgate', hand429: HAND_429 },
+    floodgateOptions<NextRequest>(shape, redis, variant, headers),
+  );
 
 export const nextApps: Record<string, AppFactory> = {
   baseline: () => nextServer('/plain', { limited: false, hand429: HAND_429 }),
   floodgate: proxied,
   'floodgate+autopipeline': proxied,
   'floodgate-route': (shape, redis, variant) =>
-    nextServer('/route-floodgate', {
-      limited: true,
-      floodgate: floodgateOptions<NextRequest>(shape, redis, variant, headers),
-      hand429: HAND_429,
-    }),
+    nextServer('/route-floodgate', { limited: true, hand429: HAND_429 }, floodgateOptions<NextRequest>(shape, redis, variant, headers)),
   '429': () => nextServer('/proxy', { limited: false, proxy: '429', hand429: HAND_429 }),
   '429-route': () => nextServer('/route-429', { limited: false, hand429: HAND_429 }),
 };

@@ -50,6 +50,12 @@ function scriptFile(lua: string): string {
 }
 
 /**
+ * wrk sees a SIGINT on its next 100 ms tick (its stop check runs with its rate sampling), 50 ms later on
+ * average: the signal goes that much early, so a run lasts `seconds` on average instead of 50 ms more.
+ */
+const STOP_LAG_MS = 50;
+
+/**
  * wrk (one thread, on LOAD_CORE) running `lua` against `url` for `seconds` over `connections` connections.
  * wrk's -d takes whole seconds; a fraction (the smoke run's) is a longer -d cut short with SIGINT, on which
  * wrk stops and reports as at its end, its rate over the time it really ran.
@@ -77,7 +83,7 @@ function runWrk(lua: string, url: string, seconds: number, connections: number, 
         errors: j.errors,
       });
     });
-    const cut = whole ? undefined : setTimeout(() => child.kill('SIGINT'), seconds * 1000);
+    const cut = whole ? undefined : setTimeout(() => child.kill('SIGINT'), Math.max(0, seconds * 1000 - STOP_LAG_MS));
   });
 }
 
@@ -104,25 +110,44 @@ export function parseMonitorLine(line: string): { source: string; command: strin
 
 /** A MONITOR trace of the commands sent to Redis, started and stopped around some load. */
 export interface Trace {
-  /** Stops the trace once `requests` requests have been answered; `settleMs` lets the last commands be logged. */
-  stop(requests: number, settleMs?: number): Promise<{ wire: Map<string, number>; lua: number; requests: number }>;
+  /** Stops the trace once `requests` requests have been answered and every command Redis ran before now is logged. */
+  stop(requests: number): Promise<{ wire: Map<string, number>; lua: number; requests: number }>;
 }
 
 /**
- * Starts a MONITOR trace (resolves once it is listening). MONITOR tags the commands a Lua script runs with
- * `[0 lua]`: those are counted apart, as script-internal.
+ * How long a limiter may still be sending a request's commands after its answer (one it does not await, as
+ * some peers' expiry updates): they are counted, as they belong to answered requests.
  */
-export async function startTrace(redisPort: number, settleMs = 300): Promise<Trace> {
+const LATE_MS = 25;
+let markers = 0;
+
+/**
+ * Starts a MONITOR trace; resolves once MONITOR is on (it answers OK), so every later command is logged.
+ * MONITOR tags the commands a Lua script runs with `[0 lua]`: those are counted apart, as script-internal.
+ * The stop is exact too: a marker (an ECHO) sent after the load comes back through the monitor after every
+ * command Redis ran before it, so no sleep has to be long enough for the log to catch up.
+ */
+export async function startTrace(redisPort: number): Promise<Trace> {
   const monitor = spawn('redis-cli', ['-p', String(redisPort), 'monitor'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const marker = `floodgate-bench-trace-end-${process.pid}-${++markers}`;
   let buffered = '';
   const wire = new Map<string, number>();
   let lua = 0;
+  let on: () => void = () => undefined;
+  let ended: () => void = () => undefined;
   const consume = (line: string): void => {
+    if (line === 'OK') return on();
+    if (line.includes(marker)) return ended();
     const m = parseMonitorLine(line);
     if (m === undefined) return;
     if (m.source === 'lua') lua++;
     else wire.set(m.command, (wire.get(m.command) ?? 0) + 1);
   };
+  const exited = new Promise<void>((resolve) => monitor.once('exit', () => resolve()));
+  const failed = exited.then(() => {
+    throw new Error(`redis-cli monitor on port ${redisPort} exited before the trace ended`);
+  });
+  failed.catch(() => undefined);
   monitor.stdout.setEncoding('utf8');
   monitor.stdout.on('data', (chunk: string) => {
     buffered += chunk;
@@ -130,24 +155,16 @@ export async function startTrace(redisPort: number, settleMs = 300): Promise<Tra
     buffered = lines.pop()!;
     lines.forEach(consume);
   });
-  await new Promise((r) => setTimeout(r, settleMs)); // MONITOR is on before the first request
+  await Promise.race([new Promise<void>((resolve) => (on = resolve)), failed]);
   return {
-    stop: async (requests, stopMs = settleMs) => {
-      await new Promise((r) => setTimeout(r, stopMs)); // replies in flight are logged
+    stop: async (requests) => {
+      await new Promise((r) => setTimeout(r, LATE_MS));
+      const seen = new Promise<void>((resolve) => (ended = resolve));
+      execFile('redis-cli', ['-p', String(redisPort), 'ECHO', marker], () => undefined);
+      await Promise.race([seen, failed]);
       monitor.kill('SIGTERM');
-      await new Promise((r) => monitor.once('exit', r));
+      await exited;
       return { wire, lua, requests };
     },
   };
-}
-
-/** Commands each request sends to Redis over the wire: a MONITOR trace during a short wrk run of its own. */
-export async function traceCommands(
-  redisPort: number,
-  port: number,
-  random: boolean,
-): Promise<{ wire: Map<string, number>; lua: number; requests: number }> {
-  const trace = await startTrace(redisPort);
-  const load = await wrk(port, 1, 8, random);
-  return trace.stop(load.requests);
 }

@@ -24,12 +24,13 @@ import { printLatencyTable, type LatencyMeta } from './latency-table';
  * Latency (latency.ts): what each limiter adds to the latency of a request at 25/50/75% of the framework's
  * capacity under an open-loop load, and against a Redis that answers late. Servers on SERVER_CORE, Redis
  * and the load generators on LOAD_CORE. The settings are environment variables (`npm run bench -- --help`).
- * BENCH_SMOKE=1: the whole bench in about 5 minutes (1 rep of 0.5 s per measurement, one server process per
- * variant for every shape, warmed up for 2 s once and 0.5 s per later shape; shorter latency runs), written
+ * BENCH_SMOKE=1: the whole bench in under 3 minutes (1 rep of 0.4 s per measurement, one server process per
+ * variant for every shape, tiering up sooner, warmed up for 1 s once and 0.25 s per later shape; shorter
+ * latency runs), written
  * to bench/results/smoke/ with its tables marked indicative; the docs keep the full run's figures.
  */
 const SMOKE = process.env.BENCH_SMOKE === '1';
-const SECONDS = envInt('BENCH_SECONDS', SMOKE ? 0.5 : 3);
+const SECONDS = envInt('BENCH_SECONDS', SMOKE ? 0.4 : 3);
 const CONNECTIONS = envInt('BENCH_CONNECTIONS', 50);
 const REPS = envInt('BENCH_REPS', SMOKE ? 1 : 5);
 const THROUGHPUT: ThroughputSettings = {
@@ -39,14 +40,14 @@ const THROUGHPUT: ThroughputSettings = {
   /*
    * A server started cold serves about half its rate in its second second, and Floodgate reaches its own
    * later than its peers (about 1.5 s against 1 s; bench/src/http/warm-up.ts). A full run's five interleaved
-   * reps of 3 s outlast that; the smoke run's one rep of half a second does not, so it warms up longer.
+   * reps of 3 s outlast that. The smoke run's servers tier up sooner (SMOKE_NODE_FLAGS) and warm up 1 s.
    */
-  warmupSeconds: SMOKE ? 2 : 1,
+  warmupSeconds: 1,
   quick: SMOKE,
 };
 const LATENCY: LatencySettings = {
-  seconds: envInt('BENCH_LATENCY_SECONDS', SMOKE ? 0.5 : 3),
-  warmup: SMOKE ? 0.25 : 1,
+  seconds: envInt('BENCH_LATENCY_SECONDS', SMOKE ? 0.4 : 3),
+  warmup: SMOKE ? 0.2 : 1,
   reps: envInt('BENCH_LATENCY_REPS', SMOKE ? 1 : 3),
   // The smoke run takes the target's load only (50%).
   loads: (process.env.BENCH_LATENCY_LOADS ?? (SMOKE ? '50' : '25,50,75')).split(',').map((p) => {
@@ -57,7 +58,7 @@ const LATENCY: LatencySettings = {
   connections: CONNECTIONS,
   slowMs: envInt('BENCH_SLOW_REDIS_MS', 1),
   capacitySeconds: SECONDS,
-  warmupSeconds: SMOKE ? 2 : 1,
+  warmupSeconds: 1,
   quick: SMOKE,
 };
 /*
@@ -70,7 +71,14 @@ const NEXT_WARMUP = envInt('BENCH_NEXT_WARMUP', SMOKE ? 2 : 5);
  * The smoke run's servers hold every app of their variant (server-pool.ts): a process's later apps take
  * this much warm-up, for the code their shape runs and the rest of the process does not.
  */
-const REWARM_SECONDS = 0.5;
+const REWARM_SECONDS = 0.25;
+/**
+ * The smoke run's servers run V8 with a quarter of its default interrupt budget: a function is optimized
+ * after a quarter of the work, so a server reaches its rate in about half the load (warm-up.ts shows it),
+ * every server alike. The full run keeps V8's defaults, as users run.
+ */
+const SMOKE_NODE_FLAGS = '--interrupt-budget=16384';
+if (SMOKE) process.env.BENCH_NODE_FLAGS ??= SMOKE_NODE_FLAGS;
 const PHASES = (process.env.BENCH_PHASES ?? 'throughput,latency').split(',');
 for (const p of PHASES) if (p !== 'throughput' && p !== 'latency') throw new Error(`BENCH_PHASES lists throughput and latency; got ${p}`);
 const RESULTS = join(__dirname, '..', '..', 'results', ...(SMOKE ? ['smoke'] : []));
@@ -91,15 +99,15 @@ async function main(): Promise<void> {
     'npm run bench',
     'HTTP throughput and added latency of every framework x shape x limiter variant against the framework without a limiter; writes bench/results, then bench:report rewrites the tables and figures',
     [
-      { env: 'BENCH_SMOKE', default: '0', what: '1: the whole bench in about 5 minutes, indicative figures, into bench/results/smoke' },
+      { env: 'BENCH_SMOKE', default: '0', what: '1: the whole bench in under 3 minutes, indicative figures, into bench/results/smoke' },
       { env: 'BENCH_PHASES', default: 'throughput,latency', what: 'the phases to run: throughput, latency or both' },
       {
         env: 'BENCH_SECONDS',
-        default: '3 (smoke 0.5)',
-        what: 'seconds of load per throughput measurement (after a warm-up: 1 s, smoke 2 s)',
+        default: '3 (smoke 0.4)',
+        what: 'seconds of load per throughput measurement (after a warm-up of 1 s)',
       },
       { env: 'BENCH_REPS', default: '5 (smoke 1)', what: 'interleaved repetitions (baseline, then variant) per variant' },
-      { env: 'BENCH_LATENCY_SECONDS', default: '3 (smoke 0.5)', what: 'seconds of open-loop load per latency measurement' },
+      { env: 'BENCH_LATENCY_SECONDS', default: '3 (smoke 0.4)', what: 'seconds of open-loop load per latency measurement' },
       { env: 'BENCH_LATENCY_REPS', default: '3 (smoke 1)', what: 'interleaved repetitions per latency case' },
       {
         env: 'BENCH_LATENCY_LOADS',
@@ -128,7 +136,11 @@ async function main(): Promise<void> {
       { env: 'BENCH_LATENCY_OUT', default: 'latency.json', what: "the latency phase's results file in bench/results" },
       { env: 'BENCH_MERGE', default: '0', what: '1: replace only the rerun rows of BENCH_OUT (same kind of machine only)' },
       { env: 'BENCH_PROFILE_DIR', default: 'none', what: 'write a node --cpu-prof profile of each limiter server there' },
-      { env: 'BENCH_NODE_FLAGS', default: 'none', what: "node flags for every server (space-separated), e.g. V8's --trace-gc" },
+      {
+        env: 'BENCH_NODE_FLAGS',
+        default: `none (smoke ${SMOKE_NODE_FLAGS})`,
+        what: "node flags for every server (space-separated), e.g. V8's --trace-gc",
+      },
       { env: 'BENCH_BEFORE', default: 'none', what: 'the build floodgate@before loads (bench/scripts/snapshot-before.sh)' },
       { env: 'BENCH_BUILDS', default: 'none', what: 'the folder of builds floodgate@<build> loads' },
     ],
@@ -154,7 +166,9 @@ async function main(): Promise<void> {
   if (PHASES.includes('latency')) openLoopBinary(); // a missing C compiler fails now, not after the throughput phase
   const frameworks = pick('BENCH_FRAMEWORKS', Object.keys(FRAMEWORKS));
   // Next.js: `next build` of bench/next-app, unless its build is of the same sources (before pinning: it takes both cores).
+  const building = Date.now();
   if (frameworks.includes('next')) buildNextApp((line) => process.stderr.write(`${line}\n`));
+  const buildMs = Date.now() - building;
   pin(process.pid, LOAD_CORE);
   const r = await startBenchRedis();
   const admin = new Redis(r.url);
@@ -215,7 +229,9 @@ async function main(): Promise<void> {
     ...(SMOKE ? { smoke: true } : {}),
   };
   if (SMOKE)
-    process.stdout.write('\nSMOKE RUN (BENCH_SMOKE=1): 1 rep of 0.5 s per figure. Indicative only: the docs quote the full run.\n');
+    process.stdout.write(
+      `\nSMOKE RUN (BENCH_SMOKE=1): 1 rep of ${SECONDS} s per figure, ${((process.uptime() * 1000 - buildMs) / 60_000).toFixed(1)} minutes from start to end${buildMs >= 1000 ? ` (and ${(buildMs / 60_000).toFixed(1)} building bench/next-app)` : ''}. Indicative only: the docs quote the full run.\n`,
+    );
   if (PHASES.includes('throughput')) {
     // In run order: framework, then shape (a merged row goes back where a full run puts it).
     const order = Object.keys(FRAMEWORKS);

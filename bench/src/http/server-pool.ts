@@ -8,8 +8,8 @@ import { startProcesses, startServers, type Server, type ServerSpec } from './se
  * holding every app they will use (each shape's, and the latency phase's on the slow Redis, each on its own
  * port): a process warms up fully the first time one of its apps is used, and briefly for each later app,
  * whose code is mostly the same JIT-compiled framework and limiter. A cold process takes about 2 s to reach
- * its rate (warm-up.ts), so a warm-up per app was most of a smoke run. Next.js's app reads one process-wide
- * configuration (apps-next.ts), so each of its apps keeps a process of its own.
+ * its rate (warm-up.ts), so a warm-up per app was most of a smoke run. Next.js's apps share the process's
+ * one Next app too, each request marked with its app (apps-next.ts).
  */
 export interface ServerSet {
   servers: Server[];
@@ -38,8 +38,8 @@ export const ownServers: ServerPool = {
 const appKey = (s: ServerSpec): string => `${s.framework}|${s.variant}|${s.shape}|${s.redisUrl}`;
 
 /**
- * The smoke run's: every app of `plan` started now, one process per framework x variant (per app on
- * Next.js); a take's warm-up is `warmupSeconds` for a process's first app and `rewarmSeconds` for the others.
+ * The smoke run's: every app of `plan` started now, one process per framework x variant; a take's warm-up is `warmupSeconds` for a process's first app, `rewarmSeconds` for its others,
+ * and none for an app taken before.
  */
 export async function sharedServers(plan: readonly ServerSpec[], rewarmSeconds: number): Promise<ServerPool> {
   const processes = new Map<string, ServerSpec[]>();
@@ -47,7 +47,7 @@ export async function sharedServers(plan: readonly ServerSpec[], rewarmSeconds: 
   for (const spec of plan) {
     if (planned.has(appKey(spec))) continue;
     planned.add(appKey(spec));
-    const group = spec.framework === 'next' ? appKey(spec) : `${spec.framework}|${spec.variant}`;
+    const group = `${spec.framework}|${spec.variant}`;
     processes.set(group, [...(processes.get(group) ?? []), spec]);
   }
   const groups = [...processes.values()];
@@ -55,6 +55,7 @@ export async function sharedServers(plan: readonly ServerSpec[], rewarmSeconds: 
   const byApp = new Map<string, Server>();
   groups.forEach((apps, i) => apps.forEach((app, j) => byApp.set(appKey(app), started[i]![j]!)));
   const warmed = new Set<ChildProcess>();
+  const warmedApps = new Set<string>();
   return {
     async take(specs, warmupSeconds) {
       const servers = specs.map((spec) => {
@@ -62,10 +63,13 @@ export async function sharedServers(plan: readonly ServerSpec[], rewarmSeconds: 
         if (server === undefined) throw new Error(`bench: no server was planned for ${appKey(spec)}`);
         return server;
       });
-      const warmup = servers.map((server) => {
-        const first = !warmed.has(server.child);
-        warmed.add(server.child);
-        return first ? warmupSeconds : Math.min(rewarmSeconds, warmupSeconds);
+      // An app already warmed up (the latency phase's baseline and loopback apps are the equal shape's) needs none.
+      const warmup = specs.map((spec, i) => {
+        const child = servers[i]!.child;
+        const seconds = warmedApps.has(appKey(spec)) ? 0 : warmed.has(child) ? Math.min(rewarmSeconds, warmupSeconds) : warmupSeconds;
+        warmed.add(child);
+        warmedApps.add(appKey(spec));
+        return seconds;
       });
       return { servers, warmup, release: () => undefined };
     },

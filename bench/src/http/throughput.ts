@@ -3,7 +3,7 @@ import type Redis from 'ioredis';
 import { LOAD_CORE, commandCalls, commandUsec, type BenchRedis } from '../lib/machine';
 import { keyBytes } from '../lib/memory';
 import { median } from '../lib/stats';
-import { startTrace, traceCommands, wrk, type LoadResult } from './load';
+import { startTrace, wrk, type LoadResult, type Trace } from './load';
 import type { VariantResult } from './report-tables';
 import type { Server, ServerSpec } from './servers';
 import type { ServerPool } from './server-pool';
@@ -119,14 +119,13 @@ export async function throughputShape(
   const [base, ...started] = taken.servers as [Server, ...Server[]];
   const servers = new Map<string, Server>(here.map((variant, i) => [variant, started[i]!]));
   try {
-    const traces = new Map<string, Awaited<ReturnType<typeof traceCommands>>>();
+    const traces = new Map<string, Awaited<ReturnType<Trace['stop']>>>();
     const memory = new Map<string, Awaited<ReturnType<typeof keyBytes>>>();
     // Memory per client: from an empty Redis, what one short run leaves (not for hot: one client).
     const traced = async (variant: string, run: () => Promise<LoadResult>): Promise<void> => {
       if (shapeName !== 'hot') await admin.flushall();
-      const settleMs = s.quick ? 100 : 300; // MONITOR on before the first request; replies in flight logged
-      const trace = await startTrace(r.port, settleMs);
-      traces.set(variant, await trace.stop((await run()).requests, settleMs));
+      const trace = await startTrace(r.port);
+      traces.set(variant, await trace.stop((await run()).requests));
       if (shapeName !== 'hot') memory.set(variant, await keyBytes(admin, '*'));
     };
     // Warm-up (JIT), one server at a time.
@@ -143,7 +142,7 @@ export async function throughputShape(
     for (const variant of here) {
       const server = servers.get(variant)!;
       const ps = pairs.get(variant)!;
-      await traced(variant, () => wrk(server.port, s.quick ? 0.25 : 1, 8, random));
+      await traced(variant, () => wrk(server.port, s.quick ? 0.15 : 1, 8, random));
       const trace = traces.get(variant)!;
       const mem = memory.get(variant);
       const seen = CLIENTS * (1 - Math.pow(1 - 1 / CLIENTS, trace.requests));

@@ -1,9 +1,10 @@
 import { routeRateLimit } from '@floodgate/next';
-import { bench } from '../../bench';
+import { bench, perApp } from '../../bench';
 
-// The route handler wrapped with `routeRateLimit()`, created once at module level as the docs say.
+// The route handler wrapped with `routeRateLimit()`, as the docs say (one per app the process serves).
 export const dynamic = 'force-dynamic';
 
 const ok = () => new Response('ok');
+const handlerOf = perApp((floodgate) => routeRateLimit(floodgate)(ok));
 
-export const GET = bench?.floodgate === undefined ? ok : routeRateLimit(bench.floodgate)(ok);
+export const GET = bench?.apps === undefined ? ok : (request, context) => handlerOf(request)(request, context);
