@@ -25,7 +25,7 @@ import { commandLine } from './lib/command-line';
  *   peek     the whole script with op 'p': + decoding the state and the rules' Lua; no commit
  *   encode   the whole script with every write a no-op (its arguments, the encoded state, still built)
  *   full     the script as sent: + the writes
- * and beside them the script of 1 rule (1 min) on 1 identifier, sent whole.
+ * and beside them the script of 1 rule (the 1 h one) on 1 identifier, sent whole.
  * BENCH_ALGOS picks the algorithms (default: all four).
  *
  * BENCH_COUNT=instructions counts what redis-server executes instead of timing it: Redis runs under
@@ -167,7 +167,11 @@ async function main(): Promise<void> {
   try {
     for (const algorithm of PICKED_ALGORITHMS) {
       const { lua, argv } = scriptOf(algorithm, CORE_LIMITS, ['ip', 'user']);
-      const one = scriptOf(algorithm, [CORE_LIMITS[1]!], ['user']);
+      // The 1 x 1 check's rule is the 3 x 2's longest: its state is live at every call, as the 3 x 2's is (that
+      // key lives as long as its 1 h rule needs). With the 1 min rule, a token bucket refilled and its key
+      // expired between two calls on one identifier (most of all under callgrind), so that 1 x 1 mostly met no
+      // state to decode: a cheaper check than the 3 x 2 it was the measure of.
+      const one = scriptOf(algorithm, [CORE_LIMITS[2]!], ['user']);
       const list = variants(lua);
       const runs = new Map<string, number[]>([...list.map(([name]): [string, number[]] => [name, []]), ['1x1', []]]);
       r.cli('FLUSHALL');
