@@ -90,13 +90,12 @@ type Variant = Omit<BenchNext, 'apps'>;
 /** bench/next-app/bench.js's APP_HEADER: the app (port) a request came in on. */
 const APP_HEADER = 'x-floodgate-bench-app';
 
+/** Next's request handler. */
+type Handle = ReturnType<ReturnType<typeof import('next').default>['getRequestHandler']>;
 /** The process's one Next app (its request handler), started by its first app. */
-let started: Promise<ReturnType<ReturnType<typeof import('next').default>['getRequestHandler']>> | undefined;
+let started: Promise<Handle> | undefined;
 
-async function startNext(
-  variant: Variant,
-  port: number,
-): Promise<ReturnType<ReturnType<typeof import('next').default>['getRequestHandler']>> {
+async function startNext(variant: Variant, port: number): Promise<Handle> {
   if (!existsSync(STAMP)) throw new Error('bench/next-app is not built (npm run bench builds it; apps-next.ts buildNextApp)');
   /*
    * The peer-address stamp: loaded first in a Floodgate variant's server, as users start theirs
