@@ -38,8 +38,9 @@ export const ownServers: ServerPool = {
 const appKey = (s: ServerSpec): string => `${s.framework}|${s.variant}|${s.shape}|${s.redisUrl}`;
 
 /**
- * The smoke run's: every app of `plan` started now, one process per framework x variant; a take's warm-up is `warmupSeconds` for a process's first app, `rewarmSeconds` for its others,
- * and none for an app taken before.
+ * The smoke run's: every app of `plan` started now, one process per framework x variant; a take's warm-up
+ * is `warmupSeconds` for a process's first app, `rewarmSeconds` for its others, and none for an app taken
+ * before.
  */
 export async function sharedServers(plan: readonly ServerSpec[], rewarmSeconds: number): Promise<ServerPool> {
   const processes = new Map<string, ServerSpec[]>();
