@@ -138,11 +138,22 @@ export class Uncounted {
 
   /**
    * Redis admitted `cost` units of `ids`: noted when the client is `crowded` (it had other checks in flight:
-   * a flood) or already has units noted here, so that the policy counts them. Others cost nothing here.
+   * a flood) or holds units the policy admitted, so that the policy counts them. Others cost nothing here:
+   * not even a client whose earlier checks were crowded. Noting those too kept every identifier that was
+   * crowded once by chance noted at every check for as long as its notes lived (each note renewing them),
+   * about 2 µs of CPU on every check of a long-running process (bench/results/ab/ledger-lapse.md); a lone
+   * check left unnoted is admitted again by the policy in an outage at most as a sequential client's is.
    */
   counted(ids: readonly string[], cost: number, rooms: Rooms, crowded: boolean): void {
-    if (!crowded && (this.entries.size === 0 || !ids.some((id) => this.entries.has(id)))) return;
+    if (!crowded && !this.holds(ids)) return;
     this.note(ids, cost, rooms, this.now(), 'counted');
+  }
+
+  /** Whether one of `ids` holds units the policy admitted that still count for one of its rules. */
+  private holds(ids: readonly string[]): boolean {
+    if (this.holding === 0) return false;
+    const now = this.now();
+    return ids.some((id) => this.live(id, now)?.uncounted === true);
   }
 
   /** Forgets what was noted of `ids` (reset()). */

@@ -120,12 +120,22 @@ test("Redis's admissions of a crowded client count against what the policy admit
   expect(r.admit('a')?.identifier).toBe('a');
   // Only the 2 uncounted units must fit in what Redis says it has left.
   expect(r.ledger.over([pair('a', 1_000, 2)], 0)).toBeUndefined();
-  // Once noted, a client's admissions by Redis are kept even with one check in flight.
+  // A crowded check of 'b' is noted; its next check, alone in flight, is not: a client crowded once by
+  // chance does not have every later check noted (a cost on each) for as long as its notes keep it.
   r.ledger.counted(['b'], 1, rooms, true);
-  r.ledger.counted(['b'], 4, rooms, false);
-  expect(r.admit('b')?.identifier).toBe('b');
+  r.ledger.counted(['b'], 3, rooms, false);
   // Before sending, only uncounted units refuse a check, even one above the capacity.
   expect(r.full('b', 6)).toBeUndefined();
+  expect(r.admit('b', 4)).toBeUndefined();
+  // An identifier holding units the policy admitted has every admission by Redis noted, alone or not: 'c'
+  // was admitted 2 by the policy, then 3 by Redis one at a time, and the policy has no room left for it.
+  r.admit('c', 2);
+  for (let i = 0; i < 3; i++) r.ledger.counted(['c'], 1, rooms, false);
+  expect(r.admit('c')?.identifier).toBe('c');
+  // Once its rules' windows have passed, 'c' holds nothing the policy admitted: a lone check goes unnoted again.
+  r.advance(60_000);
+  r.ledger.counted(['c'], 1, rooms, false);
+  expect(r.admit('c', 5)).toBeUndefined();
 });
 
 test('units Redis counted alone refuse nothing; the units the policy admits refuse again wherever the ledger has them', () => {
