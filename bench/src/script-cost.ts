@@ -25,7 +25,9 @@ import { commandLine } from './lib/command-line';
  *   peek     the whole script with op 'p': + decoding the state and the rules' Lua; no commit
  *   encode   the whole script with every write a no-op (its arguments, the encoded state, still built)
  *   full     the script as sent: + the writes
- * and beside them the script of 1 rule (the 1 h one) on 1 identifier, sent whole.
+ * and beside them the script of 1 rule (the 1 h one) on 1 identifier, sent whole and cut to its fixed part
+ * (its call, TIME and block MGET), and the floor: the cheapest check a peer sends (FLOOR below), on one key,
+ * against which the 1 x 1 is read.
  * BENCH_ALGOS picks the algorithms (default: all four).
  *
  * BENCH_COUNT=instructions counts what redis-server executes instead of timing it: Redis runs under
@@ -48,9 +50,10 @@ const WRITES = /redis\.call\('(HSET|HINCRBY|HDEL|SET|DEL|PEXPIRE|PEXPIREAT|EXPIR
 /** The generated script's one state read per identifier (`local raw = redis.call(...)`, constant arguments). */
 const READ = /local raw = redis\.call\([^\n]*\)/;
 
-function variants(lua: string): [string, string][] {
+function variants(lua: string, identifiers: number): [string, string][] {
   const time = "local t = redis.call('TIME')";
-  const blocks = `${time}\nlocal b = redis.call('MGET', KEYS[2], KEYS[4])`;
+  const blockKeys = Array.from({ length: identifiers }, (_, i) => `KEYS[${2 * i + 2}]`).join(', ');
+  const blocks = `${time}\nlocal b = redis.call('MGET', ${blockKeys})`;
   const read = READ.exec(lua)?.[0];
   if (read === undefined) throw new Error('script-cost: no state read (local raw = redis.call(...)) in the script');
   return [
@@ -63,6 +66,22 @@ function variants(lua: string): [string, string][] {
     ['full', lua],
   ];
 }
+
+/**
+ * The floor: a fixed-window counter as the peers' Redis stores keep one: INCR the key, read its PTTL, and
+ * give it the window's PEXPIRE when it has none yet, in one script call (hono-rate-limiter's RedisStore;
+ * express-rate-limit's rate-limit-redis sends the same two commands a call, PTTL first). It decides nothing:
+ * the caller compares the count with its limit.
+ */
+const FLOOR = `local hits = redis.call('INCR', KEYS[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl <= 0 then
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]))
+  ttl = tonumber(ARGV[1])
+end
+return { hits, ttl }`;
+/** One key per identifier, with the 1 x 1's window (1 h). */
+const floorArgs = ['1', 'bench:floor:{user:__rand_int__}', String(3_600_000)];
 
 /** Where callgrind writes its dumps (BENCH_COUNT=instructions): callgrind.out.<n>, one per dump. */
 const DUMPS = join(tmpdir(), `floodgate-script-cost-${process.pid}`);
@@ -164,7 +183,13 @@ async function main(): Promise<void> {
     INSTRUCTIONS ? 120_000 : 10_000,
   );
   const rows: string[][] = [];
+  let floor = 0;
+  const show = (v: number): string => (INSTRUCTIONS ? fmt(v / 1000, 1) : fmt(v, 1));
   try {
+    r.cli('FLUSHALL');
+    perCall(r, FLOOR, floorArgs);
+    floor = median(Array.from({ length: REPS }, () => perCall(r, FLOOR, floorArgs)));
+    process.stderr.write(`floor: ${show(floor)}\n`);
     for (const algorithm of PICKED_ALGORITHMS) {
       const { lua, argv } = scriptOf(algorithm, CORE_LIMITS, ['ip', 'user']);
       // The 1 x 1 check's rule is the 3 x 2's longest: its state is live at every call, as the 3 x 2's is (that
@@ -172,8 +197,10 @@ async function main(): Promise<void> {
       // expired between two calls on one identifier (most of all under callgrind), so that 1 x 1 mostly met no
       // state to decode: a cheaper check than the 3 x 2 it was the measure of.
       const one = scriptOf(algorithm, [CORE_LIMITS[2]!], ['user']);
-      const list = variants(lua);
-      const runs = new Map<string, number[]>([...list.map(([name]): [string, number[]] => [name, []]), ['1x1', []]]);
+      const list = variants(lua, 2);
+      // The 1 x 1's fixed part: its call, TIME and block MGET (what it costs before its state is read).
+      const oneFixed = variants(one.lua, 1).find(([name]) => name === 'blocks')![1];
+      const runs = new Map<string, number[]>([...list.map(([name]): [string, number[]] => [name, []]), ['1x1', []], ['1x1 fixed', []]]);
       r.cli('FLUSHALL');
       // Every identifier's state written once: peek and encode read real state.
       perCall(r, lua, argv('c'));
@@ -181,17 +208,22 @@ async function main(): Promise<void> {
       for (let rep = 0; rep < REPS; rep++) {
         for (const [name, script] of list) runs.get(name)!.push(perCall(r, script, argv(name === 'peek' ? 'p' : 'c')));
         runs.get('1x1')!.push(perCall(r, one.lua, one.argv('c')));
+        runs.get('1x1 fixed')!.push(perCall(r, oneFixed, one.argv('c')));
       }
       const mid = list.map(([name]) => median(runs.get(name)!));
       const single = median(runs.get('1x1')!);
-      const show = (v: number): string => (INSTRUCTIONS ? fmt(v / 1000, 1) : fmt(v, 1));
+      const singleFixed = median(runs.get('1x1 fixed')!);
       rows.push([
         algorithm,
         ...mid.map((v, i) => (i === 0 ? show(v) : `${show(v)} (${v >= mid[i - 1]! ? '+' : '-'}${show(Math.abs(v - mid[i - 1]!))})`)),
+        show(singleFixed),
         show(single),
         `${fmt(mid[mid.length - 1]! / single, 2)}x`,
+        `${fmt(single / floor, 2)}x`,
       ]);
-      process.stderr.write(`${algorithm}: ${list.map(([name], i) => `${name} ${show(mid[i]!)}`).join(', ')}, 1x1 ${show(single)}\n`);
+      process.stderr.write(
+        `${algorithm}: ${list.map(([name], i) => `${name} ${show(mid[i]!)}`).join(', ')}, 1x1 ${show(singleFixed)} fixed, ${show(single)} full\n`,
+      );
     }
   } finally {
     await r.stop();
@@ -206,8 +238,10 @@ async function main(): Promise<void> {
     'peek: + decode, rules',
     '+ encode (writes no-ops)',
     '+ writes: full',
+    '1 x 1: call, TIME, block MGET',
     '1 x 1: full',
     '3 x 2 / 1 x 1',
+    '1 x 1 / floor',
   ];
   const text = [
     INSTRUCTIONS
@@ -215,6 +249,8 @@ async function main(): Promise<void> {
       : `\`npm run bench:script-cost\`, ${new Date().toISOString()}: Redis CPU per check in µs (INFO commandstats usec_per_call), median of ${REPS} runs of ${CALLS} calls per variant; each column of 3 x 2 adds to the one before (bench/src/script-cost.ts).`,
     '',
     markdownTable(head, rows),
+    '',
+    `The floor, the cheapest check a peer sends (a fixed-window counter: INCR, PTTL, and PEXPIRE when the key has no TTL yet, in one script call on one key; bench/src/script-cost.ts, FLOOR): ${show(floor)}.`,
     '',
   ].join('\n');
   // Kept beside the other results (BENCH_ALGOS runs a subset and leaves the file alone).

@@ -20,12 +20,15 @@ test('BENCH_COUNT=instructions counts what redis-server executes per check, for 
   expect(r.stdout).toContain('thousands of instructions redis-server executes per check');
   const row = r.stdout.split('\n').find((l) => l.startsWith('| fixed-window |'));
   expect(row).toBeDefined();
-  // call, + TIME, ..., full, 1 x 1, then the ratio: each 3 x 2 column adds to the one before.
+  // call, + TIME, ..., full, the 1 x 1's fixed part and whole, then the ratios: each 3 x 2 column adds to
+  // the one before.
   const cells = row!
     .split('|')
     .slice(2, -1)
     .map((c) => Number(c.trim().split(' ')[0]!.replace(/[x,]/g, '')));
-  const [call, time, blocks, reads, , , full, one, ratio] = cells as [
+  const [call, time, blocks, reads, , , full, oneFixed, one, ratio, overFloor] = cells as [
+    number,
+    number,
     number,
     number,
     number,
@@ -36,13 +39,19 @@ test('BENCH_COUNT=instructions counts what redis-server executes per check, for 
     number,
     number,
   ];
+  const floor = Number(/the cheapest check a peer sends .*: ([\d.,]+)\.$/m.exec(r.stdout)?.[1]?.replace(/,/g, ''));
   expect(call).toBeGreaterThan(1); // thousands: an EVALSHA of 20-odd arguments is tens of thousands
   expect(time).toBeGreaterThan(call);
   expect(blocks).toBeGreaterThan(time);
   expect(reads).toBeGreaterThan(blocks);
   expect(full).toBeGreaterThan(one);
-  expect(one).toBeGreaterThan(call);
+  expect(one).toBeGreaterThan(oneFixed);
+  expect(oneFixed).toBeGreaterThan(0);
   expect(ratio).toBeCloseTo(full / one, 1);
+  // The floor: one peer's script call of a few commands, fewer instructions than the 1 x 1's check.
+  expect(floor).toBeGreaterThan(0);
+  expect(floor).toBeLessThan(one);
+  expect(overFloor).toBeCloseTo(one / floor, 1);
 }, 240_000);
 
 test('BENCH_COUNT takes time or instructions, and names what it got', () => {
