@@ -4,7 +4,6 @@ import Redis from 'ioredis';
 // The built package, as users run it (`npm run bench:core` builds first).
 import { createLimiter, type AlgorithmName, type LimiterOptions } from '@floodgate/core';
 import { resolveOptions } from '../../packages/core/src/engine/options';
-import { ruleArgs } from '../../packages/core/src/scripts/frame';
 import { createProgram } from '../../packages/core/src/scripts/compiler';
 import { LOAD_CORE, SERVER_CORE, pin, startBenchRedis, type BenchRedis } from './lib/machine';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -104,7 +103,7 @@ function ceiling(
     `bench:rb:${tag}:{user:__rand_int__}`,
     'bench:!b:{user:__rand_int__}',
   ];
-  const args = ['EVALSHA', sha, '4', ...keys, 'c', '1', '0', '', '0', ...ruleArgs(opts.rules, opts.algorithm).map(String), mask, mask];
+  const args = ['EVALSHA', sha, '4', ...keys, 'c', '1', '0', '', '0', mask, mask];
   r.cli('CONFIG', 'RESETSTAT');
   const out = execFileSync(
     'taskset',

@@ -4,7 +4,6 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createProgram } from '../../packages/core/src/scripts/compiler';
-import { ruleArgs } from '../../packages/core/src/scripts/frame';
 import { resolveOptions } from '../../packages/core/src/engine/options';
 import type { AlgorithmName, LimiterOptions } from '@floodgate/core';
 import { SERVER_CORE, pin, startBenchRedis, type BenchRedis } from './lib/machine';
@@ -142,17 +141,7 @@ function scriptOf(algorithm: AlgorithmName, limits: typeof CORE_LIMITS, kinds: r
   const tag = opts.algorithm.tag;
   const mask = '1'.repeat(opts.rules.length);
   const keys = kinds.flatMap((kind) => [`bench:rb:${tag}:{${kind}:__rand_int__}`, `bench:!b:{${kind}:__rand_int__}`]);
-  const argv = (op: string): string[] => [
-    String(keys.length),
-    ...keys,
-    op,
-    '1',
-    '0',
-    '',
-    '0',
-    ...ruleArgs(opts.rules, opts.algorithm).map(String),
-    ...kinds.map(() => mask),
-  ];
+  const argv = (op: string): string[] => [String(keys.length), ...keys, op, '1', '0', '', '0', ...kinds.map(() => mask)];
   return { lua, argv };
 }
 

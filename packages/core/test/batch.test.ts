@@ -4,7 +4,7 @@ import { closeClients, commandStats, connect, startRedis, uniquePrefix, type Sta
 import { encodeIdentifier, identifierKind, keyScheme } from '../src/scripts/keys';
 import { resolveOptions } from '../src/engine/options';
 import { createProgram, ruleMask } from '../src/scripts/compiler';
-import { ruleArgs, runFrame } from '../src/scripts/frame';
+import { runFrame } from '../src/scripts/frame';
 import { Forever } from './fixtures/forever-storage';
 import { adapterOf, scriptOf } from '../src/stores/clients';
 import { BATCH_MAX, Batcher } from '../src/stores/batch';
@@ -60,7 +60,6 @@ describe.each<AlgorithmName>(['fixed-window', 'sliding-window', 'sliding-log', '
         async (limits, batches, start) => {
           const opts = resolveOptions({ algorithm, limits: onlyOptionsOf(algorithm, limits) } as LimiterOptions);
           const program = createProgram(opts.algorithm, opts.rules);
-          const rules = ruleArgs(opts.rules, opts.algorithm);
           const mask = (id: string): string => ruleMask(opts.rules, identifierKind(id));
           const prefix = uniquePrefix('batch');
           const keysOf = (ids: string[]): string[] => ids.flatMap((id) => [`${prefix}:s:${id}`, `${prefix}:b:${id}`]);
@@ -70,14 +69,14 @@ describe.each<AlgorithmName>(['fixed-window', 'sliding-window', 'sliding-log', '
           for (const batch of batches) {
             const calls = batch.checks.map((c) => {
               now += c.dt;
-              const argv = [c.op, c.cost, batch.penalty ? '1' : '0', String(now), PAD, ...rules, ...c.ids.map(mask)];
+              const argv = [c.op, c.cost, batch.penalty ? '1' : '0', String(now), PAD, ...c.ids.map(mask)];
               return { keys: keysOf(c.ids), argv, now };
             });
             // All queued in one turn: the first leaves alone (the batcher is idle: stores/turn-batches.ts), the
             // rest in one batch (fewer than BATCH_MAX), all decided in order.
             const replies = await Promise.all(calls.map((c) => batcher.add(program, c.keys, c.argv, Infinity).reply));
             calls.forEach((c, i) => {
-              expect(replies[i]).toEqual(runFrame(opts.algorithm.twin, twin, c.keys, c.argv, c.now));
+              expect(replies[i]).toEqual(runFrame(opts.algorithm.twin, program.params, twin, c.keys, c.argv, c.now));
               checked++;
             });
             // Every key a batch wrote keeps the TTL padding of the frame's ARGV (the shared values).
@@ -156,7 +155,7 @@ describe('batches of settles', () => {
 describe('batches', () => {
   const opts = resolveOptions({ algorithm: 'fixed-window', limits: [{ limit: 3, window: '1m' }] } as LimiterOptions);
   const program = createProgram(opts.algorithm, opts.rules);
-  const argvOf = (now: string, m = '1'): (string | number)[] => ['c', 1, '0', now, 0, ...ruleArgs(opts.rules, opts.algorithm), m];
+  const argvOf = (now: string, m = '1'): (string | number)[] => ['c', 1, '0', now, 0, m];
 
   test("an error in one check (an unknown mask, a key of the wrong type) is that check's alone", async () => {
     const prefix = uniquePrefix('batch');
@@ -240,7 +239,6 @@ describe('batches', () => {
       '0',
       c.clock,
       0,
-      ...ruleArgs(opts.rules, opts.algorithm),
       ...c.ids.map(() => '1'),
       '7',
     ];

@@ -4,7 +4,7 @@ import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
 import { identifierKind } from '../src/scripts/keys';
 import { resolveOptions } from '../src/engine/options';
 import { compileScript, ruleMask } from '../src/scripts/compiler';
-import { ruleArgs, runFrame } from '../src/scripts/frame';
+import { ruleParams, runFrame } from '../src/scripts/frame';
 import { settleArgs, runSettle } from '../src/scripts/settle';
 import { newIncarnation } from '../src/scripts/incarnation';
 import { giveCostArg } from '../src/scripts/units';
@@ -97,7 +97,7 @@ describe.each<AlgorithmName>(['fixed-window', 'sliding-window', 'sliding-log', '
           const units = unitsOf(opts.rules);
           const check = compileScript(alg, opts.rules, 'refundable');
           const settle = compileScript(alg, opts.rules, 'settle');
-          const rules = ruleArgs(opts.rules, alg);
+          const params = ruleParams(opts.rules, alg);
           const mask = (id: string): string => ruleMask(opts.rules, identifierKind(id));
           const costArg = (costs: readonly number[]): string | number =>
             units.length === 1 ? costs[0]! : costs.slice(0, units.length).join(':');
@@ -119,18 +119,9 @@ describe.each<AlgorithmName>(['fixed-window', 'sliding-window', 'sliding-log', '
               twin.map.delete(stateKey(op.id));
             } else if (op.op === 'c') {
               const keys = op.ids.flatMap((id) => [stateKey(id), `${prefix}:b:${id}`]);
-              const argv = [
-                'c',
-                costArg(op.costs),
-                op.penalty ? '1' : '0',
-                String(now),
-                PAD,
-                ...rules,
-                ...op.ids.map(mask),
-                newIncarnation(),
-              ];
+              const argv = ['c', costArg(op.costs), op.penalty ? '1' : '0', String(now), PAD, ...op.ids.map(mask), newIncarnation()];
               const lua = (await redis.eval(check, keys.length, ...keys, ...argv)) as (string | number)[];
-              const js = runFrame(alg.twin, twin, keys, argv, now, { receipts: alg.undo.twin });
+              const js = runFrame(alg.twin, params, twin, keys, argv, now, { receipts: alg.undo.twin });
               expect(lua).toEqual(js);
               await same(op.ids.map(stateKey));
               if (js[2] === 1 && js[1] === 1) {

@@ -4,7 +4,7 @@ import { identifierKind } from '../src/scripts/keys';
 import { resolveOptions } from '../src/engine/options';
 import { closeClients, connect, uniquePrefix } from '@floodgate/testing';
 import { compileScript, ruleMask, ruleMasks } from '../src/scripts/compiler';
-import { ruleArgs, runFrame } from '../src/scripts/frame';
+import { ruleParams, runFrame } from '../src/scripts/frame';
 import { newIncarnation } from '../src/scripts/incarnation';
 import { Forever } from './fixtures/forever-storage';
 import type { Algorithm } from '../src/scripts/types';
@@ -69,13 +69,13 @@ const opsOf = (maxCost: number): fc.Arbitrary<Op> =>
     { weight: 1, arbitrary: fc.record({ op: fc.constant('reset' as const), id: fc.constantFrom(...IDS) }) },
   );
 
-/** One rule set: its script (refundable or not), the rule arguments, and an identifier's mask. */
+/** One rule set: its script (refundable or not), the rules as its twin has them, and an identifier's mask. */
 function scriptsFor(algorithm: AlgorithmName, limits: RuleInput[], refundable: boolean) {
   const opts = resolveOptions({ algorithm, limits: onlyOptionsOf(algorithm, limits) } as LimiterOptions);
   return {
     algorithm: opts.algorithm as Algorithm,
     lua: compileScript(opts.algorithm, opts.rules, refundable ? 'refundable' : 'single'),
-    rules: ruleArgs(opts.rules, opts.algorithm),
+    params: ruleParams(opts.rules, opts.algorithm),
     mask: (id: string) => ruleMask(opts.rules, identifierKind(id)),
     maxWindow: Math.max(...opts.rules.map((r) => r.windowMs)),
   };
@@ -113,19 +113,10 @@ async function replaysLikeTheTwin(algorithm: AlgorithmName, ruleArb: fc.Arbitrar
             twin.set(blockKey!, `${now + op.ms}|manual`);
           } else {
             // PAD: Redis expires keys in real time, which this clock does not follow; no key may expire here.
-            const argv = [
-              op.op,
-              op.cost,
-              op.penalty ? '1' : '0',
-              String(now),
-              PAD,
-              ...scripts.rules,
-              ...op.ids.map(scripts.mask),
-              newIncarnation(),
-            ];
+            const argv = [op.op, op.cost, op.penalty ? '1' : '0', String(now), PAD, ...op.ids.map(scripts.mask), newIncarnation()];
             const lua = await redis.eval(scripts.lua, 2 * op.ids.length, ...keysOf(op.ids), ...argv);
             const receipts = refundable ? scripts.algorithm.undo.twin : undefined;
-            const js = runFrame(scripts.algorithm.twin, twin, keysOf(op.ids), argv, now, { receipts });
+            const js = runFrame(scripts.algorithm.twin, scripts.params, twin, keysOf(op.ids), argv, now, { receipts });
             expect(lua).toEqual(js);
             for (const id of op.ids) {
               const [stateKey] = keysOf([id]);
@@ -177,7 +168,7 @@ describe('the script of a rule set', () => {
     for (const id of IDS) expect(ruleMasks(opts.rules)).toContain(ruleMask(opts.rules, identifierKind(id)));
     const lua = compileScript(opts.algorithm, opts.rules);
     const prefix = uniquePrefix('script');
-    const argv = ['c', 1, '0', '', 0, ...ruleArgs(opts.rules, opts.algorithm)];
+    const argv = ['c', 1, '0', '', 0];
     await expect(redis.eval(lua, 2, `${prefix}:s`, `${prefix}:b`, ...argv, '111')).rejects.toThrow(/no plan for rule mask 111/);
     expect(await redis.exists(`${prefix}:s`)).toBe(0);
   });
@@ -221,16 +212,10 @@ describe('the script of a rule set', () => {
     const keys = ids.flatMap((id) => [`${prefix}:s:${id}`, `${prefix}:b:${id}`]);
     for (let t = 0; t < 5; t++) {
       const now = 1_800_000_000_000 + t * 2_000_000;
-      const argv = [
-        'c',
-        7,
-        '0',
-        String(now),
-        0,
-        ...ruleArgs(opts.rules, opts.algorithm),
-        ...ids.map((id) => ruleMask(opts.rules, identifierKind(id))),
-      ];
-      expect(await redis.eval(lua, keys.length, ...keys, ...argv)).toEqual(runFrame(opts.algorithm.twin, twin, keys, argv, now));
+      const argv = ['c', 7, '0', String(now), 0, ...ids.map((id) => ruleMask(opts.rules, identifierKind(id)))];
+      expect(await redis.eval(lua, keys.length, ...keys, ...argv)).toEqual(
+        runFrame(opts.algorithm.twin, ruleParams(opts.rules, opts.algorithm), twin, keys, argv, now),
+      );
     }
   });
 

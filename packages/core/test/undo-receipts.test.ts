@@ -3,7 +3,7 @@ import { slidingWindow } from '../src/scripts/sliding-window';
 import { slidingLog } from '../src/scripts/sliding-log';
 import { tokenBucket } from '../src/scripts/token-bucket';
 import type { Algorithm, FrameContext } from '../src/scripts/types';
-import { ruleArgs, runSplitFrame } from '../src/scripts/frame';
+import { runSplitFrame } from '../src/scripts/frame';
 import type { Reply, UndoReceipt } from '../src/scripts/reply';
 import { createProgram } from '../src/scripts/compiler';
 import { bindReceipt, giveBackTwin, newIncarnation } from '../src/scripts/incarnation';
@@ -82,16 +82,7 @@ function twins(algorithm: Algorithm, rules: number[]) {
     field: F,
   });
   const js = [...Array(nr).keys()];
-  const argv = (op: string, now: number, cost: number) => [
-    op,
-    cost,
-    '0',
-    String(now),
-    PAD,
-    ...ruleArgs(resolved, algorithm),
-    '1'.repeat(nr),
-    newIncarnation(),
-  ];
+  const argv = (op: string, now: number, cost: number) => [op, cost, '0', String(now), PAD, '1'.repeat(nr), newIncarnation()];
   // The split script generated for these rules.
   const program = createProgram(algorithm, resolved);
 
@@ -107,7 +98,7 @@ function twins(algorithm: Algorithm, rules: number[]) {
     const before = await stored(key);
     const args = argv(op, now, cost);
     const lua = await redis.runSlot(program, keys, args);
-    const reply = runSplitFrame(algorithm, memory, keys, args, now);
+    const reply = runSplitFrame(algorithm, program.params, memory, keys, args, now);
     expect(lua.slice(0, reply.length)).toEqual(reply);
     if (reply[2] !== 1) {
       expect(lua.slice(reply.length)).toEqual([]);

@@ -3,7 +3,7 @@ import { encodeIdentifier, identifierKind, type KeyScheme, UNKNOWN_IP } from '..
 import type { ResolvedOptions } from './options';
 import { unitOf, unitsOf, type Rule } from '../config/rules';
 import { costScalar, MAX_COST, readCost, type CallCost, type UnitCosts } from './units';
-import { ruleArgs } from '../scripts/frame';
+import { MASKS_AT } from '../scripts/frame';
 import { ruleMask } from '../scripts/compiler';
 import { newIncarnation } from '../scripts/incarnation';
 import type { RuleRoom } from './uncounted';
@@ -51,13 +51,12 @@ interface KindPlan {
 
 /**
  * Turns a call's identifiers and cost into the frame's KEYS and ARGV. Everything that depends only on the
- * limiter (the rules' arguments, the rules that apply to each identifier kind) is worked out once.
+ * limiter (the rules that apply to each identifier kind, their masks) is worked out once.
  */
 export class CallPlanner {
   /** '' (the script reads Redis TIME) or the test clock's time. */
   readonly nowArg: () => string;
   readonly pad: number;
-  private readonly ruleArgs: (string | number)[];
   private readonly kinds = new Map<string, KindPlan>();
   /** The units this plan's rules count, in the order of their first rule (one cost each in ARGV[2]). */
   readonly units: readonly string[];
@@ -79,7 +78,6 @@ export class CallPlanner {
     const clock = opts.clock;
     this.nowArg = clock ? () => String(clock()) : () => '';
     this.pad = clock ? CLOCK_PAD_MS : 0;
-    this.ruleArgs = ruleArgs(rules, opts.algorithm);
     this.units = unitsOf(rules);
     this.allUnits = new Set(opts.plans.flatMap((p) => unitsOf(p.rules)));
   }
@@ -123,8 +121,8 @@ export class CallPlanner {
     const lockout = this.opts.lockout !== undefined;
     const keys = new Array<string>(lockout ? 4 * n : 2 * n);
     const ruleLists = new Array<number[]>(n);
-    const ruleArgs = this.ruleArgs;
-    const base = 5 + ruleArgs.length;
+    // The rules are not sent: the script has them as constants (scripts/frame.ts).
+    const base = MASKS_AT;
     const argv = new Array<string | number>(base + n + 1 + (lockout ? n : 0));
     for (let i = 0; i < n; i++) {
       const id = ids[i]!;
@@ -154,7 +152,6 @@ export class CallPlanner {
     argv[2] = this.opts.penalty && this.opts.mode === 'enforce' ? '1' : '0';
     argv[3] = this.nowArg();
     argv[4] = this.pad;
-    for (let j = 0; j < ruleArgs.length; j++) argv[5 + j] = ruleArgs[j]!;
     argv[base + n] = this.incarnations ? newIncarnation() : '';
     const cost = costScalar(callCost);
     return new PreparedCheck(ids, keys, argv, ruleLists, cost, typeof callCost === 'number' ? undefined : callCost);

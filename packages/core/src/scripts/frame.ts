@@ -20,10 +20,11 @@ import { costTotal, fieldUnit, parseCostArg } from './units';
  * ARGV[3] penalty: '1' makes a denied check consume too, '0' not
  * ARGV[4] now (ms); '' in production, where the script reads Redis TIME (one clock for every app server)
  * ARGV[5] TTL padding in ms (0 in production; test mode pads, as its clock is not Redis's)
- * ARGV[6] number of rules R; then per rule RULE_ARGS values: window (ms), limit, burst, precision, and
- *         the name of the rule's state field (Algorithm.field). The generated scripts have them as
- *         constants and read only R; the twin reads them all.
- * ARGV[7 + RULE_ARGS * R ...] per identifier: a mask of R chars, '1' where the rule applies to it
+ * ARGV[6 ...] per identifier: a mask of R chars (R rules), '1' where the rule applies to it. The rules
+ *         themselves are not sent: the generated script has them as constants, and the twin has them from
+ *         the program (RuleParams). Each argument costs Redis about 870 instructions to pass (the rules
+ *         were 1 + 5 per rule, 6 of a 1 x 1 check's 13: docs/design.md, section 5).
+ *         (The settle script, settle.ts, still takes R and the rules' values before its masks.)
  * then the check's incarnation: the number a key without one gets when a script that answers receipts
  *         (refundable, split) commits to it (incarnation.ts); the plain script ignores it
  * then, with a lockout, per identifier '1' when the lockout's scope names its kind, else '0' (lockout.ts)
@@ -87,10 +88,24 @@ local function fg_dec(s)
 end
 `;
 
-/** The 0-based ARGV index of the first identifier's mask, for a call with `nr` rules. */
-export const masksAt = (nr: number): number => 6 + RULE_ARGS * nr;
+/** The 0-based ARGV index of a check's first identifier's mask (ARGV[6] in Lua). */
+export const MASKS_AT = 5;
 
-/** ARGV[6 ...]: the rule count, then RULE_ARGS values per rule (see the protocol above). */
+/** The rules a program's twin evaluates: per rule (0-based), what a script has as constants. */
+export type RuleParams = Pick<FrameContext, 'window' | 'limit' | 'burst' | 'precision' | 'field'>;
+
+/** The RuleParams of `rules` under `algorithm`. */
+export function ruleParams(rules: readonly Rule[], algorithm: Algorithm): RuleParams {
+  return {
+    window: rules.map((r) => r.windowMs),
+    limit: rules.map((r) => r.limit),
+    burst: rules.map((r) => r.burst),
+    precision: rules.map((r) => r.precision),
+    field: rules.map((r) => algorithm.field(r)),
+  };
+}
+
+/** The settle script's ARGV[5 ...] (settle.ts): the rule count, then RULE_ARGS values per rule. */
 export function ruleArgs(rules: readonly Rule[], algorithm: Algorithm): (string | number)[] {
   const out: (string | number)[] = [rules.length];
   for (const r of rules) out.push(r.windowMs, r.limit, r.burst, r.precision, algorithm.field(r));
@@ -122,6 +137,7 @@ interface Evaluated {
 
 function evaluateFrame(
   twin: Twin<unknown, unknown>,
+  params: RuleParams,
   storage: FrameStorage,
   keys: readonly string[],
   argv: readonly (string | number)[],
@@ -132,11 +148,10 @@ function evaluateFrame(
   const op = String(argv[0]);
   const penalty = String(argv[2]) === '1';
   const now = argv[3] === '' ? clockNow : Number(argv[3]);
-  const nr = Number(argv[5]);
+  const nr = params.window.length;
   const nIds = keys.length / keysPerId;
-  const incarnation = incarnations ? incarnationArg(argv[masksAt(nr) + nIds]) : undefined;
-  const ctx: FrameContext = { now, pad: Number(argv[4]), window: [], limit: [], burst: [], precision: [], field: [], incarnation };
-  readRuleArgs(ctx, argv, 5, nr);
+  const incarnation = incarnations ? incarnationArg(argv[MASKS_AT + nIds]) : undefined;
+  const ctx: FrameContext = { ...params, now, pad: Number(argv[4]), incarnation };
   const costs = ruleCosts(ctx, argv[1]!);
   const cost = costTotal(argv[1]!);
   const out: Reply = [now, 0, 0];
@@ -161,7 +176,7 @@ function evaluateFrame(
       }
     }
     const st = twin.load(storage.get(keys[2 * i]!, now), ctx);
-    const mask = String(argv[masksAt(nr) + i]);
+    const mask = String(argv[MASKS_AT + i]);
     const js: number[] = [];
     const e: PairEval[] = [];
     for (let j = 0; j < nr; j++) {
@@ -244,7 +259,7 @@ function lockoutStep(
   lockout: LockoutSpec | undefined,
 ): void {
   if (lockout === undefined || String(argv[0]) !== 'c' || f.cost <= 0 || f.ok || f.blocked) return;
-  const scoped = masksAt(f.ctx.window.length) + f.denied.length + 1;
+  const scoped = MASKS_AT + f.denied.length + 1;
   const denied = f.denied.map((d, i) => d && String(argv[scoped + i]) === '1');
   lockoutTwin(lockout, storage, keys, denied, f.out, f.ctx.now, f.ctx.pad);
 }
@@ -255,13 +270,14 @@ function lockoutStep(
  */
 export function runFrame(
   twin: Twin<unknown, unknown>,
+  params: RuleParams,
   storage: FrameStorage,
   keys: readonly string[],
   argv: readonly (string | number)[],
   clockNow: number,
   { receipts, lockout }: FrameExtras = {},
 ): Reply {
-  const f = evaluateFrame(twin, storage, keys, argv, clockNow, lockout ? 4 : 2, receipts !== undefined);
+  const f = evaluateFrame(twin, params, storage, keys, argv, clockNow, lockout ? 4 : 2, receipts !== undefined);
   const { out, evals } = f;
   const saved: unknown[] = [];
   if (f.consumes) {
@@ -284,6 +300,7 @@ export function runFrame(
  */
 export function runSplitFrame(
   algorithm: Algorithm,
+  params: RuleParams,
   storage: FrameStorage,
   keys: readonly string[],
   argv: readonly (string | number)[],
@@ -291,7 +308,7 @@ export function runSplitFrame(
   lockout?: LockoutSpec,
 ): Reply {
   const twin = algorithm.twin as Twin<unknown, unknown>;
-  const f = evaluateFrame(twin, storage, keys, argv, clockNow, lockout ? 4 : 2, true);
+  const f = evaluateFrame(twin, params, storage, keys, argv, clockNow, lockout ? 4 : 2, true);
   const { out } = f;
   if (f.ok && !f.blocked) out[1] = 1;
   lockoutStep(f, storage, keys, argv, lockout);

@@ -1,6 +1,6 @@
 import type { Rule } from '../config/rules';
 import type { Algorithm, FrameContext, FrameStorage, Twin } from './types';
-import { readRuleArgs, ruleArgs, ruleCosts, masksAt } from './frame';
+import { readRuleArgs, RULE_ARGS, ruleArgs, ruleCosts } from './frame';
 import { giveBackTwin } from './incarnation';
 import { costTotal } from './units';
 
@@ -53,8 +53,8 @@ export function runSettle(
   const twin = algorithm.twin as Twin<unknown, unknown>;
   const now = argv[2] === '' ? clockNow : Number(argv[2]);
   const nr = Number(argv[4]);
-  // The settle's ARGV has one value fewer than a check's before its rules (no penalty).
-  const at = masksAt(nr) - 1;
+  // After the rules' values (ARGV[5 ...]): the incarnation, then per key its mask and receipt.
+  const at = 5 + RULE_ARGS * nr;
   const inc = String(argv[at]);
   const ctx: FrameContext = {
     now,

@@ -1,5 +1,5 @@
 import type { Program } from '../scripts/compiler';
-import { masksAt } from '../scripts/frame';
+import { MASKS_AT } from '../scripts/frame';
 import type { Reply } from '../scripts/reply';
 import { scriptOf, type ClientAdapter, type Script } from './clients';
 import type { Flush } from './coalesce';
@@ -30,7 +30,7 @@ export { BATCH_MAX } from './turn-batches';
  * The batch script of a program. What every check of a program shares is sent once, what each check has of
  * its own as one argument (the client and Redis pay per argument, and a check has a dozen):
  *   ARGV[1] the number of checks N; ARGV[2] the number M of shared values, ARGV[3 .. 2 + M] those values:
- *   the frame's penalty (its ARGV[3]), TTL padding (ARGV[5]) and rule arguments (ARGV[6 ...]); then per
+ *   the frame's penalty (its ARGV[3]) and TTL padding (ARGV[5]), and any frame ARGV before the masks; then per
  *   check one argument "nk,op,cost,now,mask1,mask2,...": its key count and the rest of its frame ARGV
  *   (none of which can hold a comma). KEYS: every check's KEYS in order.
  * A check whose clock (now) is '' (Redis TIME) gets the batch's one reading of TIME.
@@ -153,11 +153,6 @@ function rebuild(all: readonly unknown[], at: number, ids: number): { reply: Rep
   return p <= all.length ? { reply, next: p } : undefined;
 }
 
-/** Where a frame's ARGV (scripts/frame.ts) has its masks: after the rule arguments. */
-function masksStart(argv: readonly (string | number)[]): number {
-  return masksAt(Number(argv[5]));
-}
-
 interface Pending {
   keys: string[];
   argv: (string | number)[];
@@ -211,8 +206,8 @@ export class Batcher {
     }
     const keys: string[] = [];
     const first = items[0]!.argv;
-    const masks = masksStart(first);
-    // Shared by every check of the program (one planner made them all): penalty, padding, rule arguments.
+    const masks = MASKS_AT;
+    // Shared by every check of the program (one planner made them all): penalty and padding.
     const argv: (string | number)[] = [items.length, masks - 3, first[2]!, first[4]!];
     for (let j = 5; j < masks; j++) argv.push(first[j]!);
     for (const item of items) {

@@ -1,6 +1,6 @@
 import type { Algorithm } from '../scripts/types';
 import type { Program } from '../scripts/compiler';
-import { masksAt } from '../scripts/frame';
+import { MASKS_AT } from '../scripts/frame';
 import { costTotal, giveCostFromCheck } from '../scripts/units';
 import { mergeSlotReplies, parseSlotReply, type Reply, type SlotReply } from '../scripts/reply';
 import { StoreError } from '../kernel/errors';
@@ -57,7 +57,7 @@ export class ClusterStore extends RedisStore {
     // KEYS: per identifier its state and block key, then (with a lockout) every identifier's lockout key,
     // then every identifier's block index key (in its block key's slot).
     const nIds = keys.length / (program.lockout ? 4 : 2);
-    const masks = masksAt(Number(argv[5]));
+    const masks = MASKS_AT;
     const bySlot = new Map<number, SlotCall>();
     for (let i = 0; i < nIds; i++) {
       const slot = keySlot(keys[2 * i]!);

@@ -87,7 +87,7 @@ export class MemoryStore implements Store, FrameStorage {
   }
 
   run(program: Program, keys: string[], argv: (string | number)[], ctx: RunContext): Reply {
-    return runFrame(program.algorithm.twin, this, keys, argv, ctx.now, {
+    return runFrame(program.algorithm.twin, program.params, this, keys, argv, ctx.now, {
       receipts: program.refundable ? program.algorithm.undo.twin : undefined,
       lockout: program.lockout,
     });

@@ -1,6 +1,6 @@
 import { unitsOf, type Rule } from '../../config/rules';
 import type { LockoutSpec } from '../lockout';
-import { LUA_SNAPSHOT, RULE_ARGS } from '../frame';
+import { LUA_SNAPSHOT, MASKS_AT, ruleParams, type RuleParams } from '../frame';
 import type { Algorithm } from '../types';
 import { BLOCKS, prologue, REPLY, singleFrame, splitFrame } from './frames';
 import { settleScript } from './settle';
@@ -20,7 +20,7 @@ export function compileScript(algorithm: Algorithm, rules: readonly Rule[], kind
   // The check's incarnation, after its masks (docs/design.md, section 4), for a key that has none.
   if (ctx.incarnations) {
     sections.push(
-      `-- the incarnation a key without one gets (incarnation.ts): ARGV after the masks\nlocal NONCE = ARGV[${6 + RULE_ARGS * rules.length} + #KEYS / ${lockout ? 4 : 2} + 1]\nif NONCE and not string.find(NONCE, '^[1-9]%d*$') then NONCE = nil end`,
+      `-- the incarnation a key without one gets (incarnation.ts): ARGV after the masks\nlocal NONCE = ARGV[${MASKS_AT + 1} + #KEYS / ${lockout ? 4 : 2}]\nif NONCE and not string.find(NONCE, '^[1-9]%d*$') then NONCE = nil end`,
     );
   }
   if (split) sections.push(`-- key snapshots, for the Cluster give-back (frame.ts)\n${LUA_SNAPSHOT.trim()}`);
@@ -31,7 +31,7 @@ export function compileScript(algorithm: Algorithm, rules: readonly Rule[], kind
     sections.push('local F = {}', ...sharedFunctions(t, ctx, shape, kind !== 'single'), ...[...code.values()].map((c) => c.functions!));
   sections.push(
     `-- the frame: every identifier's block, then its rules at COST, then (all or nothing) the commit\n` +
-      `local KEYS_PER_ID = ${lockout ? 4 : 2}\n${BLOCKS}\nlocal MASKS = ${6 + RULE_ARGS * rules.length}`,
+      `local KEYS_PER_ID = ${lockout ? 4 : 2}\n${BLOCKS}\nlocal MASKS = ${MASKS_AT}`,
   );
   sections.push(split ? splitFrame(masks, code, lockout) : singleFrame(masks, code, kind === 'refundable', ctx.units.length, lockout));
   return `${sections.join('\n\n')}\n`;
@@ -51,6 +51,8 @@ export interface Program {
   readonly split: string;
   /** The settle script of a reservation (settle.ts; made on first use: only reservations need it). */
   readonly settle: string;
+  /** The rules, as the twin evaluates them (the script has them as constants: none is sent). */
+  readonly params: RuleParams;
   /** The units the rules count, in the order of their first rule: one cost each in ARGV[2] (units.ts). */
   readonly units: readonly string[];
   /**
@@ -69,6 +71,7 @@ export function createProgram(algorithm: Algorithm, rules: readonly Rule[], refu
     lua: compileScript(algorithm, rules, refundable ? 'refundable' : 'single', lockout),
     refundable,
     lockout,
+    params: ruleParams(rules, algorithm),
     units: unitsOf(rules),
     get split() {
       split ??= compileScript(algorithm, rules, 'split', lockout);

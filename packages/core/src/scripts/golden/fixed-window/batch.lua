@@ -1,5 +1,5 @@
 -- Golden copy, generated: fixed-window, one rule: the batch script, the check script wrapped to run a turn's checks in one call.
--- The script as a limiter sends it to Redis (EVALSHA c7f292c54dc44a2c5b870558b52e32f1f364ac08); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA fcbbc1ed7871951f99f986fa67c88b99e06528d2); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'fixed-window', limits: { limit: 10, window: '1m' } }, { script: 'batch' })
 -- or from the command line:
 --   npx floodgate script --algorithm fixed-window --limits 10/1m --batch
@@ -61,7 +61,7 @@ for i = 1, NIDS do
   out[2 * i + 2], out[2 * i + 3] = bms, reason
 end
 local E0 = 3 + 2 * NIDS
-local MASKS = 11
+local MASKS = 5
 
 e = E0
 local S = {}

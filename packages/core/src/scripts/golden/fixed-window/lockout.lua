@@ -1,5 +1,5 @@
 -- Golden copy, generated: fixed-window, one rule and a lockout (its step runs after the commit).
--- The script as a limiter sends it to Redis (EVALSHA cac501c9191a454cf9e0f595e9bf0ae0675de043); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 2f46a52e5ad18a463dfe59f1686a463ab2e99b82); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'fixed-window', limits: { limit: 10, window: '1m' }, lockout: { after: 5, within: '15m', duration: '15m', scope: 'ip' } })
 -- or from the command line:
 --   npx floodgate script --algorithm fixed-window --limits 10/1m --lockout after=5,within=15m,duration=15m,scope=ip
@@ -60,7 +60,7 @@ for i = 1, NIDS do
   out[2 * i + 2], out[2 * i + 3] = bms, reason
 end
 local E0 = 3 + 2 * NIDS
-local MASKS = 11
+local MASKS = 5
 
 e = E0
 local S, den = {}, {}

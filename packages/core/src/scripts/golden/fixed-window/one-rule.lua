@@ -1,5 +1,5 @@
 -- Golden copy, generated: fixed-window, one rule.
--- The script as a limiter sends it to Redis (EVALSHA 049f5b53b047852908d807cdacaa4dff0215a248); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 3bdd0cdb346c00904b4a7feb008eda1c3e4626e3); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'fixed-window', limits: { limit: 10, window: '1m' } })
 -- or from the command line:
 --   npx floodgate script --algorithm fixed-window --limits 10/1m
@@ -60,7 +60,7 @@ for i = 1, NIDS do
   out[2 * i + 2], out[2 * i + 3] = bms, reason
 end
 local E0 = 3 + 2 * NIDS
-local MASKS = 11
+local MASKS = 5
 
 e = E0
 local S = {}

@@ -1,5 +1,5 @@
 -- Golden copy, generated: fixed-window, one rule, refunds: true: the refundable script, which answers undo receipts.
--- The script as a limiter sends it to Redis (EVALSHA 0372e8987701c24251b946e496f3208a7976537a); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 3ab1f682a753362072a14ebd0d82156dc77c2876); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'fixed-window', limits: { limit: 10, window: '1m' }, refunds: true })
 -- or from the command line:
 --   npx floodgate script --algorithm fixed-window --limits 10/1m --refunds
@@ -32,7 +32,7 @@ local PAD = tonumber(ARGV[5])
 local floor, fmt = math.floor, string.format
 
 -- the incarnation a key without one gets (incarnation.ts): ARGV after the masks
-local NONCE = ARGV[11 + #KEYS / 2 + 1]
+local NONCE = ARGV[6 + #KEYS / 2]
 if NONCE and not string.find(NONCE, '^[1-9]%d*$') then NONCE = nil end
 
 -- per field, what depends only on NOW
@@ -64,7 +64,7 @@ for i = 1, NIDS do
   out[2 * i + 2], out[2 * i + 3] = bms, reason
 end
 local E0 = 3 + 2 * NIDS
-local MASKS = 11
+local MASKS = 5
 
 e = E0
 local S = {}

@@ -1,5 +1,5 @@
 -- Golden copy, generated: fixed-window, eight rules on three identifier kinds: the shared shape, a function per rule and field.
--- The script as a limiter sends it to Redis (EVALSHA a416495e387b7ca2167c829b4512267413229a21); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 48799899cd4332dc9a87c09fa391741d9291f6db); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'fixed-window', limits: [{ limit: 10, window: '1s' }, { limit: 100, window: '1m' }, { limit: 500, window: '1h' }, { limit: 1000, window: '1d' }, { limit: 50, window: '1m', for: 'user' }, { limit: 200, window: '1h', for: 'user' }, { limit: 50, window: '1m', for: 'key' }, { limit: 200, window: '1h', for: 'key' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm fixed-window --limits '10/1s, 100/1m, 500/1h, 1000/1d, 50/1m for user, 200/1h for user, 50/1m for key, 200/1h for key'
@@ -779,7 +779,7 @@ for i = 1, NIDS do
   out[2 * i + 2], out[2 * i + 3] = bms, reason
 end
 local E0 = 3 + 2 * NIDS
-local MASKS = 46
+local MASKS = 5
 
 e = E0
 local S = {}

@@ -1,5 +1,5 @@
 -- Golden copy, generated: fixed-window, three rules on two identifier kinds (two for every identifier, one for 'user').
--- The script as a limiter sends it to Redis (EVALSHA 58c9496c4d0d7ad61db7d4f132f218d67fc4bd25); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA e0927bb44d8bea1f7b7881b2650fa686cc8b57e2); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'fixed-window', limits: [{ limit: 20, window: '10s' }, { limit: 500, window: '1h' }, { limit: 100, window: '1h', for: 'user' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm fixed-window --limits '20/10s, 500/1h, 100/1h for user'
@@ -66,7 +66,7 @@ for i = 1, NIDS do
   out[2 * i + 2], out[2 * i + 3] = bms, reason
 end
 local E0 = 3 + 2 * NIDS
-local MASKS = 21
+local MASKS = 5
 
 e = E0
 local S = {}

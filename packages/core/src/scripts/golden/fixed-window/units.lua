@@ -1,5 +1,5 @@
 -- Golden copy, generated: fixed-window, two rules counting two units (requests and tokens): a cost per unit in ARGV[2].
--- The script as a limiter sends it to Redis (EVALSHA 3514161ec6123539cba25ad04ac7d6991980e6f4); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA e2f049eadd6d22338ef1f6eb1dcf0ffcf63e14a2); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'fixed-window', limits: [{ limit: 60, window: '1m' }, { limit: 10000, window: '1m', unit: 'tokens' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm fixed-window --limits '60/1m, 10000/1m unit tokens'
@@ -69,7 +69,7 @@ for i = 1, NIDS do
   out[2 * i + 2], out[2 * i + 3] = bms, reason
 end
 local E0 = 3 + 2 * NIDS
-local MASKS = 16
+local MASKS = 5
 
 e = E0
 local S = {}

@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-log, one rule: the batch script, the check script wrapped to run a turn's checks in one call.
--- The script as a limiter sends it to Redis (EVALSHA 1b4a57d0355b058c663cfa960cc0bb9421a8e619); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA bd7e7b45c0b413132da27a9c125c3ad9f7dfe8aa); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-log', limits: { limit: 10, window: '1m' } }, { script: 'batch' })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-log --limits 10/1m --batch
@@ -57,7 +57,7 @@ for i = 1, NIDS do
   out[2 * i + 2], out[2 * i + 3] = bms, reason
 end
 local E0 = 3 + 2 * NIDS
-local MASKS = 11
+local MASKS = 5
 
 e = E0
 local S = {}

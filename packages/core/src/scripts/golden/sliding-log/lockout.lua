@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-log, one rule and a lockout (its step runs after the commit).
--- The script as a limiter sends it to Redis (EVALSHA 3c3be1c6579e00c4a41db78863ef4273320d2ca5); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA b822fc407286b3a0e984802aa2fdb65345584384); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-log', limits: { limit: 10, window: '1m' }, lockout: { after: 5, within: '15m', duration: '15m', scope: 'ip' } })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-log --limits 10/1m --lockout after=5,within=15m,duration=15m,scope=ip
@@ -56,7 +56,7 @@ for i = 1, NIDS do
   out[2 * i + 2], out[2 * i + 3] = bms, reason
 end
 local E0 = 3 + 2 * NIDS
-local MASKS = 11
+local MASKS = 5
 
 e = E0
 local S, den = {}, {}

@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-log, one rule.
--- The script as a limiter sends it to Redis (EVALSHA c61ed1d63d36b1582ff55f6e8463c15d79968240); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA cd2273c44535aac2e05cb56126313981f8da50aa); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-log', limits: { limit: 10, window: '1m' } })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-log --limits 10/1m
@@ -56,7 +56,7 @@ for i = 1, NIDS do
   out[2 * i + 2], out[2 * i + 3] = bms, reason
 end
 local E0 = 3 + 2 * NIDS
-local MASKS = 11
+local MASKS = 5
 
 e = E0
 local S = {}

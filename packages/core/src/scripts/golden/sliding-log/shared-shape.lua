@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-log, eight rules on three identifier kinds: the shared shape, a function per rule and field.
--- The script as a limiter sends it to Redis (EVALSHA 569084189d1234e9a2cd9ca3ba00daf28ec53341); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 6ebeb0f3958c991bbdf7a3b92e05afe8291eacb2); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-log', limits: [{ limit: 10, window: '1s' }, { limit: 100, window: '1m' }, { limit: 500, window: '1h' }, { limit: 1000, window: '1d' }, { limit: 50, window: '1m', for: 'user' }, { limit: 200, window: '1h', for: 'user' }, { limit: 50, window: '1m', for: 'key' }, { limit: 200, window: '1h', for: 'key' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-log --limits '10/1s, 100/1m, 500/1h, 1000/1d, 50/1m for user, 200/1h for user, 50/1m for key, 200/1h for key'
@@ -547,7 +547,7 @@ for i = 1, NIDS do
   out[2 * i + 2], out[2 * i + 3] = bms, reason
 end
 local E0 = 3 + 2 * NIDS
-local MASKS = 46
+local MASKS = 5
 
 e = E0
 local S = {}

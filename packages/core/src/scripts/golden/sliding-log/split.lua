@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-log, one rule: the split script a Redis Cluster slot runs for a check whose identifiers span slots.
--- The script as a limiter sends it to Redis (EVALSHA 1fb484baf1fcb07d0d52c1b9a27e9d1901a84d53); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 1f9b6c92ae4639124faa16a580e8e1385bb48bb8); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-log', limits: { limit: 10, window: '1m' } }, { script: 'split' })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-log --limits 10/1m --split
@@ -32,7 +32,7 @@ local PAD = tonumber(ARGV[5])
 local floor, fmt = math.floor, string.format
 
 -- the incarnation a key without one gets (incarnation.ts): ARGV after the masks
-local NONCE = ARGV[11 + #KEYS / 2 + 1]
+local NONCE = ARGV[6 + #KEYS / 2]
 if NONCE and not string.find(NONCE, '^[1-9]%d*$') then NONCE = nil end
 
 -- key snapshots, for the Cluster give-back (frame.ts)
@@ -86,7 +86,7 @@ for i = 1, NIDS do
   out[2 * i + 2], out[2 * i + 3] = bms, reason
 end
 local E0 = 3 + 2 * NIDS
-local MASKS = 11
+local MASKS = 5
 
 e = E0
 local S = {}

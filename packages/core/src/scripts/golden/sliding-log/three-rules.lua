@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-log, three rules on two identifier kinds (two for every identifier, one for 'user').
--- The script as a limiter sends it to Redis (EVALSHA e4beb2a6ee082a9c51a82deac1c553f592ceb96a); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 15296ebf78b89c7797e173e93903f1c8560e5ad8); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-log', limits: [{ limit: 20, window: '10s' }, { limit: 500, window: '1h' }, { limit: 100, window: '1h', for: 'user' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-log --limits '20/10s, 500/1h, 100/1h for user'
@@ -59,7 +59,7 @@ for i = 1, NIDS do
   out[2 * i + 2], out[2 * i + 3] = bms, reason
 end
 local E0 = 3 + 2 * NIDS
-local MASKS = 21
+local MASKS = 5
 
 e = E0
 local S = {}

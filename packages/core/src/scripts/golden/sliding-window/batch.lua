@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-window, one rule: the batch script, the check script wrapped to run a turn's checks in one call.
--- The script as a limiter sends it to Redis (EVALSHA 8cfc940f17e2eb9926c0a9dc29795ea72fb3111c); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 5177999e0b54484ec26b506dcff4ad6045cf48aa); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-window', limits: { limit: 10, window: '1m' } }, { script: 'batch' })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-window --limits 10/1m --batch
@@ -60,7 +60,7 @@ for i = 1, NIDS do
   out[2 * i + 2], out[2 * i + 3] = bms, reason
 end
 local E0 = 3 + 2 * NIDS
-local MASKS = 11
+local MASKS = 5
 
 e = E0
 local S = {}

@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-window, one rule and a lockout (its step runs after the commit).
--- The script as a limiter sends it to Redis (EVALSHA 79ffa05377c519500f4428547154d0d483849251); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA decc926fcf16df03094cd96eb5cf3008d44b49af); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-window', limits: { limit: 10, window: '1m' }, lockout: { after: 5, within: '15m', duration: '15m', scope: 'ip' } })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-window --limits 10/1m --lockout after=5,within=15m,duration=15m,scope=ip
@@ -59,7 +59,7 @@ for i = 1, NIDS do
   out[2 * i + 2], out[2 * i + 3] = bms, reason
 end
 local E0 = 3 + 2 * NIDS
-local MASKS = 11
+local MASKS = 5
 
 e = E0
 local S, den = {}, {}

@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-window, one rule.
--- The script as a limiter sends it to Redis (EVALSHA 54399b61022dc921222779a89d589cc4aab6884a); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA b2a7fc010d23f976005dde27c9f5d90e034fbeb5); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-window', limits: { limit: 10, window: '1m' } })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-window --limits 10/1m
@@ -59,7 +59,7 @@ for i = 1, NIDS do
   out[2 * i + 2], out[2 * i + 3] = bms, reason
 end
 local E0 = 3 + 2 * NIDS
-local MASKS = 11
+local MASKS = 5
 
 e = E0
 local S = {}

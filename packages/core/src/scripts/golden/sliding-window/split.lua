@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-window, one rule: the split script a Redis Cluster slot runs for a check whose identifiers span slots.
--- The script as a limiter sends it to Redis (EVALSHA 2d2fac7c88114f6264b043f65c0161c712d78ffd); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 69513019e5b2297f698e56506cb3a489680af32f); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-window', limits: { limit: 10, window: '1m' } }, { script: 'split' })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-window --limits 10/1m --split
@@ -32,7 +32,7 @@ local PAD = tonumber(ARGV[5])
 local floor, fmt = math.floor, string.format
 
 -- the incarnation a key without one gets (incarnation.ts): ARGV after the masks
-local NONCE = ARGV[11 + #KEYS / 2 + 1]
+local NONCE = ARGV[6 + #KEYS / 2]
 if NONCE and not string.find(NONCE, '^[1-9]%d*$') then NONCE = nil end
 
 -- key snapshots, for the Cluster give-back (frame.ts)
@@ -89,7 +89,7 @@ for i = 1, NIDS do
   out[2 * i + 2], out[2 * i + 3] = bms, reason
 end
 local E0 = 3 + 2 * NIDS
-local MASKS = 11
+local MASKS = 5
 
 e = E0
 local S = {}

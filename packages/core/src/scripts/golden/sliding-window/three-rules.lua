@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-window, three rules on two identifier kinds (two for every identifier, one for 'user').
--- The script as a limiter sends it to Redis (EVALSHA 19beca052a776ba973fffadb0bc5514562da58f7); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 4ee6a1ea6ea50372857997c61a4710bd5b5f8250); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-window', limits: [{ limit: 20, window: '10s' }, { limit: 500, window: '1h' }, { limit: 100, window: '1h', for: 'user' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-window --limits '20/10s, 500/1h, 100/1h for user'
@@ -64,7 +64,7 @@ for i = 1, NIDS do
   out[2 * i + 2], out[2 * i + 3] = bms, reason
 end
 local E0 = 3 + 2 * NIDS
-local MASKS = 21
+local MASKS = 5
 
 e = E0
 local S = {}

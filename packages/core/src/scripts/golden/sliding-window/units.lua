@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-window, two rules counting two units (requests and tokens): a cost per unit in ARGV[2].
--- The script as a limiter sends it to Redis (EVALSHA c79d03bcb515d5d296470b56b27170fa6e88f81f); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 10f3e123502a1003c858830f09aec7e85eacb683); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-window', limits: [{ limit: 60, window: '1m' }, { limit: 10000, window: '1m', unit: 'tokens' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-window --limits '60/1m, 10000/1m unit tokens'
@@ -67,7 +67,7 @@ for i = 1, NIDS do
   out[2 * i + 2], out[2 * i + 3] = bms, reason
 end
 local E0 = 3 + 2 * NIDS
-local MASKS = 16
+local MASKS = 5
 
 e = E0
 local S = {}

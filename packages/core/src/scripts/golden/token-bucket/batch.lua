@@ -1,5 +1,5 @@
 -- Golden copy, generated: token-bucket, one rule: the batch script, the check script wrapped to run a turn's checks in one call.
--- The script as a limiter sends it to Redis (EVALSHA be89d83b346f38d81f42b154c7fb4798b609b907); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA b5eb4ac6cf146eb9e7088529d7c8ca8e0f95a0f7); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'token-bucket', limits: { limit: 10, window: '1m' } }, { script: 'batch' })
 -- or from the command line:
 --   npx floodgate script --algorithm token-bucket --limits 10/1m --batch
@@ -57,7 +57,7 @@ for i = 1, NIDS do
   out[2 * i + 2], out[2 * i + 3] = bms, reason
 end
 local E0 = 3 + 2 * NIDS
-local MASKS = 11
+local MASKS = 5
 
 e = E0
 local S = {}

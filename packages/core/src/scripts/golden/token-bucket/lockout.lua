@@ -1,5 +1,5 @@
 -- Golden copy, generated: token-bucket, one rule and a lockout (its step runs after the commit).
--- The script as a limiter sends it to Redis (EVALSHA 899378ff1391e59e17b2dc7e5edc5104246107d2); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA e8d9d557c0b41c51c9a1a8f4c3a761a18b8a76aa); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'token-bucket', limits: { limit: 10, window: '1m' }, lockout: { after: 5, within: '15m', duration: '15m', scope: 'ip' } })
 -- or from the command line:
 --   npx floodgate script --algorithm token-bucket --limits 10/1m --lockout after=5,within=15m,duration=15m,scope=ip
@@ -56,7 +56,7 @@ for i = 1, NIDS do
   out[2 * i + 2], out[2 * i + 3] = bms, reason
 end
 local E0 = 3 + 2 * NIDS
-local MASKS = 11
+local MASKS = 5
 
 e = E0
 local S, den = {}, {}

@@ -1,5 +1,5 @@
 -- Golden copy, generated: token-bucket, one rule.
--- The script as a limiter sends it to Redis (EVALSHA 9467567f3d9067cd5fc065edff6d81e45c080f6c); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 5822c6e384af3c70e46cec1048ebbfaaaba04927); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'token-bucket', limits: { limit: 10, window: '1m' } })
 -- or from the command line:
 --   npx floodgate script --algorithm token-bucket --limits 10/1m
@@ -56,7 +56,7 @@ for i = 1, NIDS do
   out[2 * i + 2], out[2 * i + 3] = bms, reason
 end
 local E0 = 3 + 2 * NIDS
-local MASKS = 11
+local MASKS = 5
 
 e = E0
 local S = {}

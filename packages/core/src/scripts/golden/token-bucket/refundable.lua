@@ -1,5 +1,5 @@
 -- Golden copy, generated: token-bucket, one rule, refunds: true: the refundable script, which answers undo receipts.
--- The script as a limiter sends it to Redis (EVALSHA 45778145eb4220f942a6f74df931eda5e5962aed); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA d22e48b4ea61bff444559c7f65f32a2260e6e62d); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'token-bucket', limits: { limit: 10, window: '1m' }, refunds: true })
 -- or from the command line:
 --   npx floodgate script --algorithm token-bucket --limits 10/1m --refunds
@@ -32,7 +32,7 @@ local PAD = tonumber(ARGV[5])
 local floor, fmt = math.floor, string.format
 
 -- the incarnation a key without one gets (incarnation.ts): ARGV after the masks
-local NONCE = ARGV[11 + #KEYS / 2 + 1]
+local NONCE = ARGV[6 + #KEYS / 2]
 if NONCE and not string.find(NONCE, '^[1-9]%d*$') then NONCE = nil end
 
 local out = { NOW, 0, 0 }
@@ -60,7 +60,7 @@ for i = 1, NIDS do
   out[2 * i + 2], out[2 * i + 3] = bms, reason
 end
 local E0 = 3 + 2 * NIDS
-local MASKS = 11
+local MASKS = 5
 
 e = E0
 local S = {}

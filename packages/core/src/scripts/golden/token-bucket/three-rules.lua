@@ -1,5 +1,5 @@
 -- Golden copy, generated: token-bucket, three rules on two identifier kinds (two for every identifier, one for 'user').
--- The script as a limiter sends it to Redis (EVALSHA 85032c0e7738eff9952c4103bd8f932adf25e186); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 8a1be3ff39aaaeebb34dcf6ae199f56119155db4); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'token-bucket', limits: [{ limit: 20, window: '10s' }, { limit: 500, window: '1h' }, { limit: 100, window: '1h', for: 'user' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm token-bucket --limits '20/10s, 500/1h, 100/1h for user'
@@ -61,7 +61,7 @@ for i = 1, NIDS do
   out[2 * i + 2], out[2 * i + 3] = bms, reason
 end
 local E0 = 3 + 2 * NIDS
-local MASKS = 21
+local MASKS = 5
 
 e = E0
 local S = {}

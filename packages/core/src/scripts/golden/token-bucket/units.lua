@@ -1,5 +1,5 @@
 -- Golden copy, generated: token-bucket, two rules counting two units (requests and tokens): a cost per unit in ARGV[2].
--- The script as a limiter sends it to Redis (EVALSHA 5bea99864e891e33f5215f37ef1ecefa960a1c5b); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 550a7472b162bf487bd75daa3e8406256062684b); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'token-bucket', limits: [{ limit: 60, window: '1m' }, { limit: 10000, window: '1m', unit: 'tokens' }] })
 -- or from the command line:
 --   npx floodgate script --algorithm token-bucket --limits '60/1m, 10000/1m unit tokens'
@@ -63,7 +63,7 @@ for i = 1, NIDS do
   out[2 * i + 2], out[2 * i + 3] = bms, reason
 end
 local E0 = 3 + 2 * NIDS
-local MASKS = 16
+local MASKS = 5
 
 e = E0
 local S = {}
