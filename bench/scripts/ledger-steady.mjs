@@ -2,7 +2,8 @@
 // what Redis admits a crowded identifier (several of its checks in flight at once). 50 checks in flight over
 // 10,000 identifiers crowd one now and then by chance. The rule's window (LEDGER_WINDOW, 1m) is how long a
 // note lives; the figure is taken over LEDGER_MEASURE_MS (10,000) after a warm-up of LEDGER_WARM_MS (60,000),
-// once notes have come and gone for a window. `closed` runs the same checks without the ledger (nor the flood watch), for reference.
+// once notes have come and gone for a window. `closed` runs the same checks without the ledger (nor the
+// flood watch), for reference.
 //   node bench/scripts/ledger-steady.mjs <build root: . or a snapshot-before.sh dir> [open|closed] [runs, 3]
 // Needs a redis-server (REDIS_URL, default redis://127.0.0.1:6379). Pin it (taskset -c 0), alternate builds;
 // the figure is µs of the process's CPU per check, the median of the runs, with the share of identifiers noted.

@@ -28,11 +28,11 @@ export { BATCH_MAX } from './turn-batches';
 
 /**
  * The batch script of a program. What every check of a program shares is sent once, what each check has of
- * its own as one argument (the client and Redis pay per argument, and a check has a dozen):
- *   ARGV[1] the number of checks N; ARGV[2] the number M of shared values, ARGV[3 .. 2 + M] those values:
- *   the frame's penalty (its ARGV[3]) and TTL padding (ARGV[5]), and any frame ARGV before the masks; then per
- *   check one argument "nk,op,cost,now,mask1,mask2,...": its key count and the rest of its frame ARGV
- *   (none of which can hold a comma). KEYS: every check's KEYS in order.
+ * its own as one argument (the client and Redis pay per argument):
+ *   ARGV[1] the number of checks N; ARGV[2] and ARGV[3] the frame's penalty (its ARGV[3]) and TTL padding
+ *   (ARGV[5]), the same for every check of the program (one planner made them all); then per check one
+ *   argument "nk,op,cost,now,mask1,mask2,...": its key count and the rest of its frame ARGV (none of which
+ *   can hold a comma). KEYS: every check's KEYS in order.
  * A check whose clock (now) is '' (Redis TIME) gets the batch's one reading of TIME.
  *
  * Reply: one flat array. Flat, not an array per check: a client decodes a nested array item by item at a
@@ -53,12 +53,12 @@ export function batchLua(program: Program): string {
   return `local check = function(KEYS, ARGV)
 ${program.lua}
 end
-local N, M = tonumber(ARGV[1]), tonumber(ARGV[2])
+local N = tonumber(ARGV[1])
 local KEYS_PER_ID = ${keysPerId(program)}
 local find, sub = string.find, string.sub
 local out, o, ko, now, nowMs = { 0 }, 1, 0, nil, nil
 for i = 1, N do
-  local spec, f, n, pos = ARGV[2 + M + i], {}, 0, 1
+  local spec, f, n, pos = ARGV[3 + i], {}, 0, 1
   while true do
     local c = find(spec, ',', pos, true)
     n = n + 1
@@ -79,9 +79,8 @@ for i = 1, N do
     end
     t = now
   end
-  local a = { f[2], f[3], ARGV[3], t, ARGV[4] }
-  for j = 3, M do a[j + 3] = ARGV[2 + j] end
-  for q = 5, n do a[M - 1 + q] = f[q] end
+  local a = { f[2], f[3], ARGV[2], t, ARGV[3] }
+  for q = 5, n do a[q + 1] = f[q] end
   local ok, r = pcall(check, k, a)
   local err
   if not ok then
@@ -206,15 +205,13 @@ export class Batcher {
     }
     const keys: string[] = [];
     const first = items[0]!.argv;
-    const masks = MASKS_AT;
     // Shared by every check of the program (one planner made them all): penalty and padding.
-    const argv: (string | number)[] = [items.length, masks - 3, first[2]!, first[4]!];
-    for (let j = 5; j < masks; j++) argv.push(first[j]!);
+    const argv: (string | number)[] = [items.length, first[2]!, first[4]!];
     for (const item of items) {
       for (const k of item.keys) keys.push(k);
       const a = item.argv;
       let spec = `${item.keys.length},${a[0]},${a[1]},${a[3]}`;
-      for (let j = masks; j < a.length; j++) spec += `,${a[j]}`;
+      for (let j = MASKS_AT; j < a.length; j++) spec += `,${a[j]}`;
       argv.push(spec);
     }
     const perId = keysPerId(program);

@@ -146,6 +146,27 @@ describe("what 'open' still admits", () => {
     expect(admitted(next)).toBe(10);
   });
 
+  test('a client that floods, then sends one check at a time, then Redis pauses: the policy admits it no more than a client that never flooded', async () => {
+    // docs/security.md, "Bound left": what Redis admitted a check that ran alone is not noted, flood or no
+    // flood before it (noting every later check of a client crowded once cost every check of a long-running
+    // process ~2 µs). So in an outage both clients get at most one limit from the policy, the flooding one
+    // less what its flood was noted for, and neither more than its limit from the policy in the window.
+    const outage = async (floodFirst: number): Promise<[number, number]> => {
+      const r = rig('plain', 'ready');
+      r.store.behave({ answer: 1 });
+      let byRedis = floodFirst === 0 ? 0 : admitted(await flood(r, floodFirst));
+      for (let i = floodFirst; i < 80; i++) byRedis += (await r.rt.until(r.limiter.check(CLIENT))).allowed ? 1 : 0;
+      r.store.behave('hold');
+      return [byRedis, admitted(await flood(r))];
+    };
+    const [seqRedis, seqPolicy] = await outage(0);
+    const [mixRedis, mixPolicy] = await outage(20);
+    expect([seqRedis, mixRedis]).toEqual([80, 80]);
+    expect(seqPolicy).toBe(LIMIT);
+    // The flood's 20 were noted: the policy leaves room for the rest of the limit only.
+    expect(mixPolicy).toBe(LIMIT - 20);
+  });
+
   test('what it notes per identifier is bounded by memory.maxKeys', async () => {
     const { limiter } = scripted(
       { prefix: uniquePrefix('open-mem'), memory: { maxKeys: 500 }, limits: { limit: 3, window: '1h' }, logger: quiet },

@@ -1,5 +1,5 @@
 -- Golden copy, generated: sliding-window, one rule: the batch script, the check script wrapped to run a turn's checks in one call.
--- The script as a limiter sends it to Redis (EVALSHA 5177999e0b54484ec26b506dcff4ad6045cf48aa); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 2767d1a7ee753d19884a412af223b5c6e3ec43c0); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'sliding-window', limits: { limit: 10, window: '1m' } }, { script: 'batch' })
 -- or from the command line:
 --   npx floodgate script --algorithm sliding-window --limits 10/1m --batch
@@ -234,12 +234,12 @@ if ok and not blocked then out[2] = 1 end
 return out
 
 end
-local N, M = tonumber(ARGV[1]), tonumber(ARGV[2])
+local N = tonumber(ARGV[1])
 local KEYS_PER_ID = 2
 local find, sub = string.find, string.sub
 local out, o, ko, now, nowMs = { 0 }, 1, 0, nil, nil
 for i = 1, N do
-  local spec, f, n, pos = ARGV[2 + M + i], {}, 0, 1
+  local spec, f, n, pos = ARGV[3 + i], {}, 0, 1
   while true do
     local c = find(spec, ',', pos, true)
     n = n + 1
@@ -260,9 +260,8 @@ for i = 1, N do
     end
     t = now
   end
-  local a = { f[2], f[3], ARGV[3], t, ARGV[4] }
-  for j = 3, M do a[j + 3] = ARGV[2 + j] end
-  for q = 5, n do a[M - 1 + q] = f[q] end
+  local a = { f[2], f[3], ARGV[2], t, ARGV[3] }
+  for q = 5, n do a[q + 1] = f[q] end
   local ok, r = pcall(check, k, a)
   local err
   if not ok then

@@ -1,5 +1,5 @@
 -- Golden copy, generated: token-bucket, one rule: the batch script, the check script wrapped to run a turn's checks in one call.
--- The script as a limiter sends it to Redis (EVALSHA b5eb4ac6cf146eb9e7088529d7c8ca8e0f95a0f7); from @floodgate/core/admin:
+-- The script as a limiter sends it to Redis (EVALSHA 4671969bd3f2d681baff8ff3b1b2684c716a6dde); from @floodgate/core/admin:
 --   limiterScript({ algorithm: 'token-bucket', limits: { limit: 10, window: '1m' } }, { script: 'batch' })
 -- or from the command line:
 --   npx floodgate script --algorithm token-bucket --limits 10/1m --batch
@@ -142,12 +142,12 @@ if ok and not blocked then out[2] = 1 end
 return out
 
 end
-local N, M = tonumber(ARGV[1]), tonumber(ARGV[2])
+local N = tonumber(ARGV[1])
 local KEYS_PER_ID = 2
 local find, sub = string.find, string.sub
 local out, o, ko, now, nowMs = { 0 }, 1, 0, nil, nil
 for i = 1, N do
-  local spec, f, n, pos = ARGV[2 + M + i], {}, 0, 1
+  local spec, f, n, pos = ARGV[3 + i], {}, 0, 1
   while true do
     local c = find(spec, ',', pos, true)
     n = n + 1
@@ -168,9 +168,8 @@ for i = 1, N do
     end
     t = now
   end
-  local a = { f[2], f[3], ARGV[3], t, ARGV[4] }
-  for j = 3, M do a[j + 3] = ARGV[2 + j] end
-  for q = 5, n do a[M - 1 + q] = f[q] end
+  local a = { f[2], f[3], ARGV[2], t, ARGV[3] }
+  for q = 5, n do a[q + 1] = f[q] end
   local ok, r = pcall(check, k, a)
   local err
   if not ok then
