@@ -4,9 +4,18 @@
  * so a key deleted when its count falls to 0 and set again at its next use walks its own past copies once
  * thousands of other keys are counted: tens of µs per use. Here a key at 0 keeps its entry until those at 0
  * outnumber those above it (plus 64); then one pass drops them all, at least that many decrements apart.
+ *
+ * That pass builds a new Map of the keys above 0 rather than deleting from the old one. A Map that deletes
+ * and sets over and over rehashes into a new table every so often, and V8 keeps each old table pointing
+ * to the one that replaced it (for iterators that may still walk it). Once one of those tables has been
+ * promoted to the old generation, it keeps every later table, and the keys in them, alive through every
+ * young collection until the next full one: under load that promoted about 30 bytes a check into the old
+ * generation, and the full collections it brought stalled the server for tens of milliseconds at the
+ * latency tail (docs/performance.md, "Latency at a fixed rate"). A Map that is replaced takes its tables
+ * with it: the chain ends there.
  */
 export class Counts {
-  private readonly counts = new Map<string, number>();
+  private counts = new Map<string, number>();
   /** Keys above 0. */
   private above = 0;
 
@@ -37,6 +46,10 @@ export class Counts {
     }
     this.counts.set(key, 0);
     this.above--;
-    if (this.counts.size > 2 * this.above + 64) for (const [k, c] of this.counts) if (c === 0) this.counts.delete(k);
+    if (this.counts.size > 2 * this.above + 64) {
+      const kept = new Map<string, number>();
+      for (const [k, c] of this.counts) if (c > 0) kept.set(k, c);
+      this.counts = kept;
+    }
   }
 }
