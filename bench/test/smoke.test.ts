@@ -45,5 +45,13 @@ test('the smoke run measures every shape and the latency phase on one framework,
   expect(latency.rows.map((r) => `${r.variant} ${r.redis} ${r.load}`).sort()).toEqual(
     ['floodgate loopback 0.5', 'floodgate slow 0.5', 'koa-ratelimit loopback 0.5', 'koa-ratelimit slow 0.5'].sort(),
   );
-  for (const r of latency.rows) expect(r.lost).toBe(0);
+  for (const r of latency.rows) {
+    expect(r.lost).toBe(0);
+    // What each run cost the server and Redis is measured: every request costs the server CPU, and a
+    // limiter's costs Redis some too.
+    expect(r.cpuUsPerReq).toBeGreaterThan(0);
+    expect(r.baseCpuUsPerReq).toBeGreaterThan(0);
+    expect(r.serverBusy).toBeGreaterThan(0);
+    expect(r.redisCpuUsPerReq).toBeGreaterThan(0);
+  }
 }, 300_000);

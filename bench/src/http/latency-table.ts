@@ -19,6 +19,12 @@ export interface LatencyMeta {
 const ms = (us: number): string => fmt(us / 1000, 2);
 const signed = (us: number): string => `${us >= 0 ? '+' : ''}${ms(us)}`;
 
+/** What a row's requests cost the server, and how busy its core was, beside the baseline's ('-': not measured). */
+const serverCost = (r: LatencyRow): string =>
+  r.cpuUsPerReq === undefined || r.baseCpuUsPerReq === undefined || r.serverBusy === undefined || r.baseServerBusy === undefined
+    ? '-'
+    : `${fmt(r.cpuUsPerReq, 0)}, ${fmt(100 * r.serverBusy, 0)}% (${fmt(r.baseCpuUsPerReq, 0)}, ${fmt(100 * r.baseServerBusy, 0)}%)`;
+
 /** The latency rows as a Markdown table: added latency per framework, limiter and load, beside the baseline's own. */
 export function latencyTable(rows: readonly LatencyRow[], meta: Pick<LatencyMeta, 'slowMs'>): string {
   return markdownTable(
@@ -33,6 +39,8 @@ export function latencyTable(rows: readonly LatencyRow[], meta: Pick<LatencyMeta
       'p99 ms (baseline)',
       'p99.9 ms (baseline)',
       'added p99 per rep',
+      'server µs/req, core busy (baseline)',
+      'Redis µs/req',
       'denied',
     ],
     rows.map((r) => [
@@ -46,6 +54,8 @@ export function latencyTable(rows: readonly LatencyRow[], meta: Pick<LatencyMeta
       `${ms(r.run.p99)} (${ms(r.base.p99)})`,
       `${ms(r.run.p999)} (${ms(r.base.p999)})`,
       r.addedP99Reps.map(signed).join(' '),
+      serverCost(r),
+      r.redisCpuUsPerReq === undefined ? '-' : fmt(r.redisCpuUsPerReq, 1),
       `${fmt(100 * r.non2xxShare, 1)}%${r.errors + r.lost > 0 ? `, ${r.errors} errors, ${r.lost} lost` : ''}`,
     ]),
   );

@@ -1,3 +1,4 @@
+import { redisCpuMicros, type BenchRedis } from '../lib/machine';
 import { median } from '../lib/stats';
 import { openLoop, type OpenLoopResult } from './open-loop';
 import type { Server, ServerSpec } from './servers';
@@ -41,6 +42,24 @@ export interface LatencyRow {
   /** Socket errors and requests never answered, summed over reps (a run with any is suspect). */
   errors: number;
   lost: number;
+  /**
+   * The server's CPU µs per request, its core's busy share over the run, and Redis's CPU µs per request,
+   * beside the baseline's (medians over reps): an open-loop request arrives alone, so it costs the server
+   * more than under wrk's closed loop (one read and one write of its own), and how busy the server's core
+   * is at a given load is what its tail follows. Absent from results files written before they were measured.
+   */
+  cpuUsPerReq?: number;
+  baseCpuUsPerReq?: number;
+  serverBusy?: number;
+  baseServerBusy?: number;
+  redisCpuUsPerReq?: number;
+}
+
+/** One open-loop run with what it cost the server and Redis. */
+interface MeasuredRun extends OpenLoopResult {
+  cpuUsPerReq: number;
+  serverBusy: number;
+  redisCpuUsPerReq: number;
 }
 
 export interface LatencySettings {
@@ -87,13 +106,13 @@ export const latencyApps = (framework: string, variants: readonly string[], redi
 export async function latencyPhase(
   framework: string,
   variants: readonly string[],
-  redisUrl: string,
+  redis: Pick<BenchRedis, 'url' | 'cli'>,
   slowUrl: string | undefined,
   s: LatencySettings,
   pool: ServerPool,
   log: (line: string) => void,
 ): Promise<LatencyRow[]> {
-  const taken = await pool.take(latencyApps(framework, variants, redisUrl, slowUrl), s.warmupSeconds);
+  const taken = await pool.take(latencyApps(framework, variants, redis.url, slowUrl), s.warmupSeconds);
   const servers: Server[] = taken.servers;
   try {
     // JIT warm-up, one server at a time, as the throughput phase does.
@@ -107,9 +126,12 @@ export async function latencyPhase(
       ...s.loads.flatMap((load) => variants.map((variant) => ({ variant, load, redis: 'loopback' as const, server: fast.get(variant)! }))),
       ...[...slow].map(([variant, server]) => ({ variant, load: 0.5, redis: 'slow' as const, server })),
     ];
-    const pairs = new Map(cases.map((c) => [c, [] as { base: OpenLoopResult; run: OpenLoopResult }[]]));
-    const at = (server: Server, load: number): Promise<OpenLoopResult> =>
-      openLoop({
+    const pairs = new Map(cases.map((c) => [c, [] as { base: MeasuredRun; run: MeasuredRun }[]]));
+    const at = async (server: Server, load: number): Promise<MeasuredRun> => {
+      const cpu0 = await server.cpuMicros();
+      const redis0 = redisCpuMicros(redis);
+      const started = performance.now();
+      const result = await openLoop({
         port: server.port,
         rate: capacity * load,
         seconds: s.seconds,
@@ -117,8 +139,14 @@ export async function latencyPhase(
         connections: s.connections,
         clients: CLIENTS,
       });
+      const wallUs = (performance.now() - started) * 1000;
+      const cpu = (await server.cpuMicros()) - cpu0;
+      // Every request sent, the warm-up's too: the CPU readings span the whole run.
+      const sent = Math.max(1, result.scheduled);
+      return { ...result, cpuUsPerReq: cpu / sent, serverBusy: cpu / wallUs, redisCpuUsPerReq: (redisCpuMicros(redis) - redis0) / sent };
+    };
     for (let rep = 0; rep < s.reps; rep++) {
-      const shared = new Map<number, OpenLoopResult>(); // quick: one baseline run per load and rep
+      const shared = new Map<number, MeasuredRun>(); // quick: one baseline run per load and rep
       for (const c of cases) {
         let baseRun = s.quick ? shared.get(c.load) : undefined;
         if (baseRun === undefined) {
@@ -147,9 +175,14 @@ export async function latencyPhase(
         non2xxShare: m((p) => p.run.non2xx / Math.max(1, p.run.measured)),
         errors: ps.reduce((a, p) => a + p.run.errors + p.base.errors, 0),
         lost: ps.reduce((a, p) => a + p.run.lost + p.base.lost, 0),
+        cpuUsPerReq: m((p) => p.run.cpuUsPerReq),
+        baseCpuUsPerReq: m((p) => p.base.cpuUsPerReq),
+        serverBusy: m((p) => p.run.serverBusy),
+        baseServerBusy: m((p) => p.base.serverBusy),
+        redisCpuUsPerReq: m((p) => p.run.redisCpuUsPerReq),
       };
       log(
-        `${framework} latency ${c.variant}${c.redis === 'slow' ? ` (Redis +${s.slowMs} ms)` : ''} at ${Math.round(100 * c.load)}% (${Math.round(row.rate)} req/s): added p50 ${row.added.p50.toFixed(0)} µs, p99 ${row.added.p99.toFixed(0)} µs, p99.9 ${row.added.p999.toFixed(0)} µs`,
+        `${framework} latency ${c.variant}${c.redis === 'slow' ? ` (Redis +${s.slowMs} ms)` : ''} at ${Math.round(100 * c.load)}% (${Math.round(row.rate)} req/s): added p50 ${row.added.p50.toFixed(0)} µs, p99 ${row.added.p99.toFixed(0)} µs, p99.9 ${row.added.p999.toFixed(0)} µs; server ${row.cpuUsPerReq!.toFixed(0)} µs/req (baseline ${row.baseCpuUsPerReq!.toFixed(0)}), its core ${Math.round(100 * row.serverBusy!)}% busy (baseline ${Math.round(100 * row.baseServerBusy!)}%), Redis ${row.redisCpuUsPerReq!.toFixed(1)} µs/req`,
       );
       return row;
     });

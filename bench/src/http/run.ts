@@ -208,7 +208,7 @@ async function main(): Promise<void> {
           results.push(...(await throughputShape(framework, shape, here, r, admin, warm(THROUGHPUT), pool, log)));
         if (timed.length > 0) {
           await admin.flushall();
-          latency.push(...(await latencyPhase(framework, timed, r.url, proxy?.url, warm(LATENCY), pool, log)));
+          latency.push(...(await latencyPhase(framework, timed, r, proxy?.url, warm(LATENCY), pool, log)));
         }
       } finally {
         pool.close();

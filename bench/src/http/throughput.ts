@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type Redis from 'ioredis';
-import { LOAD_CORE, commandCalls, commandUsec, type BenchRedis } from '../lib/machine';
+import { LOAD_CORE, commandCalls, commandUsec, redisCpuMicros, type BenchRedis } from '../lib/machine';
 import { keyBytes } from '../lib/memory';
 import { median } from '../lib/stats';
 import { startTrace, wrk, type LoadResult, type Trace } from './load';
@@ -69,11 +69,7 @@ async function measure(server: Server, r: BenchRedis, random: boolean, s: Throug
     [...commandCalls(r.cli('INFO', 'commandstats')).entries()]
       .filter(([k]) => !k.startsWith('info') && !k.startsWith('config'))
       .reduce((a, [, v]) => a + v, 0);
-  // Redis's own CPU time (user + system, INFO cpu): what a script's weight costs the shared core.
-  const redisCpu = (): number => {
-    const info = r.cli('INFO', 'cpu');
-    return (Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1])) * 1e6;
-  };
+  const redisCpu = (): number => redisCpuMicros(r);
   const usec = (): Map<string, number> => commandUsec(r.cli('INFO', 'commandstats'));
   const u0 = usec();
   const c0 = calls();

@@ -98,6 +98,12 @@ export async function startBenchRedis(wrapper: readonly string[] = [], startMs =
   };
 }
 
+/** Redis's own CPU time so far, user + system (`INFO cpu`), in µs: what a script's weight costs its core. */
+export function redisCpuMicros(r: Pick<BenchRedis, 'cli'>): number {
+  const info = r.cli('INFO', 'cpu');
+  return (Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1])) * 1e6;
+}
+
 /** Parses `INFO commandstats` into calls per command (lower case), e.g. { evalsha: 12, hgetall: 24 }. */
 export function commandCalls(info: string): Map<string, number> {
   const calls = new Map<string, number>();
