@@ -165,8 +165,9 @@ export function figures({ http, core, latency, trpc, next }: Results): Map<strin
 
 /**
  * The latency phase's figures: latency-table, latency-date, latency-p99-<framework>-<variant>-<load %>
- * (added p99, signed ms, on the loopback Redis) and latency-slow-p999-<framework>-<variant> (the p99.9 a
- * request took, whole, against the slow Redis).
+ * (added p99, signed ms, on the loopback Redis), latency-busy-<framework>-<variant>-<load %> (how busy the
+ * server's core was; latency-base-busy-... the baseline's in the same reps) and latency-slow-p999-<framework>-<variant>
+ * (the p99.9 a request took, whole, against the slow Redis).
  */
 function latencyFigures({ meta, rows }: NonNullable<Results['latency']>, out: Map<string, string>): void {
   const slug = (s: string): string => s.replace(/[^a-z0-9]+/gi, '-').replace(/^-|-$/g, '');
@@ -176,8 +177,12 @@ function latencyFigures({ meta, rows }: NonNullable<Results['latency']>, out: Ma
   out.set('latency-slow-ms', `${meta.slowMs} ms`);
   for (const r of rows) {
     const id = `${r.framework}-${slug(r.variant)}`;
-    if (r.redis === 'loopback') out.set(`latency-p99-${id}-${Math.round(100 * r.load)}`, ms(r.added.p99));
-    else out.set(`latency-slow-p999-${id}`, `${fmt(r.run.p999 / 1000, 2)} ms`);
+    const load = Math.round(100 * r.load);
+    if (r.redis === 'loopback') {
+      out.set(`latency-p99-${id}-${load}`, ms(r.added.p99));
+      if (r.serverBusy !== undefined) out.set(`latency-busy-${id}-${load}`, `${fmt(100 * r.serverBusy)}%`);
+      if (r.baseServerBusy !== undefined) out.set(`latency-base-busy-${id}-${load}`, `${fmt(100 * r.baseServerBusy)}%`);
+    } else out.set(`latency-slow-p999-${id}`, `${fmt(r.run.p999 / 1000, 2)} ms`);
   }
 }
 
