@@ -209,6 +209,7 @@ function main(): void {
       ...(http ? [{ name: 'HTTP', host: http.meta.host }] : []),
       ...(next ? [{ name: 'HTTP, Next.js rows', host: next.meta.host }] : []),
       ...(core ? [{ name: 'core', host: core.meta.host }] : []),
+      ...(latency ? [{ name: 'latency', host: latency.meta.host }] : []),
     ]),
     `- Placement: servers (and the core benchmark's Node) on core 0; Redis and the load generator on core 1 (\`taskset\`).`,
     `- ${tool('redis-server', ['--version'])}; ${tool('wrk', ['-v'])} (as installed where this file was generated).`,

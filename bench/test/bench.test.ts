@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { commandCalls } from '../src/lib/machine';
 import { markdownTable, median } from '../src/lib/stats';
@@ -11,7 +12,7 @@ import { renderRatioChart } from '../src/ratio-chart';
 import { paired, targets, verdict } from '../src/targets';
 import type { CoreMeta } from '../src/core-table';
 import { figures } from '../src/doc-figures';
-import { machineLine } from '../src/lib/host';
+import { describeHost, machineLine, type Host } from '../src/lib/host';
 import { mergeRun, type HttpMeta } from '../src/http/merge';
 
 /* A cheap smoke test of the benchmark harness's pure parts; the benchmarks themselves run with `npm run bench`. */
@@ -343,6 +344,21 @@ describe('which machine a results file was measured on', () => {
         { name: 'core', host: undefined },
       ]),
     ).toContain('HTTP run: 2 x AMD EPYC, 24 GiB, Node v20.20.2; core run: not recorded in its results file');
+  });
+
+  test('RESULTS.md names the machine of every run it shows, the latency run too', () => {
+    const results = join(__dirname, '..', 'results');
+    const machine = readFileSync(join(__dirname, '..', 'RESULTS.md'), 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('- Machine:'))!;
+    for (const [file, name] of [
+      ['http.json', 'HTTP run'],
+      ['core.json', 'core run'],
+      ['latency.json', 'latency run'],
+    ] as const) {
+      const { meta } = JSON.parse(readFileSync(join(results, file), 'utf8')) as { meta: { host: Host } };
+      expect(machine).toContain(`${name}: ${describeHost(meta.host)}`);
+    }
   });
 
   test('a rerun merges only into a file measured on the same kind of machine', () => {
