@@ -1,4 +1,4 @@
-import { realNow, realTimeout } from './real-timers';
+import { realNow, realTimer, type TimerHandle } from './real-timers';
 
 /*
  * Real-time deadlines on one timer per duration, not one timer each: the deadlines of the commands in flight
@@ -10,8 +10,17 @@ import { realNow, realTimeout } from './real-timers';
  * Commands of one budget are queued in the order they start, so each lane is sorted by deadline: its one
  * timer is armed for its first entry, and when it fires it expires every entry that is due and arms again
  * for the next. An entry is taken out in O(1) when its command settles (a doubly linked list through the
- * entries themselves, no allocation per command). On the timers it is given: a runtime's (kernel/runtime.ts),
- * real time even under a test's fake timers by default (kernel/real-timers.ts).
+ * entries themselves, no allocation per command).
+ *
+ * A lane its last entry leaves stays, idle, with its timer armed but unref'd (it keeps no process alive) until
+ * that timer fires and finds it empty: a server whose checks arrive one at a time (each command settles before
+ * the next starts) would otherwise arm a timer, clear it and make the lane again for every command, which
+ * was a measurable share of a lone check's cost (bench/results/ab/deadline-idle.md). Only a few lanes idle at
+ * once (MAX_IDLE): past that, an emptied lane goes with its timer, so budgets that vary call to call (what is
+ * left after a wait) cannot pile up timers.
+ *
+ * On the timers it is given: a runtime's (kernel/runtime.ts), real time even under a test's fake timers by
+ * default (kernel/real-timers.ts).
  *
  * One queue per runtime (the real one's is the whole process's), so that deadlines of one length set in one
  * order expire in that order: a check waiting for room behind checks due at the same time gives up only
@@ -23,8 +32,8 @@ import { realNow, realTimeout } from './real-timers';
 export interface Timers {
   /** Monotonic time in ms. */
   readonly now: () => number;
-  /** Runs fn once, ms from now; the function returned cancels it. */
-  readonly timeout: (fn: () => void, ms: number) => () => void;
+  /** Runs fn once, ms from now, holding the process alive (ref'd) until its handle says otherwise. */
+  readonly timer: (fn: () => void, ms: number) => TimerHandle;
 }
 
 /** A command's place in its lane; `expire` runs once when its deadline passes while still queued. */
@@ -43,8 +52,8 @@ interface Lane {
   readonly ms: number;
   head: Deadline | undefined;
   tail: Deadline | undefined;
-  /** Cancels the timer armed for the head's time or earlier (it re-arms when it finds nothing due); undefined when none is. */
-  cancel: (() => void) | undefined;
+  /** The timer armed for the head's time or earlier (it re-arms when it finds nothing due); undefined when none is. */
+  timer: TimerHandle | undefined;
   /** While its timer's callback runs: entries it takes out leave the lane to it. */
   firing: boolean;
 }
@@ -55,10 +64,15 @@ interface Lane {
  */
 const EARLY_MS = 1;
 
+/** How many empty lanes may keep their timer (unref'd) for the next command of their budget. */
+const MAX_IDLE = 8;
+
 export class DeadlineQueue {
   private readonly lanes = new Map<number, Lane>();
+  /** Lanes with no entry whose timer is still armed. */
+  private idle = 0;
 
-  constructor(private readonly timers: Timers = { now: realNow, timeout: realTimeout }) {}
+  constructor(private readonly timers: Timers = { now: realNow, timer: realTimer }) {}
 
   /**
    * Queues `entry` to expire `ms` after `now` (the queue's clock, read by the caller, who often needs it too). Its
@@ -70,8 +84,11 @@ export class DeadlineQueue {
     if (!Number.isFinite(key)) return; // no deadline: it never expires
     let lane = this.lanes.get(key);
     if (lane === undefined) {
-      lane = { ms: key, head: undefined, tail: undefined, cancel: undefined, firing: false };
+      lane = { ms: key, head: undefined, tail: undefined, timer: undefined, firing: false };
       this.lanes.set(key, lane);
+    } else if (lane.head === undefined && lane.timer !== undefined && !lane.firing) {
+      this.idle--; // idle no more: its timer holds the process again
+      lane.timer.ref(true);
     }
     entry.at = now + key;
     entry.lane = lane;
@@ -80,12 +97,13 @@ export class DeadlineQueue {
     if (lane.tail === undefined) lane.head = entry;
     else lane.tail.next = entry;
     lane.tail = entry;
-    if (lane.cancel === undefined) this.arm(lane, key);
+    if (lane.timer === undefined) this.arm(lane, key);
   }
 
   /**
-   * Takes `entry` out of its lane (a no-op when it is out already). A lane it leaves empty is dropped with
-   * its timer: nothing keeps the process alive, or a lane in memory, after the last command has settled.
+   * Takes `entry` out of its lane (a no-op when it is out already). A lane it leaves empty idles with its
+   * timer unref'd, or is dropped with it when enough lanes idle already: nothing keeps the process alive after
+   * the last command has settled, and an idle lane is gone when its timer fires.
    */
   remove(entry: Deadline): void {
     const lane = entry.lane;
@@ -96,22 +114,35 @@ export class DeadlineQueue {
     if (entry.next === undefined) lane.tail = entry.prev;
     else entry.next.prev = entry.prev;
     entry.prev = entry.next = undefined;
-    if (lane.head === undefined && !lane.firing) this.drop(lane);
+    if (lane.head !== undefined || lane.firing) return;
+    if (this.idle >= MAX_IDLE) {
+      this.drop(lane);
+      return;
+    }
+    this.idle++;
+    lane.timer!.ref(false);
   }
 
   private arm(lane: Lane, ms: number): void {
-    lane.cancel = this.timers.timeout(() => this.fire(lane), ms);
+    lane.timer = this.timers.timer(() => this.fire(lane), ms);
   }
 
-  /** An empty lane goes (budgets that vary call to call must not pile up lanes); a later add makes it again. */
+  /** An empty lane goes with its timer; a later add makes it again. */
   private drop(lane: Lane): void {
-    lane.cancel?.();
-    lane.cancel = undefined;
+    lane.timer?.cancel();
+    lane.timer = undefined;
     if (this.lanes.get(lane.ms) === lane) this.lanes.delete(lane.ms);
   }
 
   private fire(lane: Lane): void {
     const now = this.timers.now();
+    if (lane.head === undefined) {
+      // Idle since its last entry left: nothing came for this budget before the timer did.
+      this.idle--;
+      lane.timer = undefined;
+      this.drop(lane);
+      return;
+    }
     // Still armed while expiring: an entry added meanwhile (by what an expiry set off) is armed for below.
     lane.firing = true;
     for (let e = lane.head; e !== undefined && e.at <= now + EARLY_MS; e = lane.head) {
@@ -119,7 +150,7 @@ export class DeadlineQueue {
       e.expire();
     }
     lane.firing = false;
-    lane.cancel = undefined;
+    lane.timer = undefined;
     const head = lane.head;
     if (head !== undefined) this.arm(lane, Math.max(Math.ceil(head.at - now), 1));
     else this.drop(lane);

@@ -19,6 +19,7 @@
  *   AbortSignal.timeout, which cannot be cleared (cancelling drops the callback; the timer is unref'd).
  *   Under a fake it does not know, a deadline follows the fake clock, and a check still settles when Redis
  *   answers.
+ * - realTimer(fn, ms) is realTimeout as a handle that can unref the timer it armed, and ref it again.
  * - realNow() is the real monotonic clock in ms (process.uptime(), which none of them fakes, unlike
  *   performance.now and process.hrtime).
  * A limiter reads them through its runtime (kernel/runtime.ts): these are the real one's.
@@ -107,6 +108,29 @@ export function afterTurn(fn: Fn): void {
     if (item.fn !== undefined && !item.seen && isNodes(immediate)) proven = immediate;
     run(item);
   });
+}
+
+/** A timer that can be cancelled, and told whether it holds the process alive (ref'd, as it starts). */
+export interface TimerHandle {
+  cancel(): void;
+  ref(on: boolean): void;
+}
+
+/**
+ * realTimeout as a handle whose hold on the process can change while it is armed (kernel/deadlines.ts: a lane
+ * that idles keeps its timer unref'd). On AbortSignal.timeout (under a fake it knows) the timer is unref'd
+ * from the start, as realTimeout's is there.
+ */
+export function realTimer(fn: Fn, ms: number): TimerHandle {
+  if (!isFake(globalThis.setTimeout)) {
+    const clear = globalThis.clearTimeout;
+    const timer = globalThis.setTimeout(fn, ms);
+    return {
+      cancel: () => clear(timer),
+      ref: (on) => void (on ? timer.ref?.() : timer.unref?.()),
+    };
+  }
+  return { cancel: realTimeout(fn, ms), ref: () => undefined };
 }
 
 /** A real-time timer; the returned function cancels it. An `unref` one keeps no process alive. */

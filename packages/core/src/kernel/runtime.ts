@@ -1,5 +1,5 @@
 import { DeadlineQueue, type Timers } from './deadlines';
-import { afterTurn, realNow, realTimeout } from './real-timers';
+import { afterTurn, realNow, realTimeout, realTimer } from './real-timers';
 import { shared } from './state';
 
 /*
@@ -28,7 +28,7 @@ export interface Runtime {
   readonly deadlines: DeadlineQueue;
 }
 
-const realTimers: Timers = { now: realNow, timeout: realTimeout };
+const realTimers: Timers = { now: realNow, timer: realTimer };
 
 /**
  * The event loop's own time, whatever fake clock an application's tests install (kernel/real-timers.ts): the

@@ -1,4 +1,5 @@
 import { DeadlineQueue } from './deadlines';
+import type { TimerHandle } from './real-timers';
 import type { Runtime } from './runtime';
 
 /*
@@ -23,6 +24,8 @@ interface Timer {
   readonly at: number;
   readonly seq: number;
   fn: (() => void) | undefined;
+  /** Holds the process alive (counted in `pending`): not unref'd. */
+  refed: boolean;
 }
 
 export interface VirtualRuntime extends Runtime {
@@ -37,7 +40,9 @@ export interface VirtualRuntime extends Runtime {
    * is left that could settle it (no timer pending), or when it has not settled within `limitMs`.
    */
   until<T>(promise: Promise<T>, limitMs?: number): Promise<T>;
-  /** Timers armed and not yet fired or cancelled. */
+  /** A timer whose hold on the process can change (kernel/deadlines.ts's Timers); `timeout` is one's cancel. */
+  readonly timer: (fn: () => void, ms: number) => TimerHandle;
+  /** Timers armed and not yet fired or cancelled that would hold a process alive (not unref'd: an idle deadline lane's is). */
   readonly pending: number;
 }
 
@@ -69,19 +74,28 @@ export function virtualRuntime(wallStart = Date.UTC(2030, 0, 1)): VirtualRuntime
     });
   };
 
-  const timeout = (fn: () => void, ms: number): (() => void) => {
-    const timer: Timer = { at: time + Math.max(ms, 0), seq: seq++, fn };
+  const timer = (fn: () => void, ms: number): TimerHandle => {
+    const t: Timer = { at: time + Math.max(ms, 0), seq: seq++, fn, refed: true };
     // Kept sorted by (at, seq): a test arms few timers, and deadlines share one per duration.
     let i = timers.length;
-    while (i > 0 && (timers[i - 1]!.at > timer.at || (timers[i - 1]!.at === timer.at && timers[i - 1]!.seq > timer.seq))) i--;
-    timers.splice(i, 0, timer);
+    while (i > 0 && (timers[i - 1]!.at > t.at || (timers[i - 1]!.at === t.at && timers[i - 1]!.seq > t.seq))) i--;
+    timers.splice(i, 0, t);
     live++;
-    return () => {
-      if (timer.fn === undefined) return;
-      timer.fn = undefined;
-      live--;
+    return {
+      cancel: () => {
+        if (t.fn === undefined) return;
+        t.fn = undefined;
+        if (t.refed) live--;
+      },
+      ref: (on) => {
+        if (t.fn === undefined || t.refed === on) return;
+        t.refed = on;
+        live += on ? 1 : -1;
+      },
     };
   };
+
+  const timeout = (fn: () => void, ms: number): (() => void) => timer(fn, ms).cancel;
 
   /** Promises and end-of-turn callbacks, until neither has anything left. */
   const quiet = async (): Promise<void> => {
@@ -98,7 +112,7 @@ export function virtualRuntime(wallStart = Date.UTC(2030, 0, 1)): VirtualRuntime
       const fn = timer.fn;
       if (fn === undefined) continue;
       timer.fn = undefined;
-      live--;
+      if (timer.refed) live--;
       fired = true;
       fn();
       await turn();
@@ -130,7 +144,8 @@ export function virtualRuntime(wallStart = Date.UTC(2030, 0, 1)): VirtualRuntime
     wall: () => wallStart + time,
     afterTurn,
     timeout,
-    deadlines: new DeadlineQueue({ now: () => time, timeout }),
+    timer,
+    deadlines: new DeadlineQueue({ now: () => time, timer }),
     advance: (ms) => to(time + Math.max(ms, 0)),
     settle: () => to(time),
     get pending() {

@@ -89,7 +89,7 @@ describe('DeadlineQueue: many deadlines on one timer per budget', () => {
     ]);
   });
 
-  test('a lane left empty is dropped: budgets that vary call to call do not pile up', async () => {
+  test('lanes of budgets that vary call to call do not pile up: each goes once its entries have', async () => {
     const { rt, q, log, make } = virtual();
     const kept: Deadline[] = [];
     for (let ms = 1; ms <= 200; ms++) {
@@ -114,8 +114,9 @@ describe('DeadlineQueue: many deadlines on one timer per budget', () => {
     expect(log[0]!.at - started).toBeGreaterThanOrEqual(39);
   });
 
-  test('the last entry out of a lane takes its timer with it: nothing keeps the process alive after it', () => {
+  test('the last entry out of a lane unrefs its timer: nothing keeps the process alive after it; a new entry refs it again', () => {
     const q = new DeadlineQueue();
+    // Ref'd timers only: an unref'd one is not an active resource.
     const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
     const before = timers();
     const a = entry([], 'a');
@@ -127,6 +128,42 @@ describe('DeadlineQueue: many deadlines on one timer per budget', () => {
     expect(timers()).toBe(before + 1); // b still needs it
     q.remove(b);
     expect(timers()).toBe(before);
+    expect(lanesOf(q).size).toBe(1); // idle, until its timer fires
+    const c = entry([], 'c');
+    q.add(c, 5_000, realNow());
+    expect(timers()).toBe(before + 1);
+    q.remove(c);
+    expect(timers()).toBe(before);
+  });
+
+  test('commands that settle one at a time arm one timer per budget, not one each; the idle lane goes when it fires', async () => {
+    const rt = virtualRuntime();
+    let armed = 0;
+    const q = new DeadlineQueue({ now: rt.now, timer: (fn, ms) => (armed++, rt.timer(fn, ms)) });
+    const log: { name: string; at: number }[] = [];
+    for (let i = 0; i < 100; i++) {
+      const e = entry(log, String(i), undefined, rt.now);
+      q.add(e, 50, rt.now());
+      await rt.advance(1); // its reply, a millisecond later
+      q.remove(e);
+    }
+    // The lane's timer fired at 50 and 100 ms and re-armed for the entry then newest; a timer each was 100.
+    expect(armed).toBeLessThanOrEqual(3);
+    expect(rt.pending).toBe(0); // the idle lane's timer holds nothing alive
+    await rt.advance(100);
+    expect(log).toEqual([]);
+    expect(lanesOf(q).size).toBe(0);
+  });
+
+  test('only a few lanes idle at once: budgets that vary call to call drop their lane when it empties', async () => {
+    const { rt, q, make } = virtual();
+    for (let ms = 1; ms <= 100; ms++) {
+      const e = make(String(ms));
+      q.add(e, ms, rt.now());
+      q.remove(e);
+    }
+    expect(lanesOf(q).size).toBe(8);
+    await rt.advance(100);
     expect(lanesOf(q).size).toBe(0);
   });
 
