@@ -10,7 +10,7 @@ import { wrk } from './load';
  * The latency phase of `npm run bench`: what a limiter adds to the latency of every request, at a fixed
  * offered rate. Per framework, the capacity is what wrk gets from the app without a limiter (closed loop,
  * as the throughput phase measures it); then each limiter and that baseline app take the same open-loop
- * load (open-loop.c: requests due on a schedule, each timed from when it was due) at 25%, 50% and 75% of
+ * load (open-loop.c: requests due on a schedule, each timed from when it was due) at 10%, 25%, 50% and 75% of
  * it, baseline and limiter interleaved rep by rep, on the `equal` shape (1 rule x 1 identifier, 10,000
  * random clients, nobody denied). Added latency at a percentile is the limiter's minus the baseline's of
  * the same rep; the row keeps the median over reps. A second set runs the limiters against a Redis that

@@ -50,7 +50,7 @@ const LATENCY: LatencySettings = {
   warmup: SMOKE ? 0.2 : 1,
   reps: envInt('BENCH_LATENCY_REPS', SMOKE ? 1 : 3),
   // The smoke run takes the target's load only (50%).
-  loads: (process.env.BENCH_LATENCY_LOADS ?? (SMOKE ? '50' : '25,50,75')).split(',').map((p) => {
+  loads: (process.env.BENCH_LATENCY_LOADS ?? (SMOKE ? '50' : '10,25,50,75')).split(',').map((p) => {
     const n = Number(p);
     if (!(n > 0 && n < 100)) throw new Error(`BENCH_LATENCY_LOADS must list percentages between 0 and 100; got ${p}`);
     return n / 100;
@@ -111,7 +111,7 @@ async function main(): Promise<void> {
       { env: 'BENCH_LATENCY_REPS', default: '3 (smoke 1)', what: 'interleaved repetitions per latency case' },
       {
         env: 'BENCH_LATENCY_LOADS',
-        default: '25,50,75 (smoke 50)',
+        default: '10,25,50,75 (smoke 50)',
         what: "the offered rates, in % of the framework's capacity without a limiter",
       },
       { env: 'BENCH_SLOW_REDIS_MS', default: '1', what: 'the slow Redis: ms added to every reply (latency phase, at 50% load)' },
