@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { commandCalls } from '../src/lib/machine';
-import { markdownTable, median } from '../src/lib/stats';
+import { envInt, markdownTable, median } from '../src/lib/stats';
 import { parseMonitorLine } from '../src/http/load';
 import { printTables, type VariantResult } from '../src/http/report-tables';
 import { FRAMEWORKS } from '../src/http/frameworks';
@@ -19,6 +19,25 @@ import { mergeRun, type HttpMeta } from '../src/http/merge';
 test('median of odd and even lists', () => {
   expect(median([3, 1, 2])).toBe(2);
   expect(median([4, 1, 2, 3])).toBe(2.5);
+});
+
+test('a setting from the environment: its fallback when unset, a positive number, and 0 only where 0 turns something off', () => {
+  const name = 'BENCH_TEST_ENV_INT';
+  try {
+    delete process.env[name];
+    expect(envInt(name, 7)).toBe(7);
+    process.env[name] = '2.5';
+    expect(envInt(name, 7)).toBe(2.5);
+    process.env[name] = '0';
+    expect(() => envInt(name, 7)).toThrow(`${name} must be a positive number; got 0`);
+    expect(envInt(name, 7, true)).toBe(0); // BENCH_SLOW_REDIS_MS=0: no slow-Redis rows
+    process.env[name] = '-1';
+    expect(() => envInt(name, 7, true)).toThrow(`${name} must be a number, 0 or more; got -1`);
+    process.env[name] = 'x';
+    expect(() => envInt(name, 7)).toThrow(`${name} must be a positive number; got x`);
+  } finally {
+    delete process.env[name];
+  }
 });
 
 test('MONITOR lines split wire commands from script-internal ones', () => {

@@ -56,7 +56,7 @@ const LATENCY: LatencySettings = {
     return n / 100;
   }),
   connections: CONNECTIONS,
-  slowMs: envInt('BENCH_SLOW_REDIS_MS', 1),
+  slowMs: envInt('BENCH_SLOW_REDIS_MS', 1, true),
   capacitySeconds: SECONDS,
   warmupSeconds: 1,
   quick: SMOKE,
@@ -114,7 +114,11 @@ async function main(): Promise<void> {
         default: '10,25,50,75 (smoke 50)',
         what: "the offered rates, in % of the framework's capacity without a limiter",
       },
-      { env: 'BENCH_SLOW_REDIS_MS', default: '1', what: 'the slow Redis: ms added to every reply (latency phase, at 50% load)' },
+      {
+        env: 'BENCH_SLOW_REDIS_MS',
+        default: '1',
+        what: 'the slow Redis: ms added to every reply (latency phase, at 50% load); 0: no slow-Redis rows',
+      },
       { env: 'BENCH_CONNECTIONS', default: '50', what: "wrk's open connections" },
       {
         env: 'BENCH_NEXT_WARMUP',

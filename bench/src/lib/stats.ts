@@ -19,11 +19,16 @@ export function markdownTable(head: readonly string[], rows: readonly (readonly 
   return [line(head), line(head.map(() => '---')), ...rows.map(line)].join('\n');
 }
 
-/** Reads an integer option from the environment, so short and long runs need no code change. */
-export function envInt(name: string, fallback: number): number {
+/**
+ * Reads a numeric option from the environment, so short and long runs need no code change. `zero`: 0 is
+ * accepted too (an option where 0 turns something off).
+ */
+export function envInt(name: string, fallback: number, zero = false): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number; got ${raw}`);
+  if (!Number.isFinite(n) || n < 0 || (n === 0 && !zero)) {
+    throw new Error(`${name} must be a ${zero ? 'number, 0 or more' : 'positive number'}; got ${raw}`);
+  }
   return n;
 }
