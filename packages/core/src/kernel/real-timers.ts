@@ -19,7 +19,8 @@
  *   AbortSignal.timeout, which cannot be cleared (cancelling drops the callback; the timer is unref'd).
  *   Under a fake it does not know, a deadline follows the fake clock, and a check still settles when Redis
  *   answers.
- * - realTimer(fn, ms) is realTimeout as a handle that can unref the timer it armed, and ref it again.
+ * - realTimer(fn, ms) is the same timer as a handle that can unref it while it is armed, and ref it again
+ *   (realTimeout is a realTimer's cancel).
  * - realNow() is the real monotonic clock in ms (process.uptime(), which none of them fakes, unlike
  *   performance.now and process.hrtime).
  * A limiter reads them through its runtime (kernel/runtime.ts): these are the real one's.
@@ -116,10 +117,13 @@ export interface TimerHandle {
   ref(on: boolean): void;
 }
 
+/** realTimeout's timer on AbortSignal.timeout, which Node runs unref'd: `ref` cannot change that. */
+const NO_REF = (): void => undefined;
+
 /**
  * realTimeout as a handle whose hold on the process can change while it is armed (kernel/deadlines.ts: a lane
  * that idles keeps its timer unref'd). On AbortSignal.timeout (under a fake it knows) the timer is unref'd
- * from the start, as realTimeout's is there.
+ * from the start.
  */
 export function realTimer(fn: Fn, ms: number): TimerHandle {
   if (!isFake(globalThis.setTimeout)) {
@@ -129,17 +133,6 @@ export function realTimer(fn: Fn, ms: number): TimerHandle {
       cancel: () => clear(timer),
       ref: (on) => void (on ? timer.ref?.() : timer.unref?.()),
     };
-  }
-  return { cancel: realTimeout(fn, ms), ref: () => undefined };
-}
-
-/** A real-time timer; the returned function cancels it. An `unref` one keeps no process alive. */
-export function realTimeout(fn: Fn, ms: number, unref = false): () => void {
-  if (!isFake(globalThis.setTimeout)) {
-    const clear = globalThis.clearTimeout;
-    const timer = globalThis.setTimeout(fn, ms);
-    if (unref) timer.unref?.();
-    return () => clear(timer);
   }
   let callback: Fn | undefined = fn;
   const signal = AbortSignal.timeout(Math.min(Math.max(Math.ceil(ms), 0), 0xffff_ffff));
@@ -151,9 +144,19 @@ export function realTimeout(fn: Fn, ms: number, unref = false): () => void {
   };
   deadlines.add(signal);
   signal.addEventListener('abort', onAbort, { once: true });
-  return () => {
-    callback = undefined;
-    deadlines.delete(signal);
-    signal.removeEventListener('abort', onAbort);
+  return {
+    cancel: () => {
+      callback = undefined;
+      deadlines.delete(signal);
+      signal.removeEventListener('abort', onAbort);
+    },
+    ref: NO_REF,
   };
+}
+
+/** A real-time timer; the returned function cancels it. An `unref` one keeps no process alive. */
+export function realTimeout(fn: Fn, ms: number, unref = false): () => void {
+  const timer = realTimer(fn, ms);
+  if (unref) timer.ref(false);
+  return timer.cancel;
 }
