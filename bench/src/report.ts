@@ -11,7 +11,7 @@ import { describeHost, machineLine, type Host } from './lib/host';
 import { fmt, markdownTable } from './lib/stats';
 import { renderRatioChart } from './ratio-chart';
 import type { LatencyRow } from './http/latency';
-import { latencyTable, type LatencyMeta } from './http/latency-table';
+import { connectionsText, latencyTable, type LatencyMeta } from './http/latency-table';
 
 /*
  * `npm run bench:report` (and the end of `npm run bench`): bench/results/*.json -> bench/RESULTS.md and
@@ -240,7 +240,7 @@ function main(): void {
     "Per variant: its ratio to the same framework with no limiter measured right before it (median of the per-pair ratios; each rep's in brackets, which shows the noise), share denied, server CPU per request (process.cpuUsage() of the server over IPC; the baseline's in brackets), how busy the server was (its CPU time over the run's wall time: 100% means it never waited) and how busy the core Redis shares with the load generator was (/proc/stat), Redis CPU per request (INFO cpu) and commandstats µs per request, req/s, Redis commands per request sent over the wire (a MONITOR trace: lines not tagged `lua`), commands run inside scripts, and memory per client (sum of MEMORY USAGE of every key / clients seen).",
     http ? printTables(httpRows) : '',
     latency
-      ? `## Latency\n\n${latency.meta.date}: what each limiter adds to a request's latency at a fixed offered rate (open loop: requests due on a schedule, each timed from when it was due), ${latency.meta.reps} reps of ${latency.meta.seconds} s after ${latency.meta.warmup} s of warm-up, ${latency.meta.connections} connections, 10,000 random clients, 1 rule x 1 identifier; added = the limiter's percentile minus the framework's own in the same rep (median over reps). The slow Redis answers every reply ${latency.meta.slowMs} ms late.\n\n${latencyTable(latency.rows, latency.meta)}\n`
+      ? `## Latency\n\n${latency.meta.date}: what each limiter adds to a request's latency at a fixed offered rate (open loop: requests due on a schedule, each timed from when it was due), ${latency.meta.reps} reps of ${latency.meta.seconds} s after ${latency.meta.warmup} s of warm-up, ${connectionsText(latency.meta.connections)}, 10,000 random clients, 1 rule x 1 identifier; added = the limiter's percentile minus the framework's own in the same rep (median over reps). The slow Redis answers every reply ${latency.meta.slowMs} ms late.\n\n${latencyTable(latency.rows, latency.meta)}\n`
       : '',
     core ? `## Core\n${coreTable(core.meta, core.rows)}${capacityTable(core.capacity ?? [])}` : '',
     policiesTable(),

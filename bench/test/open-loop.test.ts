@@ -57,20 +57,39 @@ test('a stall delays every request due during it: latency counts from when a req
   }
 });
 
-test('the slow Redis answers every reply late, in order', async () => {
+/** A client of a redis-server of its own through the slow proxy at `delayMs`, for `fn`. */
+async function throughSlowProxy(delayMs: number, fn: (client: Redis) => Promise<void>): Promise<void> {
   const redis = await startBenchRedis();
-  const proxy = await startSlowProxy(redis.port, 50);
+  const proxy = await startSlowProxy(redis.port, delayMs);
   const client = new Redis(proxy.url, { maxRetriesPerRequest: 0 });
   try {
     await client.ping();
-    const t0 = process.hrtime.bigint();
-    const replies = await Promise.all(Array.from({ length: 20 }, (_, i) => client.echo(String(i))));
-    const ms = Number(process.hrtime.bigint() - t0) / 1e6;
-    expect(replies).toEqual(Array.from({ length: 20 }, (_, i) => String(i)));
-    expect(ms).toBeGreaterThanOrEqual(50); // a lower bound only: a busy machine makes it later, never sooner
+    await fn(client);
   } finally {
     client.disconnect();
     await proxy.close();
     await redis.stop();
   }
-});
+}
+
+test('the slow Redis answers every reply late, in order', () =>
+  throughSlowProxy(50, async (client) => {
+    const t0 = process.hrtime.bigint();
+    const replies = await Promise.all(Array.from({ length: 20 }, (_, i) => client.echo(String(i))));
+    const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+    expect(replies).toEqual(Array.from({ length: 20 }, (_, i) => String(i)));
+    expect(ms).toBeGreaterThanOrEqual(50); // a lower bound only: a busy machine makes it later, never sooner
+  }));
+
+test('the slow Redis holds every reply for the whole delay, never less, one command after another', () =>
+  // A proxy on the event loop's millisecond timers held a "1 ms" reply anywhere from almost nothing to 1 ms
+  // (the loop's clock is a cached millisecond), so what a limiter paid depended on how its chunks fell.
+  throughSlowProxy(1, async (client) => {
+    const rtts: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      const t0 = process.hrtime.bigint();
+      await client.ping();
+      rtts.push(Number(process.hrtime.bigint() - t0) / 1e3);
+    }
+    expect(Math.min(...rtts)).toBeGreaterThanOrEqual(1_000); // µs; a lower bound only, as a busy machine is later
+  }));

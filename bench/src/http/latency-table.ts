@@ -1,6 +1,6 @@
 import type { Host } from '../lib/host';
 import { fmt, markdownTable } from '../lib/stats';
-import type { LatencyRow } from './latency';
+import { CONNECTION_BUDGET_MS, type LatencyRow } from './latency';
 
 /** The latency phase's results file (bench/results/latency.json) meta. */
 export interface LatencyMeta {
@@ -17,6 +17,10 @@ export interface LatencyMeta {
 }
 
 const ms = (us: number): string => fmt(us / 1000, 2);
+
+/** How many connections the open-loop generator opens (latency.ts, openLoopConnections), in words. */
+export const connectionsText = (least: number): string =>
+  `a connection per ${CONNECTION_BUDGET_MS} ms of the rate's requests, at least ${least}`;
 const signed = (us: number): string => `${us >= 0 ? '+' : ''}${ms(us)}`;
 
 /** What a row's requests cost the server, and how busy its core was, beside the baseline's ('-': not measured). */
@@ -64,7 +68,7 @@ export function latencyTable(rows: readonly LatencyRow[], meta: Pick<LatencyMeta
 export function printLatencyTable(rows: readonly LatencyRow[], meta: LatencyMeta): string {
   return [
     '',
-    `Latency added at a fixed offered rate (open loop, ${meta.reps} rep${meta.reps === 1 ? '' : 's'} of ${meta.seconds} s, ${meta.connections} connections)${meta.smoke ? ': INDICATIVE (smoke run)' : ''}`,
+    `Latency added at a fixed offered rate (open loop, ${meta.reps} rep${meta.reps === 1 ? '' : 's'} of ${meta.seconds} s, ${connectionsText(meta.connections)})${meta.smoke ? ': INDICATIVE (smoke run)' : ''}`,
     latencyTable(rows, meta),
     '',
   ].join('\n');

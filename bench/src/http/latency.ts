@@ -12,7 +12,8 @@ import { wrk } from './load';
  * as the throughput phase measures it); then each limiter and that baseline app take the same open-loop
  * load (open-loop.c: requests due on a schedule, each timed from when it was due) at 10%, 25%, 50% and 75% of
  * it, baseline and limiter interleaved rep by rep, on the `equal` shape (1 rule x 1 identifier, 10,000
- * random clients, nobody denied). Added latency at a percentile is the limiter's minus the baseline's of
+ * random clients, nobody denied), over enough connections that a request waits for a free one only once
+ * answers take CONNECTION_BUDGET_MS (openLoopConnections). Added latency at a percentile is the limiter's minus the baseline's of
  * the same rep; the row keeps the median over reps. A second set runs the limiters against a Redis that
  * answers `slowMs` late (slow-proxy.ts) at 50% load: what a slow store adds, and that Floodgate's deadline
  * (`timeoutMs`, 250 ms by default) caps the tail.
@@ -32,6 +33,8 @@ export interface LatencyRow {
   load: number;
   rate: number;
   capacity: number;
+  /** The open-loop connections (openLoopConnections); absent from results files written before it varied. */
+  connections?: number;
   /** µs; medians over reps. */
   base: Percentiles;
   run: Percentiles;
@@ -55,6 +58,20 @@ export interface LatencyRow {
   redisCpuUsPerReq?: number;
 }
 
+/**
+ * A connection carries one request at a time, so at `rate` requests a second that each take L ms, rate x L
+ * are on the wire at once: with fewer connections than that, requests queue in the generator for one, and
+ * that queue, not the server or the limiter, sets their latency. The
+ * generator opens one connection per this many ms of every second's requests, so the queue forms only past
+ * it: 50 connections at 36,000 requests a second left 1.4 ms per request, less than a Redis 1 ms away takes.
+ */
+export const CONNECTION_BUDGET_MS = 10;
+
+/** The open-loop connections for `rate` requests a second: rate x CONNECTION_BUDGET_MS, and at least `least`. */
+export function openLoopConnections(rate: number, least: number): number {
+  return Math.max(least, Math.ceil((rate * CONNECTION_BUDGET_MS) / 1000));
+}
+
 /** One open-loop run with what it cost the server and Redis. */
 interface MeasuredRun extends OpenLoopResult {
   cpuUsPerReq: number;
@@ -67,6 +84,7 @@ export interface LatencySettings {
   warmup: number;
   reps: number;
   loads: number[];
+  /** The fewest open-loop connections (openLoopConnections: more at higher rates). */
   connections: number;
   slowMs: number;
   /** Seconds of closed-loop load that measure the capacity. */
@@ -136,7 +154,7 @@ export async function latencyPhase(
         rate: capacity * load,
         seconds: s.seconds,
         warmup: s.warmup,
-        connections: s.connections,
+        connections: openLoopConnections(capacity * load, s.connections),
         clients: CLIENTS,
       });
       const wallUs = (performance.now() - started) * 1000;
@@ -168,6 +186,7 @@ export async function latencyPhase(
         load: c.load,
         rate: capacity * c.load,
         capacity,
+        connections: openLoopConnections(capacity * c.load, s.connections),
         base: { p50: m((p) => p.base.p50Us), p99: m((p) => p.base.p99Us), p999: m((p) => p.base.p999Us) },
         run: { p50: m((p) => p.run.p50Us), p99: m((p) => p.run.p99Us), p999: m((p) => p.run.p999Us) },
         added: { p50: added('p50'), p99: added('p99'), p999: added('p999') },

@@ -1,14 +1,12 @@
-import { execFile, execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { execFile } from 'node:child_process';
 import { join } from 'node:path';
+import { cBinary } from '../lib/c-binary';
 import { LOAD_CORE } from '../lib/machine';
 
 /*
  * The latency phase's load: open-loop.c, a small C generator that sends requests on a fixed schedule and
  * measures each answer from when its request was due (see the file). Built once per source version with
- * the machine's C compiler into the temporary folder; run on LOAD_CORE like wrk.
+ * the machine's C compiler (lib/c-binary.ts); run on LOAD_CORE like wrk.
  */
 export interface OpenLoopResult {
   /** Requests due during the run (warm-up included) and those measured (due after the warm-up). */
@@ -29,24 +27,8 @@ export interface OpenLoopResult {
 
 const SOURCE = join(__dirname, 'open-loop.c');
 
-/** The generator's binary, compiled on first use (`cc`, or $CC). */
-export function openLoopBinary(): string {
-  const source = readFileSync(SOURCE);
-  const hash = createHash('sha256').update(source).digest('hex').slice(0, 12);
-  const dir = join(tmpdir(), 'floodgate-bench');
-  const binary = join(dir, `open-loop-${hash}`);
-  if (existsSync(binary)) return binary;
-  mkdirSync(dir, { recursive: true });
-  const cc = process.env.CC ?? 'cc';
-  try {
-    execFileSync(cc, ['-O2', '-o', `${binary}.tmp`, SOURCE], { stdio: ['ignore', 'ignore', 'pipe'] });
-  } catch (err) {
-    const why = (err as { stderr?: Buffer }).stderr?.toString().trim() || String(err);
-    throw new Error(`the latency phase builds its load generator with a C compiler (Debian: apt-get install gcc): ${cc} failed: ${why}`);
-  }
-  renameSync(`${binary}.tmp`, binary); // whole or absent: a run killed mid-build leaves no half binary
-  return binary;
-}
+/** The generator's binary, compiled on first use (lib/c-binary.ts). */
+export const openLoopBinary = (): string => cBinary(SOURCE);
 
 export interface OpenLoopLoad {
   port: number;

@@ -1,10 +1,12 @@
-import { createConnection, createServer, type Server, type Socket } from 'node:net';
-import { freePort } from './machine';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { cBinary } from './c-binary';
+import { LOAD_CORE } from './machine';
 
 /*
- * A Redis that answers slowly: a TCP proxy on loopback that holds every chunk of Redis's replies for
- * `delayMs` before passing it on (requests go through at once). Replies keep their order: chunks of one
- * connection leave in the order they came, each `delayMs` after it arrived. The latency phase points a
+ * A Redis that answers slowly: slow-proxy.c, a TCP proxy on loopback that holds every chunk of Redis's
+ * replies for `delayMs` before passing it on (requests go through at once), each chunk from when it arrived
+ * and never sooner, in order. Run on LOAD_CORE beside Redis and the load generator. The latency phase points a
  * server's Redis client at it to show what a slow store adds and what the deadline (`timeoutMs`) caps.
  */
 export interface SlowProxy {
@@ -12,36 +14,30 @@ export interface SlowProxy {
   close(): Promise<void>;
 }
 
-export async function startSlowProxy(redisPort: number, delayMs: number): Promise<SlowProxy> {
-  const port = await freePort();
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((client) => {
-    const upstream = createConnection({ host: '127.0.0.1', port: redisPort });
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.setNoDelay(true);
-      s.on('error', () => {
-        client.destroy();
-        upstream.destroy();
-      });
-      s.on('close', () => sockets.delete(s));
-    }
-    client.on('data', (chunk) => upstream.write(chunk));
-    upstream.on('data', (chunk) => {
-      setTimeout(() => {
-        if (!client.destroyed) client.write(chunk);
-      }, delayMs);
-    });
-    client.on('end', () => upstream.end());
-    upstream.on('end', () => setTimeout(() => client.end(), delayMs));
+const SOURCE = join(__dirname, 'slow-proxy.c');
+
+export function startSlowProxy(redisPort: number, delayMs: number): Promise<SlowProxy> {
+  const child = spawn('taskset', ['-c', String(LOAD_CORE), cBinary(SOURCE), String(redisPort), String(Math.round(delayMs * 1000))], {
+    stdio: ['ignore', 'pipe', 'inherit'],
   });
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
-      }),
-  };
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const failed = (why: string): void => reject(new Error(`slow-proxy did not start: ${why}`));
+    child.once('error', (err) => failed(err.message));
+    child.once('exit', (code) => failed(`exited with ${code}`));
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const port = /port (\d+)/.exec(out)?.[1];
+      if (port === undefined) return;
+      child.stdout!.removeAllListeners('data');
+      resolve({
+        url: `redis://127.0.0.1:${port}`,
+        close: () => {
+          child.kill('SIGTERM');
+          return exited;
+        },
+      });
+    });
+  });
 }
