@@ -93,3 +93,28 @@ test('the slow Redis holds every reply for the whole delay, never less, one comm
     }
     expect(Math.min(...rtts)).toBeGreaterThanOrEqual(1_000); // µs; a lower bound only, as a busy machine is later
   }));
+
+test('the slow Redis outlives a connection Redis closed while the client still writes on it', async () => {
+  const redis = await startBenchRedis();
+  const proxy = await startSlowProxy(redis.port, 200);
+  const lost = new Redis(proxy.url, { maxRetriesPerRequest: 0, retryStrategy: () => null });
+  lost.on('error', () => undefined);
+  const fresh = new Redis(proxy.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
+  try {
+    await lost.ping();
+    // Redis drops the proxy's upstream connection; the proxy holds that end for 200 ms, as it would a reply.
+    expect(redis.cli('CLIENT', 'KILL', 'TYPE', 'normal').trim()).not.toBe('0');
+    // Meanwhile the client writes twice on it: the second write meets the reset the first drew (EPIPE).
+    void lost.ping().catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    void lost.ping().catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await fresh.connect();
+    expect(await fresh.ping()).toBe('PONG');
+  } finally {
+    lost.disconnect();
+    fresh.disconnect();
+    await proxy.close();
+    await redis.stop();
+  }
+});

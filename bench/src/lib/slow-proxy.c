@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -259,6 +260,7 @@ int main(int argc, char **argv) {
   upstream_port = atoi(argv[1]);
   delay_ns = (int64_t)atoll(argv[2]) * 1000;
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* wake when the timer says, not up to 50 µs after */
+  signal(SIGPIPE, SIG_IGN);                /* a write to a side that closed fails with EPIPE and closes the pair */
 
   int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
   int one = 1;
