@@ -4,6 +4,8 @@ import { openLoop } from '../src/http/open-loop';
 import { startSlowProxy } from '../src/lib/slow-proxy';
 import { startBenchRedis } from '../src/lib/machine';
 import Redis from 'ioredis';
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
 
 /*
  * The latency phase's load generator (bench/src/http/open-loop.c) against servers whose behaviour is known:
@@ -118,3 +120,24 @@ test('the slow Redis outlives a connection Redis closed while the client still w
     await redis.stop();
   }
 });
+
+test('the slow Redis ends with the process that started it, even one killed outright', async () => {
+  // A bench run stopped with SIGKILL used to leave its proxy running, bound to a port, for good.
+  const script = `require(${JSON.stringify(join(__dirname, '../src/lib/slow-proxy.ts'))}).startSlowProxy(1, 1).then((p) => console.log(p.pid))`;
+  const child = execFile(process.execPath, ['-r', join(__dirname, '../../test/ts-register.cjs'), '-e', script]);
+  const pid = await new Promise<number>((resolve) => child.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))));
+  expect(alive(pid)).toBe(true);
+  child.kill('SIGKILL');
+  const until = Date.now() + 10_000;
+  while (alive(pid) && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 20));
+  expect(alive(pid)).toBe(false);
+});
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

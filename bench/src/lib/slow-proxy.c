@@ -261,6 +261,8 @@ int main(int argc, char **argv) {
   delay_ns = (int64_t)atoll(argv[2]) * 1000;
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* wake when the timer says, not up to 50 µs after */
   signal(SIGPIPE, SIG_IGN);                /* a write to a side that closed fails with EPIPE and closes the pair */
+  prctl(PR_SET_PDEATHSIG, SIGTERM);        /* a bench run that is killed takes its proxy with it */
+  if (getppid() == 1) return 1;            /* ... even one killed before the line above ran */
 
   int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
   int one = 1;

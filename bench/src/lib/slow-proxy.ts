@@ -11,6 +11,8 @@ import { LOAD_CORE } from './machine';
  */
 export interface SlowProxy {
   url: string;
+  /** The proxy's process (it ends with the process that started it). */
+  pid: number;
   close(): Promise<void>;
 }
 
@@ -33,6 +35,7 @@ export function startSlowProxy(redisPort: number, delayMs: number): Promise<Slow
       child.stdout!.removeAllListeners('data');
       resolve({
         url: `redis://127.0.0.1:${port}`,
+        pid: child.pid!,
         close: () => {
           child.kill('SIGTERM');
           return exited;
