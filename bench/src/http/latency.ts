@@ -13,8 +13,8 @@ import { wrk } from './load';
  * load (open-loop.c: requests due on a schedule, each timed from when it was due) at 10%, 25%, 50% and 75% of
  * it, baseline and limiter interleaved rep by rep, on the `equal` shape (1 rule x 1 identifier, 10,000
  * random clients, nobody denied), over enough connections that a request waits for a free one only once
- * answers take CONNECTION_BUDGET_MS (openLoopConnections). Added latency at a percentile is the limiter's minus the baseline's of
- * the same rep; the row keeps the median over reps. A second set runs the limiters against a Redis that
+ * answers take CONNECTION_BUDGET_MS (openLoopConnections). Added latency at a percentile is the limiter's
+ * minus the baseline's of the same rep; the row keeps the median over reps. A second set runs the limiters against a Redis that
  * answers `slowMs` late (slow-proxy.ts) at 50% load: what a slow store adds, and that Floodgate's deadline
  * (`timeoutMs`, 250 ms by default) caps the tail.
  */
@@ -61,9 +61,9 @@ export interface LatencyRow {
 /**
  * A connection carries one request at a time, so at `rate` requests a second that each take L ms, rate x L
  * are on the wire at once: with fewer connections than that, requests queue in the generator for one, and
- * that queue, not the server or the limiter, sets their latency. The
- * generator opens one connection per this many ms of every second's requests, so the queue forms only past
- * it: 50 connections at 36,000 requests a second left 1.4 ms per request, less than a Redis 1 ms away takes.
+ * that queue, not the server or the limiter, sets their latency. The generator opens one connection per
+ * this many ms of every second's requests, so the queue forms only past it: 50 connections at 36,000
+ * requests a second left 1.4 ms per request, less than a Redis 1 ms away takes.
  */
 export const CONNECTION_BUDGET_MS = 10;
 
