@@ -6,6 +6,7 @@ import { startBenchRedis } from '../src/lib/machine';
 import Redis from 'ioredis';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
+import { connect } from 'node:net';
 
 /*
  * The latency phase's load generator (bench/src/http/open-loop.c) against servers whose behaviour is known:
@@ -98,28 +99,44 @@ test('the slow Redis holds every reply for the whole delay, never less, one comm
 
 test('the slow Redis outlives a connection Redis closed while the client still writes on it', async () => {
   const redis = await startBenchRedis();
-  const proxy = await startSlowProxy(redis.port, 200);
-  const lost = new Redis(proxy.url, { maxRetriesPerRequest: 0, retryStrategy: () => null });
+  // Held for a minute, the upstream's close cannot end the pair during the test: only a failed write can.
+  const proxy = await startSlowProxy(redis.port, 60_000);
+  const port = Number(new URL(proxy.url).port);
+  const lost = connect(port, '127.0.0.1');
+  const closed = new Promise<void>((resolve) => lost.once('close', () => resolve()));
   lost.on('error', () => undefined);
-  const fresh = new Redis(proxy.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
   try {
-    await lost.ping();
-    // Redis drops the proxy's upstream connection; the proxy holds that end for 200 ms, as it would a reply.
+    // The proxy's upstream connection, beside redis-cli's own.
+    await until(() => redis.cli('CLIENT', 'LIST', 'TYPE', 'normal').split('\n').length >= 2);
+    // Redis drops the proxy's upstream connection (the proxy holds that end as it would a reply). The client
+    // writes on until the proxy gives the pair up: its first write draws Redis's reset, a later one meets it
+    // (EPIPE, and SIGPIPE, which used to kill the proxy and with it every later server's slow Redis).
     expect(redis.cli('CLIENT', 'KILL', 'TYPE', 'normal').trim()).not.toBe('0');
-    // Meanwhile the client writes twice on it: the second write meets the reset the first drew (EPIPE).
-    void lost.ping().catch(() => undefined);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    void lost.ping().catch(() => undefined);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    await fresh.connect();
-    expect(await fresh.ping()).toBe('PONG');
+    let given = false;
+    void closed.then(() => (given = true));
+    await until(() => {
+      if (!given) lost.write('PING\r\n');
+      return given;
+    });
+    expect(alive(proxy.pid)).toBe(true);
+    const fresh = connect(port, '127.0.0.1');
+    await new Promise<void>((resolve, reject) => fresh.once('connect', resolve).once('error', reject));
+    fresh.destroy();
   } finally {
-    lost.disconnect();
-    fresh.disconnect();
+    lost.destroy();
     await proxy.close();
     await redis.stop();
   }
 });
+
+/** Polls `check` (every 5 ms) until it holds; fails after 10 s. */
+async function until(check: () => boolean): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('condition not met within 10 s');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
 
 test('the slow Redis ends with the process that started it, even one killed outright', async () => {
   // A bench run stopped with SIGKILL used to leave its proxy running, bound to a port, for good.
@@ -128,9 +145,7 @@ test('the slow Redis ends with the process that started it, even one killed outr
   const pid = await new Promise<number>((resolve) => child.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))));
   expect(alive(pid)).toBe(true);
   child.kill('SIGKILL');
-  const until = Date.now() + 10_000;
-  while (alive(pid) && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 20));
-  expect(alive(pid)).toBe(false);
+  await until(() => !alive(pid));
 });
 
 function alive(pid: number): boolean {
