@@ -66,19 +66,8 @@ function variants(lua: string, identifiers: number): [string, string][] {
   ];
 }
 
-/**
- * The floor: a fixed-window counter as the peers' Redis stores keep one: INCR the key, read its PTTL, and
- * give it the window's PEXPIRE when it has none yet, in one script call (hono-rate-limiter's RedisStore;
- * express-rate-limit's rate-limit-redis sends the same two commands a call, PTTL first). It decides nothing:
- * the caller compares the count with its limit.
- */
-const FLOOR = `local hits = redis.call('INCR', KEYS[1])
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl <= 0 then
-  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]))
-  ttl = tonumber(ARGV[1])
-end
-return { hits, ttl }`;
+/** The floor: the cheapest check a peer sends, a fixed-window counter on one key (lib/floor.lua says whose). */
+const FLOOR = readFileSync(join(__dirname, 'lib', 'floor.lua'), 'utf8');
 /** One key per identifier, with the 1 x 1's window (1 h). */
 const floorArgs = ['1', 'bench:floor:{user:__rand_int__}', String(3_600_000)];
 
