@@ -94,8 +94,9 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     const fail = (error: unknown): void => once(error || new Error('floodgate: rejected without an error'));
     try {
       watchServerOf(req.socket);
-      checkTrust(req, http.warn);
-      const outcome = http.decide(req, req.ip, req.rateLimit);
+      const ip = req.ip;
+      checkTrust(req, ip, http.warn);
+      const outcome = http.decide(req, ip, req.rateLimit);
       const done = outcome instanceof Promise ? outcome.then((o) => respond(req, res, once, o)) : respond(req, res, once, outcome);
       if (typeof (done as PromiseLike<void> | undefined)?.then === 'function') (done as PromiseLike<void>).then(undefined, fail);
     } catch (error) {

@@ -58,9 +58,10 @@ export function slowDown(options: SlowDownOptions): SlowDownMiddleware {
   };
   const middleware = (req: Request, res: Response, next: NextFunction): void => {
     watchServerOf(req.socket);
-    checkTrust(req, http.warn);
+    const ip = req.ip;
+    checkTrust(req, ip, http.warn);
     http
-      .run(req, req.ip, res)
+      .run(req, ip, res)
       .then((outcome) => respond(req, res, next, outcome))
       .catch(next);
   };

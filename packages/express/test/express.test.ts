@@ -142,6 +142,27 @@ describe.each([
     expect(warnings[0]).toMatch(/\[trust-proxy-all\].*'trust proxy' trusts every proxy hop/);
   });
 
+  test("req.ip is worked out once a request, by the middleware and the trust check together (it is Express's getter)", async () => {
+    resetWarnings();
+    const app = appWith(
+      rateLimit({ redis, prefix: uniquePrefix('ex'), limits: { limit: 9, window: '1m' }, logger: { warn: () => undefined } }),
+    );
+    // A list of proxies and a forwarded header: the trust check reads the address on every request.
+    app.set('trust proxy', 'loopback');
+    const getter = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(app.request), 'ip')!.get!;
+    let reads = 0;
+    Object.defineProperty(app.request, 'ip', {
+      configurable: true,
+      get(this: express.Request) {
+        reads++;
+        return getter.call(this) as string | undefined;
+      },
+    });
+    const url = await serve(app);
+    for (let i = 0; i < 3; i++) expect((await request(url).get('/').set('X-Forwarded-For', '203.0.113.7')).status).toBe(200);
+    expect(reads).toBe(3);
+  });
+
   test('an error thrown by identify() reaches the Express error handler, not the client as a 429', async () => {
     const app = appWith(
       rateLimit({

@@ -42,7 +42,9 @@ const SETTING: TrustSetting = { name: "Fastify's trustProxy", fix: 'set trustPro
 export function checkTrust(request: FastifyRequest, warn: HttpLimiter<FastifyRequest>['warn']): void {
   checkProxyTrust(warn, SETTING, () => {
     const xff = request.headers['x-forwarded-for'];
-    return { forwarded: typeof xff === 'string' ? xff : undefined, ip: request.ip, peer: request.socket.remoteAddress };
+    // Without the header there is nothing to check: request.ip (a getter, which the hook reads too) is not read.
+    if (typeof xff !== 'string') return { forwarded: undefined };
+    return { forwarded: xff, ip: request.ip, peer: request.socket.remoteAddress };
   });
 }
 

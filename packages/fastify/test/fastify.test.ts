@@ -176,6 +176,30 @@ test('bad options fail at register time, bad route config at route time, each na
   await app.close();
 });
 
+test('request.ip (a getter: proxy-addr under trustProxy) is read once a request when no X-Forwarded-For came', async () => {
+  resetWarnings();
+  const app = Fastify({ trustProxy: '127.0.0.1' });
+  apps.push(app);
+  let reads = 0;
+  // Before the plugin's hook: each request's ip becomes a counting getter over Fastify's own.
+  app.addHook('onRequest', (req, _reply, done) => {
+    const proto = Object.getPrototypeOf(req) as object;
+    const own = Object.getOwnPropertyDescriptor(proto, 'ip') ?? Object.getOwnPropertyDescriptor(Object.getPrototypeOf(proto), 'ip')!;
+    Object.defineProperty(req, 'ip', {
+      get() {
+        reads++;
+        return own.get!.call(req) as string;
+      },
+    });
+    done();
+  });
+  await app.register(rateLimit, base({ limits: { limit: 9, window: '1m' }, logger: { warn: () => undefined } }));
+  app.get('/', async () => 'ok');
+  await app.ready();
+  for (let i = 0; i < 3; i++) expect((await request(app.server).get('/')).status).toBe(200);
+  expect(reads).toBe(3);
+});
+
 test('trustProxy: true is warned about once, when the leftmost X-Forwarded-For entry became request.ip', async () => {
   resetWarnings();
   const warnings: string[] = [];
