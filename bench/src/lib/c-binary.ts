@@ -18,12 +18,14 @@ export function cBinary(source: string): string {
   if (existsSync(binary)) return binary;
   mkdirSync(dir, { recursive: true });
   const cc = process.env.CC ?? 'cc';
+  // Per process: two test workers may build the same source at once, and each renames its own whole file.
+  const partial = `${binary}.${process.pid}.tmp`;
   try {
-    execFileSync(cc, ['-O2', '-o', `${binary}.tmp`, source], { stdio: ['ignore', 'ignore', 'pipe'] });
+    execFileSync(cc, ['-O2', '-o', partial, source], { stdio: ['ignore', 'ignore', 'pipe'] });
   } catch (err) {
     const why = (err as { stderr?: Buffer }).stderr?.toString().trim() || String(err);
     throw new Error(`the latency phase builds ${basename(source)} with a C compiler (Debian: apt-get install gcc): ${cc} failed: ${why}`);
   }
-  renameSync(`${binary}.tmp`, binary); // whole or absent: a run killed mid-build leaves no half binary
+  renameSync(partial, binary); // whole or absent: a run killed mid-build leaves no half binary
   return binary;
 }
