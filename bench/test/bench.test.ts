@@ -159,6 +159,15 @@ test('Next.js: no limiter, Floodgate in the proxy and around a route handler, a 
   expect(latencyVariants('next', Object.keys(FRAMEWORKS.next!), ['floodgate+autopipeline'])).toContain('floodgate+autopipeline');
 });
 
+test('the latency phase runs Floodgate without headers on Express, beside the peer that sends none', () => {
+  // On Express, Floodgate without headers beside rate-limiter-flexible's header-less middleware (the same
+  // HTTP work); not the per-algorithm variants, which the equal shape does not run.
+  const express = latencyVariants('express', Object.keys(FRAMEWORKS.express!));
+  expect(express).toEqual(expect.arrayContaining(['floodgate', 'floodgate:headers-off', 'express-rate-limit', 'rate-limiter-flexible']));
+  expect(express.filter((v) => v.startsWith('floodgate:'))).toEqual(['floodgate:headers-off']);
+  expect(latencyVariants('fastify', Object.keys(FRAMEWORKS.fastify!))).not.toContain('floodgate:headers-off');
+});
+
 test("Next.js's rows: targets against the hand-written 429 in the same place, its table, and a run without it says so", () => {
   const row = (shape: string, variant: string, ratio: number, denied = 0, wire: Record<string, number> = {}): VariantResult =>
     ({

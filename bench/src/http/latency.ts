@@ -3,7 +3,7 @@ import { median } from '../lib/stats';
 import { openLoop, type OpenLoopResult } from './open-loop';
 import type { Server, ServerSpec } from './servers';
 import type { ServerPool } from './server-pool';
-import { CLIENTS, isHand429, isOptIn, runs } from './shapes';
+import { CLIENTS, HEADERS_OFF, isHand429, isOptIn, runs } from './shapes';
 import { wrk } from './load';
 
 /*
@@ -96,8 +96,9 @@ export interface LatencySettings {
 }
 
 /**
- * The variants the latency phase runs on a framework: Floodgate's default and every peer of that framework, and
- * an opt-in variant (`floodgate@before`, for an A/B) when `listed` (BENCH_VARIANTS) names it.
+ * The variants the latency phase runs on a framework: Floodgate's default and every peer of that framework,
+ * Floodgate without headers where a peer sends none (Express: the same HTTP work as rate-limiter-flexible's),
+ * and an opt-in variant (`floodgate@before`, for an A/B) when `listed` (BENCH_VARIANTS) names it.
  */
 export function latencyVariants(framework: string, all: readonly string[], listed: readonly string[] = []): string[] {
   return all.filter(
@@ -105,7 +106,7 @@ export function latencyVariants(framework: string, all: readonly string[], liste
       v !== 'baseline' &&
       !isHand429(v) &&
       (!isOptIn(v) || listed.includes(v)) &&
-      !v.startsWith('floodgate:') &&
+      (!v.startsWith('floodgate:') || v === `floodgate:${HEADERS_OFF}`) &&
       runs(framework, v, 'equal'),
   );
 }

@@ -1,0 +1,86 @@
+/*
+ * The least a sliding-window check decided in Redis can cost, for bench/src/script-cost.ts: a script written
+ * by hand for a layout built for speed, against which Floodgate's generated script is read. It does what
+ * any check that decides in Redis must, and nothing more:
+ *   - the call (the same KEYS and ARGV as Floodgate's, so the call itself costs the same), TIME, and the
+ *     block keys' MGET (a lockout or an operator's block can deny before any rule is read);
+ *   - per identifier, one GET of one string holding every rule's state, packed as doubles and read with one
+ *     struct.unpack (no hash, no field names, no msgpack);
+ *   - per rule, the two-window estimate (the previous window's count weighted by how much of it still
+ *     overlaps, rounded down as @upstash/ratelimit does, plus the current one's), cheaper than Floodgate's
+ *     ring of buckets; avail, reset and retry for the reply;
+ *   - when every rule admits, the commit: one struct.pack and one SET ... PX per identifier (no PTTL: the
+ *     key is never shared, so its TTL can be set outright).
+ * What it leaves out, and Floodgate keeps: state a plan shares with another plan's rules in one hash,
+ * the incarnation, debt (settle, penalty), a TTL never shortened, ops other than check, counts per bucket
+ * (a retry exact to the bucket). So its cost is a floor no layout of Floodgate's semantics goes under.
+ */
+import { CORE_LIMITS } from './core-rules';
+
+/** Milliseconds in a window of CORE_LIMITS' form ('1s', '1m', '1h'). */
+function windowMs(window: string): number {
+  const unit = { s: 1_000, m: 60_000, h: 3_600_000 }[window.slice(-1)];
+  if (unit === undefined) throw new Error(`ideal-sliding-window: window ${window}`);
+  return Number(window.slice(0, -1)) * unit;
+}
+
+/**
+ * The script for `rules` (CORE_LIMITS' entries) on however many identifiers KEYS carries (a state key and a
+ * block key each), for a cost of 1. Its reply: 1 when admitted (0 when denied, or 0 and the identifier's
+ * index when a block key is set), then avail, reset and retry in ms per identifier and rule.
+ */
+export function idealSlidingWindow(rules: typeof CORE_LIMITS): string {
+  const n = rules.length;
+  const ms = rules.map((r) => windowMs(r.window));
+  const ttl = 2 * Math.max(...ms);
+  const format = `<${'d'.repeat(3 * n)}`;
+  const vars = rules.flatMap((_, r) => [`w${r}`, `p${r}`, `c${r}`]).join(', ');
+  const lines = [
+    // ARGV[4] is Floodgate's NOW: '' (Redis's clock, as the bench sends) or a time in ms (a test's).
+    'local now',
+    "if ARGV[4] == '' then",
+    "  local t = redis.call('TIME')",
+    '  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)',
+    'else',
+    '  now = tonumber(ARGV[4])',
+    'end',
+    'local nids = #KEYS / 2',
+    'local bkeys = {}',
+    'for i = 1, nids do bkeys[i] = KEYS[2 * i] end',
+    "local b = redis.call('MGET', unpack(bkeys))",
+    'for i = 1, nids do if b[i] then return { 0, i } end end',
+    'local out, ok, S = { 1 }, true, {}',
+    'for i = 1, nids do',
+    "  local raw = redis.call('GET', KEYS[2 * i - 1])",
+    `  local ${vars}`,
+    `  if raw then ${vars} = struct.unpack('${format}', raw) else ${vars} = ${rules.map(() => '0, 0, 0').join(', ')} end`,
+  ];
+  rules.forEach((rule, r) => {
+    const w = ms[r]!;
+    lines.push(
+      `  do -- ${rule.limit} per ${rule.window}`,
+      `    local cw = math.floor(now / ${w})`,
+      `    if cw ~= w${r} then if cw == w${r} + 1 then p${r} = c${r} else p${r} = 0 end c${r} = 0 w${r} = cw end`,
+      `    local into = now - cw * ${w}`,
+      `    local est = math.floor(p${r} * (${w} - into) / ${w}) + c${r}`,
+      `    local avail, retry = ${rule.limit} - est - 1, 0`,
+      `    if avail < 0 then avail, retry, ok = 0, ${w} - into, false end`,
+      `    out[#out + 1], out[#out + 2], out[#out + 3] = avail, ${w} - into, retry`,
+      '  end',
+    );
+  });
+  lines.push(
+    `  S[i] = { ${vars} }`,
+    'end',
+    'if ok then',
+    '  for i = 1, nids do',
+    `    local ${vars} = unpack(S[i])`,
+    `    redis.call('SET', KEYS[2 * i - 1], struct.pack('${format}', ${rules.map((_, r) => `w${r}, p${r}, c${r} + 1`).join(', ')}), 'PX', ${ttl})`,
+    '  end',
+    'else',
+    '  out[1] = 0',
+    'end',
+    'return out',
+  );
+  return `${lines.join('\n')}\n`;
+}
