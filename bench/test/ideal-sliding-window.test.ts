@@ -23,7 +23,7 @@ const call = (lua: string, now: number, ...ids: string[]): number[] =>
     .filter((l) => l !== '')
     .map(Number);
 
-test('admits up to the limit, then denies with the time until the window moves on, and writes nothing when it denies', () => {
+test('admits up to the limit, then denies with the time until the window moves on', () => {
   const lua = idealSlidingWindow([{ limit: 2, window: '1h' }]);
   expect(call(lua, T, 'a')).toEqual([1, 1, HOUR / 2, 0]);
   expect(call(lua, T + 1, 'a')).toEqual([1, 0, HOUR / 2 - 1, 0]);
@@ -38,7 +38,7 @@ test('admits up to the limit, then denies with the time until the window moves o
   expect(call(lua, T + HOUR + 2, 'a')).toEqual([0, 0, HOUR / 2 - 2, HOUR / 2 - 2]);
 });
 
-test('checks every rule on every identifier, all or nothing, and a block key denies before any rule', () => {
+test('checks every rule on every identifier, all or nothing (a denial writes nothing), and a block key denies before any rule', () => {
   const lua = idealSlidingWindow([
     { limit: 3, window: '1s' },
     { limit: 1, window: '1h' },
