@@ -1,7 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NEXT_APP, buildNextApp, nextAppHash } from '../src/http/apps-next';
-import { startProcess, startServers, type Server } from '../src/http/servers';
+import { fork } from 'node:child_process';
+import { createServer } from 'node:net';
+import { LISTEN_FAILED, startProcess, startServers, type Server } from '../src/http/servers';
 import { commandCalls, startBenchRedis, type BenchRedis } from '../src/lib/machine';
 import type { ShapeName } from '../src/http/shapes';
 import { TEST_DEADLINE } from '@floodgate/testing';
@@ -112,4 +114,34 @@ test("one process serves several apps of a variant (the smoke run's), each with 
   for (let i = 0; i < 100; i++) await get(hot!, 'one-process');
   expect((await get(hot!, 'one-process')).status).toBe(429);
   expect((await get(equal!, 'one-process')).status).toBe(200);
+}, 180_000);
+
+test('a server whose port was taken before it listened exits with LISTEN_FAILED, for startProcess to pick others', async () => {
+  // Next.js's server logs an uncaught error and carries on: the listen's EADDRINUSE left the process neither
+  // listening nor exiting, and a parallel test run that took its port hung here.
+  const taken = createServer();
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', () => resolve()));
+  const port = (taken.address() as { port: number }).port;
+  const child = fork(
+    join(__dirname, '..', 'src', 'http', 'server.ts'),
+    ['next', 'floodgate', JSON.stringify([{ shape: 'equal', url: redis.url, port }])],
+    {
+      execArgv: ['-r', join(__dirname, '..', '..', 'test', 'ts-register.cjs')],
+      stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
+    },
+  );
+  try {
+    // Awaited, not timed: the 60 s only turn a process that stays into a failure (and stop it, so Jest can exit).
+    const exit = await new Promise<number | null | 'still running'>((resolve) => {
+      const bound = setTimeout(() => resolve('still running'), 60_000);
+      child.once('exit', (code) => {
+        clearTimeout(bound);
+        resolve(code);
+      });
+    });
+    expect(exit).toBe(LISTEN_FAILED);
+  } finally {
+    if (child.exitCode === null) child.kill('SIGKILL');
+    taken.close();
+  }
 }, 180_000);

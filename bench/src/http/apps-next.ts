@@ -4,7 +4,7 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from '
 import { createServer } from 'node:http';
 import { dirname, join, relative } from 'node:path';
 import type { NextRequest } from 'next/server';
-import { HAND_429, floodgateOptions, type AppFactory, type Listen } from './apps';
+import { HAND_429, floodgateOptions, listenOn, type AppFactory, type Listen } from './apps';
 import { HEADER } from './shapes';
 
 /*
@@ -133,7 +133,7 @@ function nextServer(route: string, variant: Variant, floodgate?: BenchNext['apps
       void handle(req, res);
     });
     server.keepAliveTimeout = 60_000;
-    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', () => resolve()));
+    await listenOn(server, port);
   };
 }
 

@@ -1,4 +1,4 @@
-import { createServer, type RequestListener } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import { join } from 'node:path';
 import type Redis from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
@@ -9,11 +9,27 @@ export type Listen = (port: number) => Promise<void>;
 /** Builds one variant's app for a shape, with the Redis client it may use; `variant` is its name. */
 export type AppFactory = (shape: Shape, redis: Redis, variant: string) => Listen | Promise<Listen>;
 
+/**
+ * `server` listening on 127.0.0.1:port, or the listen's error (the port taken since it was picked: server.ts
+ * exits with LISTEN_FAILED, and servers.ts starts the process again on other ports). An error left to the
+ * 'error' event would be uncaught, which Next.js's server logs and carries on from: the process would never
+ * listen nor exit.
+ */
+export function listenOn(server: Server, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
 /** A plain Node server around a request listener (Express apps, Koa's callback()). */
 export function serve(listener: RequestListener): Listen {
   const server = createServer(listener);
   server.keepAliveTimeout = 60_000;
-  return (port) => new Promise((resolve) => server.listen(port, '127.0.0.1', () => resolve()));
+  return (port) => listenOn(server, port);
 }
 
 /**

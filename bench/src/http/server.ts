@@ -1,6 +1,7 @@
 import Redis from 'ioredis';
 import { factoryOf } from './frameworks';
 import { SHAPE, type ShapeName } from './shapes';
+import { LISTEN_FAILED } from './servers';
 
 /*
  * One benchmark server process, forked by servers.ts and pinned to the server core: argv framework, variant,
@@ -40,6 +41,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
+  // A port taken since the parent picked it: the parent picks others (servers.ts).
+  if ((err as { code?: unknown } | undefined)?.code === 'EADDRINUSE') process.exit(LISTEN_FAILED);
   process.stderr.write(`server: ${err instanceof Error ? err.stack : String(err)}\n`);
   process.exit(1);
 });

@@ -11,6 +11,11 @@ import type { ShapeName } from './shapes';
  */
 const REGISTER = join(__dirname, '..', '..', '..', 'test', 'ts-register.cjs');
 
+/** server.ts's exit code when a port it was given was taken before it listened (EADDRINUSE). */
+export const LISTEN_FAILED = 98;
+/** How many sets of ports startProcess tries. */
+const LISTEN_ATTEMPTS = 5;
+
 export interface Server {
   port: number;
   child: ChildProcess;
@@ -34,9 +39,22 @@ export async function startProcess(
   variant: string,
   apps: readonly { shape: ShapeName; redisUrl: string }[],
 ): Promise<Server[]> {
-  const specs: AppSpec[] = [];
-  for (const app of apps) specs.push({ shape: app.shape, url: app.redisUrl, port: await freePort() });
   const shapes = [...new Set(apps.map((a) => a.shape))].join('+');
+  // A port is picked free and then handed to the process, which listens on it a moment later: under a
+  // parallel test run another process can take it in between. The server then exits with LISTEN_FAILED, and
+  // starts again on other ports.
+  for (let attempt = 1; ; attempt++) {
+    const specs: AppSpec[] = [];
+    for (const app of apps) specs.push({ shape: app.shape, url: app.redisUrl, port: await freePort() });
+    const started = await forkServer(framework, variant, shapes, specs);
+    if (started !== LISTEN_FAILED) return started;
+    if (attempt === LISTEN_ATTEMPTS)
+      throw new Error(`${framework}/${variant}: every port picked was taken before it listened (${attempt} attempts)`);
+  }
+}
+
+/** The process of startProcess on `specs`' ports: its apps, or LISTEN_FAILED when a port was taken. */
+async function forkServer(framework: string, variant: string, shapes: string, specs: AppSpec[]): Promise<Server[] | typeof LISTEN_FAILED> {
   const child = fork(join(__dirname, 'server.ts'), [framework, variant, JSON.stringify(specs)], {
     execArgv: [
       // swc, file by file (about 0.3 s to start a server, where ts-node took about 2 s): the apps are
@@ -56,10 +74,13 @@ export async function startProcess(
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
   unpin(child.pid!); // its start-up on both cores; pinned to SERVER_CORE once it listens
-  await new Promise<void>((resolve, reject) => {
-    child.once('message', () => resolve());
-    child.once('exit', (code) => reject(new Error(`${framework}/${variant} exited with ${code}`)));
+  const ready = await new Promise<boolean>((resolve, reject) => {
+    child.once('message', () => resolve(true));
+    child.once('exit', (code) =>
+      code === LISTEN_FAILED ? resolve(false) : reject(new Error(`${framework}/${variant} exited with ${code}`)),
+    );
   });
+  if (!ready) return LISTEN_FAILED;
   pin(child.pid!, SERVER_CORE);
   const cpuMicros = (): Promise<number> =>
     new Promise((resolve) => {
