@@ -15,14 +15,8 @@
  * the incarnation, debt (settle, penalty), a TTL never shortened, ops other than check, counts per bucket
  * (a retry exact to the bucket). So its cost is a floor no layout of Floodgate's semantics goes under.
  */
-import { CORE_LIMITS } from './core-rules';
-
-/** Milliseconds in a window of CORE_LIMITS' form ('1s', '1m', '1h'). */
-function windowMs(window: string): number {
-  const unit = { s: 1_000, m: 60_000, h: 3_600_000 }[window.slice(-1)];
-  if (unit === undefined) throw new Error(`ideal-sliding-window: window ${window}`);
-  return Number(window.slice(0, -1)) * unit;
-}
+import { parseDuration } from '../../../packages/core/src/config/rules';
+import type { CORE_LIMITS } from './core-rules';
 
 /**
  * The script for `rules` (CORE_LIMITS' entries) on however many identifiers KEYS carries (a state key and a
@@ -31,7 +25,7 @@ function windowMs(window: string): number {
  */
 export function idealSlidingWindow(rules: typeof CORE_LIMITS): string {
   const n = rules.length;
-  const ms = rules.map((r) => windowMs(r.window));
+  const ms = rules.map((r) => parseDuration(r.window, 'window'));
   const ttl = 2 * Math.max(...ms);
   const format = `<${'d'.repeat(3 * n)}`;
   const vars = rules.flatMap((_, r) => [`w${r}`, `p${r}`, `c${r}`]).join(', ');
