@@ -11,6 +11,7 @@ import { ALL_ALGORITHMS, CORE_LIMITS, PICKED_ALGORITHMS } from './lib/core-rules
 import { envInt, fmt, markdownTable, median } from './lib/stats';
 import { commandLine } from './lib/command-line';
 import { idealSlidingWindow } from './lib/ideal-sliding-window';
+import { ringSlidingWindow } from './lib/ring-sliding-window';
 
 /*
  * Where a check's time inside Redis goes (`npm run bench:script-cost`): the script a limiter sends for the
@@ -28,8 +29,10 @@ import { idealSlidingWindow } from './lib/ideal-sliding-window';
  * and beside them the script of 1 rule (the 1 h one) on 1 identifier, sent whole and cut to its fixed part
  * (its call, TIME and block MGET), and the floor: the cheapest check a peer sends (FLOOR below), on one key,
  * against which the 1 x 1 is read. For sliding window, also the least such a check can cost
- * (lib/ideal-sliding-window.ts: a hand-written script on a layout built for speed), 3 x 2 and 1 x 1 with
- * the same KEYS and ARGV: what any state layout could reach.
+ * (lib/ideal-sliding-window.ts: a hand-written script on a layout built for speed, the two-window estimate),
+ * and Floodgate's own ring of buckets on such a layout (lib/ring-sliding-window.ts: a running total and a
+ * packed ring), 3 x 2 and 1 x 1 with the same KEYS and ARGV: what any state layout could reach, and what
+ * one keeping the ring's guarantee could.
  * BENCH_ALGOS picks the algorithms (default: all four).
  *
  * BENCH_COUNT=instructions counts what redis-server executes instead of timing it: Redis runs under
@@ -137,6 +140,20 @@ function scriptOf(algorithm: AlgorithmName, limits: typeof CORE_LIMITS, kinds: r
   return { lua, argv };
 }
 
+/** Sliding windows written by hand, measured beside Floodgate's generated script with the same KEYS and ARGV. */
+const TWINS: { name: string; make: (rules: typeof CORE_LIMITS) => string; what: string }[] = [
+  {
+    name: 'ideal',
+    make: idealSlidingWindow,
+    what: 'The least a sliding-window check decided in Redis costs (bench/src/lib/ideal-sliding-window.ts: the call, TIME, the block MGET, one GET and one SET ... PX of one packed string per identifier, the two-window estimate per rule; no hash, no shared state, no debt)',
+  },
+  {
+    name: 'ring',
+    make: ringSlidingWindow,
+    what: "Floodgate's ring of buckets on such a layout (bench/src/lib/ring-sliding-window.ts: the same decisions, resets and retries as Floodgate's sliding window; per rule a running total and the ring's counts packed as doubles in the identifier's one string; no hash, no shared state, no debt)",
+  },
+];
+
 async function main(): Promise<void> {
   commandLine(
     'npm run bench:script-cost',
@@ -165,8 +182,8 @@ async function main(): Promise<void> {
   );
   const rows: string[][] = [];
   let floor = 0;
-  /** The ideal sliding window's 3 x 2 and 1 x 1 (when sliding window runs). */
-  let ideal: { three: number; one: number } | undefined;
+  /** The hand-written sliding windows' 3 x 2 and 1 x 1 (when sliding window runs), by TWINS' names. */
+  const twins = new Map<string, { three: number; one: number }>();
   const show = (v: number): string => (INSTRUCTIONS ? fmt(v / 1000, 1) : fmt(v, 1));
   try {
     r.cli('FLUSHALL');
@@ -183,37 +200,39 @@ async function main(): Promise<void> {
       const list = variants(lua, 2);
       // The 1 x 1's fixed part: its call, TIME and block MGET (what it costs before its state is read).
       const oneFixed = variants(one.lua, 1).find(([name]) => name === 'blocks')![1];
-      const runs = new Map<string, number[]>([
-        ...list.map(([name]): [string, number[]] => [name, []]),
-        ['1x1', []],
-        ['1x1 fixed', []],
-        ['ideal 3x2', []],
-        ['ideal 1x1', []],
-      ]);
-      const idealScripts =
-        algorithm === 'sliding-window' ? { three: idealSlidingWindow(CORE_LIMITS), one: idealSlidingWindow([CORE_LIMITS[2]!]) } : undefined;
-      // The ideal's state keys are strings of their own, one layout per rule set: the same arguments, the state keys renamed.
-      const idealArgv = (args: string[], rules: number): string[] => args.map((a) => a.replace(/^bench:rb:[^:]+:/, `bench:ideal${rules}:`));
+      const runs = new Map<string, number[]>([...list.map(([name]): [string, number[]] => [name, []]), ['1x1', []], ['1x1 fixed', []]]);
+      // The twins' state keys are strings of their own, one layout per twin and rule set: the same arguments, the state keys renamed.
+      const twinScripts =
+        algorithm === 'sliding-window'
+          ? TWINS.map(({ name, make }) => ({
+              name,
+              three: make(CORE_LIMITS),
+              one: make([CORE_LIMITS[2]!]),
+              args: (args: string[], rules: number): string[] => args.map((a) => a.replace(/^bench:rb:[^:]+:/, `bench:${name}${rules}:`)),
+            }))
+          : [];
+      for (const t of twinScripts) runs.set(`${t.name} 3x2`, []).set(`${t.name} 1x1`, []);
       r.cli('FLUSHALL');
       // Every identifier's state written once: peek and encode read real state.
       perCall(r, lua, argv('c'));
       perCall(r, one.lua, one.argv('c'));
-      if (idealScripts !== undefined) {
-        perCall(r, idealScripts.three, idealArgv(argv('c'), 3));
-        perCall(r, idealScripts.one, idealArgv(one.argv('c'), 1));
+      for (const t of twinScripts) {
+        perCall(r, t.three, t.args(argv('c'), 3));
+        perCall(r, t.one, t.args(one.argv('c'), 1));
       }
       for (let rep = 0; rep < REPS; rep++) {
         for (const [name, script] of list) runs.get(name)!.push(perCall(r, script, argv(name === 'peek' ? 'p' : 'c')));
         runs.get('1x1')!.push(perCall(r, one.lua, one.argv('c')));
         runs.get('1x1 fixed')!.push(perCall(r, oneFixed, one.argv('c')));
-        if (idealScripts !== undefined) {
-          runs.get('ideal 3x2')!.push(perCall(r, idealScripts.three, idealArgv(argv('c'), 3)));
-          runs.get('ideal 1x1')!.push(perCall(r, idealScripts.one, idealArgv(one.argv('c'), 1)));
+        for (const t of twinScripts) {
+          runs.get(`${t.name} 3x2`)!.push(perCall(r, t.three, t.args(argv('c'), 3)));
+          runs.get(`${t.name} 1x1`)!.push(perCall(r, t.one, t.args(one.argv('c'), 1)));
         }
       }
-      if (idealScripts !== undefined) {
-        ideal = { three: median(runs.get('ideal 3x2')!), one: median(runs.get('ideal 1x1')!) };
-        process.stderr.write(`ideal sliding window: 3x2 ${show(ideal.three)}, 1x1 ${show(ideal.one)}\n`);
+      for (const t of twinScripts) {
+        const twin = { three: median(runs.get(`${t.name} 3x2`)!), one: median(runs.get(`${t.name} 1x1`)!) };
+        twins.set(t.name, twin);
+        process.stderr.write(`${t.name} sliding window: 3x2 ${show(twin.three)}, 1x1 ${show(twin.one)}\n`);
       }
       const mid = list.map(([name]) => median(runs.get(name)!));
       const single = median(runs.get('1x1')!);
@@ -256,12 +275,14 @@ async function main(): Promise<void> {
     markdownTable(head, rows),
     '',
     `The floor, the cheapest check a peer sends (a fixed-window counter: INCR, PTTL, and PEXPIRE when the key has no TTL yet, in one script call on one key; bench/src/script-cost.ts, FLOOR): ${show(floor)}.`,
-    ...(ideal === undefined
-      ? []
-      : [
-          '',
-          `The least a sliding-window check decided in Redis costs (bench/src/lib/ideal-sliding-window.ts: the call, TIME, the block MGET, one GET and one SET ... PX of one packed string per identifier, the two-window estimate per rule; no hash, no shared state, no debt): 3 x 2 ${show(ideal.three)}, 1 x 1 ${show(ideal.one)}; 3 x 2 / 1 x 1 ${fmt(ideal.three / ideal.one, 2)}x, 1 x 1 / floor ${fmt(ideal.one / floor, 2)}x.`,
-        ]),
+    ...TWINS.flatMap(({ name, what }) => {
+      const twin = twins.get(name);
+      if (twin === undefined) return [];
+      return [
+        '',
+        `${what}: 3 x 2 ${show(twin.three)}, 1 x 1 ${show(twin.one)}; 3 x 2 / 1 x 1 ${fmt(twin.three / twin.one, 2)}x, 1 x 1 / floor ${fmt(twin.one / floor, 2)}x.`,
+      ];
+    }),
     '',
   ].join('\n');
   // Kept beside the other results (BENCH_ALGOS runs a subset and leaves the file alone).

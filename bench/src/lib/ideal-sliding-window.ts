@@ -17,6 +17,7 @@
  */
 import { parseDuration } from '../../../packages/core/src/config/rules';
 import type { CORE_LIMITS } from './core-rules';
+import { TWIN_FRAME } from './twin-frame';
 
 /**
  * The script for `rules` (CORE_LIMITS' entries) on however many identifiers KEYS carries (a state key and a
@@ -30,19 +31,7 @@ export function idealSlidingWindow(rules: typeof CORE_LIMITS): string {
   const format = `<${'d'.repeat(3 * n)}`;
   const vars = rules.flatMap((_, r) => [`w${r}`, `p${r}`, `c${r}`]).join(', ');
   const lines = [
-    // ARGV[4] is Floodgate's NOW: '' (Redis's clock, as the bench sends) or a time in ms (a test's).
-    'local now',
-    "if ARGV[4] == '' then",
-    "  local t = redis.call('TIME')",
-    '  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)',
-    'else',
-    '  now = tonumber(ARGV[4])',
-    'end',
-    'local nids = #KEYS / 2',
-    'local bkeys = {}',
-    'for i = 1, nids do bkeys[i] = KEYS[2 * i] end',
-    "local b = redis.call('MGET', unpack(bkeys))",
-    'for i = 1, nids do if b[i] then return { 0, i } end end',
+    ...TWIN_FRAME,
     'local out, ok, S = { 1 }, true, {}',
     'for i = 1, nids do',
     "  local raw = redis.call('GET', KEYS[2 * i - 1])",
