@@ -5,6 +5,7 @@
  * (bench/scripts/perf-diff.mjs). Needs `perf` (linux-perf) and wrk. The servers run with --perf-basic-prof, so
  * JavaScript shows by function.
  *   node -r ./test/ts-register.cjs bench/src/perf-servers.ts <framework> <variant A> <variant B> [rounds=3] [seconds=7]
+ * PERF_SERVERS_SHAPE picks another shape than `equal` (`hot`: the hand-written 429 against a limiter's denial).
  * Writes the reports to PERF_SERVERS_OUT (a new temporary folder by default) and prints each round's rates and diff.
  */
 import { execFileSync, spawn } from 'node:child_process';
@@ -14,30 +15,34 @@ import { join } from 'node:path';
 import { startBenchRedis } from './lib/machine';
 import { startServers } from './http/servers';
 import { wrk } from './http/load';
+import { SHAPE, type ShapeName } from './http/shapes';
 
 const HZ = 5_000;
 
 async function main(): Promise<void> {
   const [framework, a, b, roundsArg = '3', secondsArg = '7'] = process.argv.slice(2);
   if (!framework || !a || !b) throw new Error('usage: perf-servers.ts <framework> <variant A> <variant B> [rounds] [seconds]');
+  const shape = (process.env.PERF_SERVERS_SHAPE ?? 'equal') as ShapeName;
+  if (!Object.hasOwn(SHAPE, shape)) throw new Error(`PERF_SERVERS_SHAPE: no shape ${shape}`);
+  const random = SHAPE[shape].random;
   const rounds = Number(roundsArg);
   const seconds = Number(secondsArg);
   const out = process.env.PERF_SERVERS_OUT ?? mkdtempSync(join(tmpdir(), 'perf-servers-'));
   process.env.BENCH_NODE_FLAGS = `${process.env.BENCH_NODE_FLAGS ?? ''} --perf-basic-prof`.trim();
   const redis = await startBenchRedis();
-  const servers = await startServers([a, b].map((variant) => ({ framework, variant, shape: 'equal' as const, redisUrl: redis.url })));
+  const servers = await startServers([a, b].map((variant) => ({ framework, variant, shape, redisUrl: redis.url })));
   try {
     for (let round = 0; round < rounds; round++) {
       const reports: { file: string; requests: number }[] = [];
       for (const i of round % 2 === 0 ? [0, 1] : [1, 0]) {
         const server = servers[i]!;
-        await wrk(server.port, 3, 50, true);
+        await wrk(server.port, 3, 50, random);
         const data = join(out, `${round}-${i}.data`);
         const perf = spawn('perf', ['record', '-q', '-e', 'cpu-clock', '-F', String(HZ), '-p', String(server.child.pid), '-o', data], {
           stdio: 'ignore',
         });
         await new Promise((resolve) => setTimeout(resolve, 200)); // perf attached before the load starts
-        const load = await wrk(server.port, seconds, 50, true);
+        const load = await wrk(server.port, seconds, 50, random);
         perf.kill('SIGINT');
         await new Promise((resolve) => perf.once('exit', resolve));
         const file = join(out, `${round}-${i}.txt`);
