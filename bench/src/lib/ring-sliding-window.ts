@@ -49,10 +49,10 @@ export function ringSlidingWindow(rules: typeof CORE_LIMITS): string {
     `  if raw then v = { struct.unpack('${format}', raw) } else v = { ${empty} } end`,
   ];
   // Per rule at offset o: v[o] the newest bucket's number, v[o + 1] the total, v[o + 2 + x % slots] bucket x's count.
-  buckets.forEach((bucket, r) => {
+  rules.forEach((rule, r) => {
     const o = r * per + 1;
     lines.push(
-      `  do -- ${rules[r]!.limit} per ${rules[r]!.window}`,
+      `  do -- ${rule.limit} per ${rule.window}`,
       `    local cur, last = cur${r}, v[${o}]`,
       // A clock that stepped back counts into the newest bucket.
       `    if cur < last then cur = last end`,
@@ -66,7 +66,7 @@ export function ringSlidingWindow(rules: typeof CORE_LIMITS): string {
       '      end',
       `      v[${o}] = cur`,
       '    end',
-      `    if v[${o + 1}] + cost > ${rules[r]!.limit} then ok = false end`,
+      `    if v[${o + 1}] + cost > ${rule.limit} then ok = false end`,
       '  end',
     );
   });
