@@ -1,6 +1,7 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { createHttpConcurrency, ownOptions, type ConcurrencyHttpOptions } from '@floodgate/core/adapter';
 import { CLIENT_ADDRESS_OPTION_KEYS, clientAddress, type ClientAddressOptions } from './client-address';
+import { writeHeaders } from './headers';
 import { nextThenWatch, watchOf } from './response-end';
 import { defaultUser, deny, gone } from './respond';
 
@@ -22,7 +23,10 @@ export function concurrency(options: ConcurrencyOptions): MiddlewareHandler {
     if (outcome.action === 'error') throw outcome.error;
     // The client left before its lease was granted: the lease is released, and no handler runs for nobody.
     if (outcome.action === 'gone') return gone(c);
-    if (outcome.action === 'deny') return deny(c, outcome);
+    if (outcome.action === 'deny') {
+      writeHeaders(c, outcome.set);
+      return deny(c, outcome);
+    }
     await nextThenWatch(c, next, watch.owner);
   };
 }

@@ -1,15 +1,15 @@
 import type { Context } from 'hono';
-import type { HeaderList } from '@floodgate/core/adapter';
-import { writeHeaders } from './headers';
 
 /** Default user: `c.get('user').id`, where an auth middleware that sets `c.set('user', ...)` leaves it. */
 export function defaultUser(c: Context): unknown {
   return ((c.get as (key: string) => unknown)('user') as { id?: unknown } | undefined)?.id;
 }
 
-/** A denial Floodgate made: its status, its headers, and its body as JSON (as the Express, Fastify and Koa adapters send it). */
-export function deny(c: Context, outcome: { status: number; set: HeaderList; body?: object; json?: string }): Response {
-  writeHeaders(c, outcome.set);
+/**
+ * A denial Floodgate made: its status and its body as JSON (as the Express, Fastify and Koa adapters send
+ * it). Its headers are already on the context: each middleware writes an outcome's headers once, whatever it is.
+ */
+export function deny(c: Context, outcome: { status: number; body?: object; json?: string }): Response {
   // c.header, not a headers object: Hono reads one with for...in, which a polluted Object.prototype breaks.
   c.header('Content-Type', 'application/json; charset=utf-8');
   return c.body(outcome.json ?? JSON.stringify(outcome.body), outcome.status as 429);

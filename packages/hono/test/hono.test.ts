@@ -105,6 +105,55 @@ test('slowDown: c.get("slowDown") reports the count and the delay waited', async
   expect((await request(url).get('/')).body).toEqual({ used: 2, delayMs: 30 });
 });
 
+test('a denial writes each of its headers once: rateLimit, slowDown (a blocked client) and concurrency', async () => {
+  // Every c.header call of a request, by header name, counted by a middleware ahead of Floodgate's.
+  let writes: string[] = [];
+  const app = new Hono();
+  app.use(async (c, next) => {
+    const header = c.header.bind(c) as (...args: unknown[]) => void;
+    c.header = ((...args: unknown[]) => {
+      writes.push(String(args[0]).toLowerCase());
+      return header(...args);
+    }) as typeof c.header;
+    await next();
+  });
+  app.get('/limit', limit({ limits: { limit: 1, window: '1m' } }), (c) => c.text('ok'));
+  const slow = closing(slowDown({ redis, prefix: uniquePrefix('hono'), limits: { limit: 5, window: '1m' }, delayAfter: 5 }));
+  await slow.limiter.block('ip:127.0.0.1', { duration: '1m' });
+  app.get('/slow', slow, (c) => c.text('ok'));
+  let entered: () => void = () => undefined;
+  const inFlight = new Promise<void>((r) => (entered = r));
+  let finish: () => void = () => undefined;
+  const held = new Promise<Response>((r) => (finish = () => r(new Response('done'))));
+  app.get('/one', concurrency({ redis, prefix: uniquePrefix('hono'), max: 1 }), () => {
+    entered();
+    return held;
+  });
+  const url = await serve(app);
+  const denied = async (path: string): Promise<string[]> => {
+    writes = [];
+    const res = await request(url).get(path);
+    expect([res.status, res.headers['content-type']]).toEqual([429, 'application/json; charset=utf-8']);
+    expect(writes).toContain('retry-after');
+    return writes;
+  };
+  expect((await request(url).get('/limit')).status).toBe(200);
+  const limited = await denied('/limit');
+  expect(limited).toEqual(expect.arrayContaining(['ratelimit', 'ratelimit-policy']));
+  // Before: rateLimit's and slowDown's denials wrote their `set` headers twice (Retry-After; in draft-6, draft-7
+  // and legacy modes the counts too).
+  expect(limited).toEqual([...new Set(limited)]);
+  const blocked = await denied('/slow');
+  expect(blocked).toEqual([...new Set(blocked)]);
+  const first = request(url).get('/one');
+  const firstDone = first.then((r) => r.status);
+  await inFlight;
+  const busy = await denied('/one');
+  expect(busy).toEqual([...new Set(busy)]);
+  finish();
+  expect(await firstDone).toBe(200);
+});
+
 describe('connection info', () => {
   test("@hono/node-server's getConnInfo, passed explicitly, counts the client as the default does", async () => {
     const app = new Hono();
