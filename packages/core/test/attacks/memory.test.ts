@@ -80,16 +80,27 @@ test("failure: 'local' while Redis is down: the local limiter is bounded too", a
 const lost = (redis: RedisClient, prefix: string) =>
   ({ ...TEST_DEADLINE, redis, prefix, name: 'per-request', limits: { limit: 1, window: '1h' }, logger: quiet }) satisfies LimiterOptions;
 
+/** Resolves the promise an unreachable sentinel was registered with, when V8 runs the cleanup that found it dead. */
+const sentinels = new FinalizationRegistry<() => void>((resolve) => resolve());
+
 /**
- * Collects garbage and lets the finalizers it queued run, until `count` stops changing (or reaches `target`).
- * A collection only queues FinalizationRegistry callbacks; the counts drop when they have run.
+ * One full collection, and the cleanup task it queued run: awaited on a sentinel object that dies in it, not on
+ * a timer. (A collection only queues FinalizationRegistry callbacks; the counts drop when they have run.)
  */
+async function collectAndFinalize(): Promise<void> {
+  const finalized = new Promise<void>((resolve) => sentinels.register({}, resolve));
+  collectGarbage();
+  await finalized;
+  // V8 runs one registry's callbacks per cleanup task: let the other registries' tasks queued with it run too.
+  await new Promise((r) => setImmediate(r));
+}
+
+/** Collects until `count` stops changing (or reaches `target`): at most 20 collections, however slow the machine. */
 async function afterCollection(count: () => number, target?: number): Promise<number> {
   let last = -1;
   for (let round = 0; round < 20 && (target === undefined ? count() !== last : count() !== target); round++) {
     last = count();
-    collectGarbage();
-    await new Promise((r) => setTimeout(r, 20));
+    await collectAndFinalize();
   }
   return count();
 }
