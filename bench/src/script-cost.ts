@@ -32,7 +32,9 @@ import { ringSlidingWindow } from './lib/ring-sliding-window';
  * (lib/ideal-sliding-window.ts: a hand-written script on a layout built for speed, the two-window estimate),
  * and Floodgate's own ring of buckets on such a layout (lib/ring-sliding-window.ts: a running total and a
  * packed ring), 3 x 2 and 1 x 1 with the same KEYS and ARGV: what any state layout could reach, and what
- * one keeping the ring's guarantee could.
+ * one keeping the ring's guarantee could. Beside each, what an identifier's state takes in Redis after the
+ * run (the mean MEMORY USAGE of its key: key name, object and value as Redis encodes them), with 3 rules and
+ * with 1: a layout that saves instructions can cost memory.
  * BENCH_ALGOS picks the algorithms (default: all four).
  *
  * BENCH_COUNT=instructions counts what redis-server executes instead of timing it: Redis runs under
@@ -129,6 +131,22 @@ function perCall(r: BenchRedis, lua: string, args: string[]): number {
   return instructions ?? Number(us);
 }
 
+/**
+ * What the state keys matching `pattern` hold in Redis, per key: the mean `MEMORY USAGE` (key name, object and
+ * value, as Redis encodes them), summed inside Redis over a SCAN, so one call however many keys.
+ */
+function bytesPerKey(r: BenchRedis, pattern: string): number {
+  const out = r.cli(
+    'EVAL',
+    "local c, n, b = '0', 0, 0 repeat local s = redis.call('SCAN', c, 'MATCH', ARGV[1], 'COUNT', 1000) c = s[1] for _, k in ipairs(s[2]) do n = n + 1 b = b + redis.call('MEMORY', 'USAGE', k, 'SAMPLES', 0) end until c == '0' return n .. ':' .. b",
+    '0',
+    pattern,
+  );
+  const [keys, bytes] = out.split(':').map(Number) as [number, number];
+  if (!(keys > 0)) throw new Error(`script-cost: no state keys match ${pattern}`);
+  return bytes / keys;
+}
+
 /** The limiter's script for `limits`, and its arguments for `op` with one identifier per entry of `kinds`. */
 function scriptOf(algorithm: AlgorithmName, limits: typeof CORE_LIMITS, kinds: readonly string[]) {
   const opts = resolveOptions({ algorithm, limits } as LimiterOptions);
@@ -183,7 +201,7 @@ async function main(): Promise<void> {
   const rows: string[][] = [];
   let floor = 0;
   /** The hand-written sliding windows' 3 x 2 and 1 x 1 (when sliding window runs), by TWINS' names. */
-  const twins = new Map<string, { three: number; one: number }>();
+  const twins = new Map<string, { three: number; one: number; bytes: { three: number; one: number } }>();
   const show = (v: number): string => (INSTRUCTIONS ? fmt(v / 1000, 1) : fmt(v, 1));
   try {
     r.cli('FLUSHALL');
@@ -229,8 +247,20 @@ async function main(): Promise<void> {
           runs.get(`${t.name} 1x1`)!.push(perCall(r, t.one, t.args(one.argv('c'), 1)));
         }
       }
+      // What an identifier's state takes in Redis: the 3 x 2's ip keys (only it writes them) hold its 3 rules;
+      // the 1 x 1 shares its user keys with the 3 x 2's, so one more run writes its 1 rule under keys of its own.
+      perCall(
+        r,
+        one.lua,
+        one.argv('c').map((a) => a.replace(/^bench:rb:/, 'bench:one:')),
+      );
+      const bytes = { three: bytesPerKey(r, 'bench:rb:*{ip:*}'), one: bytesPerKey(r, 'bench:one:*{user:*}') };
       for (const t of twinScripts) {
-        const twin = { three: median(runs.get(`${t.name} 3x2`)!), one: median(runs.get(`${t.name} 1x1`)!) };
+        const twin = {
+          three: median(runs.get(`${t.name} 3x2`)!),
+          one: median(runs.get(`${t.name} 1x1`)!),
+          bytes: { three: bytesPerKey(r, `bench:${t.name}3:{ip:*}`), one: bytesPerKey(r, `bench:${t.name}1:{user:*}`) },
+        };
         twins.set(t.name, twin);
         process.stderr.write(`${t.name} sliding window: 3x2 ${show(twin.three)}, 1x1 ${show(twin.one)}\n`);
       }
@@ -244,6 +274,8 @@ async function main(): Promise<void> {
         show(single),
         `${fmt(mid[mid.length - 1]! / single, 2)}x`,
         `${fmt(single / floor, 2)}x`,
+        `${fmt(bytes.three, 0)} B`,
+        `${fmt(bytes.one, 0)} B`,
       ]);
       process.stderr.write(
         `${algorithm}: ${list.map(([name], i) => `${name} ${show(mid[i]!)}`).join(', ')}, 1x1 ${show(singleFixed)} fixed, ${show(single)} full\n`,
@@ -266,6 +298,8 @@ async function main(): Promise<void> {
     '1 x 1: full',
     '3 x 2 / 1 x 1',
     '1 x 1 / floor',
+    'state per identifier, 3 rules',
+    '1 rule',
   ];
   const text = [
     INSTRUCTIONS
@@ -280,7 +314,7 @@ async function main(): Promise<void> {
       if (twin === undefined) return [];
       return [
         '',
-        `${what}: 3 x 2 ${show(twin.three)}, 1 x 1 ${show(twin.one)}; 3 x 2 / 1 x 1 ${fmt(twin.three / twin.one, 2)}x, 1 x 1 / floor ${fmt(twin.one / floor, 2)}x.`,
+        `${what}: 3 x 2 ${show(twin.three)}, 1 x 1 ${show(twin.one)}; 3 x 2 / 1 x 1 ${fmt(twin.three / twin.one, 2)}x, 1 x 1 / floor ${fmt(twin.one / floor, 2)}x; state per identifier ${fmt(twin.bytes.three, 0)} B with 3 rules, ${fmt(twin.bytes.one, 0)} B with 1.`,
       ];
     }),
     '',

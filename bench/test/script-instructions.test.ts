@@ -13,6 +13,9 @@ const bench = (env: Record<string, string>): { status: number | null; stdout: st
     env: { ...process.env, FORCE_COLOR: '0', ...env },
   });
 
+/** Numbers as the tables print them (thousands separators, a ratio's 'x'); a text that is no number reads NaN, which fails every expectation. */
+const numbers = (texts: readonly string[]): number[] => texts.map((t) => Number(t.replace(/[x,]/g, '')));
+
 test('BENCH_COUNT=instructions counts what redis-server executes per check, for 3 x 2 step by step, for 1 x 1 and for the hand-written twins', () => {
   const r = bench({ BENCH_COUNT: 'instructions', BENCH_ALGOS: 'sliding-window', BENCH_REPS: '1', BENCH_CALLS: '200' });
   expect(r.stderr).not.toMatch(/Error/);
@@ -20,25 +23,32 @@ test('BENCH_COUNT=instructions counts what redis-server executes per check, for 
   expect(r.stdout).toContain('thousands of instructions redis-server executes per check');
   const row = r.stdout.split('\n').find((l) => l.startsWith('| sliding-window |'));
   expect(row).toBeDefined();
-  // call, + TIME, ..., full, the 1 x 1's fixed part and whole, then the ratios: each 3 x 2 column adds to
-  // the one before.
-  const cells = row!
-    .split('|')
-    .slice(2, -1)
-    .map((c) => Number(c.trim().split(' ')[0]!.replace(/[x,]/g, '')));
-  const [call, time, blocks, reads, , , full, oneFixed, one, ratio, overFloor] = cells as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
+  // call, + TIME, ..., full, the 1 x 1's fixed part and whole, the ratios, then the state's bytes with 3 rules
+  // and with 1: each 3 x 2 column adds to the one before.
+  const cells = numbers(
+    row!
+      .split('|')
+      .slice(2, -1)
+      .map((c) => c.trim().split(' ')[0]!),
+  );
+  const columns = [
+    'call',
+    'time',
+    'blocks',
+    'reads',
+    'peek',
+    'encode',
+    'full',
+    'oneFixed',
+    'one',
+    'ratio',
+    'overFloor',
+    'bytesThree',
+    'bytesOne',
+  ] as const;
+  const { call, time, blocks, reads, full, oneFixed, one, ratio, overFloor, bytesThree, bytesOne } = Object.fromEntries(
+    columns.map((name, i) => [name, cells[i] ?? NaN]),
+  ) as Record<(typeof columns)[number], number>;
   const floor = Number(/the cheapest check a peer sends .*: ([\d.,]+)\.$/m.exec(r.stdout)?.[1]?.replace(/,/g, ''));
   expect(call).toBeGreaterThan(1); // thousands: an EVALSHA of 20-odd arguments is tens of thousands
   expect(time).toBeGreaterThan(call);
@@ -52,28 +62,40 @@ test('BENCH_COUNT=instructions counts what redis-server executes per check, for 
   expect(floor).toBeGreaterThan(0);
   expect(floor).toBeLessThan(one);
   expect(overFloor).toBeCloseTo(one / floor, 1);
+  // What an identifier's state takes in Redis (MEMORY USAGE of its key): more with 3 rules than with 1, and
+  // at least the key's own overhead.
+  expect(bytesOne).toBeGreaterThan(50);
+  expect(bytesThree).toBeGreaterThan(bytesOne);
   // The hand-written twins, each line read with its own figures: the least a sliding-window check can cost
   // (lib/ideal-sliding-window.ts), more than its fixed part and less than Floodgate's check of the same rules,
   // and Floodgate's ring on a packed layout (lib/ring-sliding-window.ts), between the two.
-  const twin = (opening: string): [number, number, number, number] => {
+  const twin = (opening: string): { three: number; single: number; bytesThree: number } => {
     const line = r.stdout.split('\n').find((l) => l.startsWith(opening));
     expect([opening, line]).toEqual([opening, expect.any(String)]);
-    const m = /3 x 2 ([\d.,]+), 1 x 1 ([\d.,]+); 3 x 2 \/ 1 x 1 ([\d.]+)x, 1 x 1 \/ floor ([\d.]+)x\.$/.exec(line!);
+    const m =
+      /3 x 2 ([\d.,]+), 1 x 1 ([\d.,]+); 3 x 2 \/ 1 x 1 ([\d.]+)x, 1 x 1 \/ floor ([\d.]+)x; state per identifier ([\d,]+) B with 3 rules, ([\d,]+) B with 1\.$/.exec(
+        line!,
+      );
     expect(m).not.toBeNull();
-    const [three, single, ratioOf, floorOf] = m!.slice(1).map((v) => Number(v.replace(/,/g, ''))) as [number, number, number, number];
-    expect(ratioOf).toBeCloseTo(three / single, 1);
-    expect(floorOf).toBeCloseTo(single / floor, 1);
-    return [three, single, ratioOf, floorOf];
+    const v = numbers(m!.slice(1));
+    const at = (i: number): number => v[i] ?? NaN;
+    expect(at(2)).toBeCloseTo(at(0) / at(1), 1);
+    expect(at(3)).toBeCloseTo(at(1) / floor, 1);
+    expect(at(5)).toBeGreaterThan(50);
+    expect(at(4)).toBeGreaterThan(at(5));
+    return { three: at(0), single: at(1), bytesThree: at(4) };
   };
-  const [idealThree, idealOne] = twin('The least a sliding-window check decided in Redis costs');
-  expect(idealOne).toBeGreaterThan(oneFixed);
-  expect(idealOne).toBeLessThan(one);
-  expect(idealThree).toBeGreaterThan(idealOne);
-  expect(idealThree).toBeLessThan(full);
-  const [ringThree, ringOne] = twin("Floodgate's ring of buckets on such a layout");
-  expect(ringOne).toBeGreaterThan(idealOne);
-  expect(ringThree).toBeGreaterThan(idealThree);
-  expect(ringThree).toBeLessThan(full);
+  const ideal = twin('The least a sliding-window check decided in Redis costs');
+  expect(ideal.single).toBeGreaterThan(oneFixed);
+  expect(ideal.single).toBeLessThan(one);
+  expect(ideal.three).toBeGreaterThan(ideal.single);
+  expect(ideal.three).toBeLessThan(full);
+  const ring = twin("Floodgate's ring of buckets on such a layout");
+  expect(ring.single).toBeGreaterThan(ideal.single);
+  expect(ring.three).toBeGreaterThan(ideal.three);
+  expect(ring.three).toBeLessThan(full);
+  // Its doubles take more memory than the generated script's MessagePack ring of small counts.
+  expect(ring.bytesThree).toBeGreaterThan(bytesThree);
 }, 240_000);
 
 test('BENCH_COUNT takes time or instructions, and names what it got', () => {
