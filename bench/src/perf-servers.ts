@@ -9,7 +9,7 @@
  * Writes the reports to PERF_SERVERS_OUT (a new temporary folder by default) and prints each round's rates and diff.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startBenchRedis } from './lib/machine';
@@ -28,6 +28,7 @@ async function main(): Promise<void> {
   const rounds = Number(roundsArg);
   const seconds = Number(secondsArg);
   const out = process.env.PERF_SERVERS_OUT ?? mkdtempSync(join(tmpdir(), 'perf-servers-'));
+  mkdirSync(out, { recursive: true });
   process.env.BENCH_NODE_FLAGS = `${process.env.BENCH_NODE_FLAGS ?? ''} --perf-basic-prof`.trim();
   const redis = await startBenchRedis();
   const servers = await startServers([a, b].map((variant) => ({ framework, variant, shape, redisUrl: redis.url })));
@@ -39,12 +40,18 @@ async function main(): Promise<void> {
         await wrk(server.port, 3, 50, random);
         const data = join(out, `${round}-${i}.data`);
         const perf = spawn('perf', ['record', '-q', '-e', 'cpu-clock', '-F', String(HZ), '-p', String(server.child.pid), '-o', data], {
-          stdio: 'ignore',
+          stdio: ['ignore', 'ignore', 'pipe'],
         });
+        // Listened for from the start: a perf that cannot record exits at once, and waiting for an exit that
+        // has already happened would wait forever.
+        let said = '';
+        perf.stderr.on('data', (chunk: Buffer) => (said += chunk.toString()));
+        const exited = new Promise<number | null>((resolve) => perf.once('exit', resolve));
         await new Promise((resolve) => setTimeout(resolve, 200)); // perf attached before the load starts
+        if (perf.exitCode !== null) throw new Error(`perf record exited with ${perf.exitCode} before the load: ${said.trim()}`);
         const load = await wrk(server.port, seconds, 50, random);
         perf.kill('SIGINT');
-        await new Promise((resolve) => perf.once('exit', resolve));
+        await exited;
         const file = join(out, `${round}-${i}.txt`);
         writeFileSync(
           file,

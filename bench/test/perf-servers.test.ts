@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -10,7 +10,8 @@ import { promisify } from 'node:util';
  */
 test('perf-servers profiles two servers under the same load and diffs their CPU per request by symbol', async () => {
   const root = join(__dirname, '..', '..');
-  const out = mkdtempSync(join(tmpdir(), 'perf-servers-test-'));
+  // A folder that does not exist yet: the tool makes it (it used to wait forever for a perf that could not write there).
+  const out = join(mkdtempSync(join(tmpdir(), 'perf-servers-test-')), 'reports');
   const { stdout } = await promisify(execFile)(
     process.execPath,
     [
@@ -49,3 +50,19 @@ test('PERF_SERVERS_SHAPE picks the shape, and an unknown one is refused by name 
   );
   await expect(run).rejects.toMatchObject({ stderr: expect.stringContaining('PERF_SERVERS_SHAPE: no shape nope') });
 }, 90_000);
+
+test('a perf that cannot record stops the run with what it said, instead of a wait for an exit already gone', async () => {
+  const root = join(__dirname, '..', '..');
+  // A `perf` first on the PATH that refuses at once, as a perf without permission to profile does.
+  const bin = mkdtempSync(join(tmpdir(), 'perf-servers-bin-'));
+  writeFileSync(join(bin, 'perf'), '#!/bin/sh\necho "perf: not allowed to record here" >&2\nexit 3\n', { mode: 0o755 });
+  const run = promisify(execFile)(
+    process.execPath,
+    ['-r', join(root, 'test', 'ts-register.cjs'), join(root, 'bench', 'src', 'perf-servers.ts'), 'hono', 'floodgate', 'baseline', '1', '1'],
+    { cwd: root, env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}` }, timeout: 90_000 },
+  );
+  await expect(run).rejects.toMatchObject({
+    killed: false,
+    stderr: expect.stringContaining('perf record exited with 3 before the load: perf: not allowed to record here'),
+  });
+}, 120_000);
