@@ -47,9 +47,16 @@ async function main(): Promise<void> {
         let said = '';
         perf.stderr.on('data', (chunk: Buffer) => (said += chunk.toString()));
         const exited = new Promise<number | null>((resolve) => perf.once('exit', resolve));
+        const recording = (): void => {
+          if (perf.exitCode !== null || perf.signalCode !== null)
+            throw new Error(
+              `perf record exited with ${perf.exitCode ?? perf.signalCode} while it should have been recording: ${said.trim()}`,
+            );
+        };
         await new Promise((resolve) => setTimeout(resolve, 200)); // perf attached before the load starts
-        if (perf.exitCode !== null) throw new Error(`perf record exited with ${perf.exitCode} before the load: ${said.trim()}`);
+        recording();
         const load = await wrk(server.port, seconds, 50, random);
+        recording();
         perf.kill('SIGINT');
         await exited;
         const file = join(out, `${round}-${i}.txt`);

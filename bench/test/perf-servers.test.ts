@@ -63,6 +63,6 @@ test('a perf that cannot record stops the run with what it said, instead of a wa
   );
   await expect(run).rejects.toMatchObject({
     killed: false,
-    stderr: expect.stringContaining('perf record exited with 3 before the load: perf: not allowed to record here'),
+    stderr: expect.stringContaining('perf record exited with 3 while it should have been recording: perf: not allowed to record here'),
   });
 }, 120_000);
