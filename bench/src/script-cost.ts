@@ -12,6 +12,8 @@ import { envInt, fmt, markdownTable, median } from './lib/stats';
 import { commandLine } from './lib/command-line';
 import { idealSlidingWindow } from './lib/ideal-sliding-window';
 import { ringSlidingWindow } from './lib/ring-sliding-window';
+import { keyBytes } from './lib/memory';
+import Redis from 'ioredis';
 
 /*
  * Where a check's time inside Redis goes (`npm run bench:script-cost`): the script a limiter sends for the
@@ -131,19 +133,10 @@ function perCall(r: BenchRedis, lua: string, args: string[]): number {
   return instructions ?? Number(us);
 }
 
-/**
- * What the state keys matching `pattern` hold in Redis, per key: the mean `MEMORY USAGE` (key name, object and
- * value, as Redis encodes them), summed inside Redis over a SCAN, so one call however many keys.
- */
-function bytesPerKey(r: BenchRedis, pattern: string): number {
-  const out = r.cli(
-    'EVAL',
-    "local c, n, b = '0', 0, 0 repeat local s = redis.call('SCAN', c, 'MATCH', ARGV[1], 'COUNT', 1000) c = s[1] for _, k in ipairs(s[2]) do n = n + 1 b = b + redis.call('MEMORY', 'USAGE', k, 'SAMPLES', 0) end until c == '0' return n .. ':' .. b",
-    '0',
-    pattern,
-  );
-  const [keys, bytes] = out.split(':').map(Number) as [number, number];
-  if (!(keys > 0)) throw new Error(`script-cost: no state keys match ${pattern}`);
+/** The mean `MEMORY USAGE` of the keys matching `pattern` (lib/memory.ts): what one identifier's state takes in Redis. */
+async function bytesPerKey(redis: Redis, pattern: string): Promise<number> {
+  const { keys, bytes } = await keyBytes(redis, pattern);
+  if (keys === 0) throw new Error(`script-cost: no state keys match ${pattern}`);
   return bytes / keys;
 }
 
@@ -198,6 +191,8 @@ async function main(): Promise<void> {
     INSTRUCTIONS ? ['valgrind', '--tool=callgrind', `--callgrind-out-file=${join(DUMPS, 'callgrind.out')}`] : [],
     INSTRUCTIONS ? 120_000 : 10_000,
   );
+  // For the memory figures only (the checks go through redis-benchmark).
+  const client = new Redis(r.url);
   const rows: string[][] = [];
   let floor = 0;
   /** The hand-written sliding windows' 3 x 2 and 1 x 1 (when sliding window runs), by TWINS' names. */
@@ -254,12 +249,15 @@ async function main(): Promise<void> {
         one.lua,
         one.argv('c').map((a) => a.replace(/^bench:rb:/, 'bench:one:')),
       );
-      const bytes = { three: bytesPerKey(r, 'bench:rb:*{ip:*}'), one: bytesPerKey(r, 'bench:one:*{user:*}') };
+      const bytes = { three: await bytesPerKey(client, 'bench:rb:*{ip:*}'), one: await bytesPerKey(client, 'bench:one:*{user:*}') };
       for (const t of twinScripts) {
         const twin = {
           three: median(runs.get(`${t.name} 3x2`)!),
           one: median(runs.get(`${t.name} 1x1`)!),
-          bytes: { three: bytesPerKey(r, `bench:${t.name}3:{ip:*}`), one: bytesPerKey(r, `bench:${t.name}1:{user:*}`) },
+          bytes: {
+            three: await bytesPerKey(client, `bench:${t.name}3:{ip:*}`),
+            one: await bytesPerKey(client, `bench:${t.name}1:{user:*}`),
+          },
         };
         twins.set(t.name, twin);
         process.stderr.write(`${t.name} sliding window: 3x2 ${show(twin.three)}, 1x1 ${show(twin.one)}\n`);
@@ -282,6 +280,7 @@ async function main(): Promise<void> {
       );
     }
   } finally {
+    client.disconnect();
     await r.stop();
     if (INSTRUCTIONS) rmSync(DUMPS, { recursive: true, force: true });
   }
